@@ -1,0 +1,250 @@
+//! Frames: the int32 size prefix, splitting a byte stream into whole frames, and a cheap
+//! peek at any request's header.
+
+use nom::Parser;
+
+use crate::error::{Error, ErrorKind};
+use crate::wire::{self, Cx, PResult};
+
+/// Bytes in the size prefix that starts every frame.
+pub const SIZE_PREFIX_LEN: usize = 4;
+
+/// The largest frame accepted by default: 100 MiB, Kafka's `socket.request.max.bytes`.
+pub const DEFAULT_MAX_FRAME_SIZE: usize = 100 * 1024 * 1024;
+
+const FIELD_SIZE: &str = "size";
+
+/// Reads the size prefix: the number of bytes that follow it. Streaming: fewer than 4 bytes
+/// is [`ErrorKind::Incomplete`].
+fn read_size(buf: &[u8], max: usize) -> Result<usize, Error> {
+    let Some(prefix) = buf.get(..SIZE_PREFIX_LEN) else {
+        let needed = SIZE_PREFIX_LEN - buf.len();
+        return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));
+    };
+    let size = i32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+    let Ok(size) = usize::try_from(size) else {
+        return Err(Error::new(ErrorKind::NegativeLength(size), FIELD_SIZE, 0));
+    };
+    if size > max {
+        return Err(Error::new(
+            ErrorKind::FrameTooLarge { size, max },
+            FIELD_SIZE,
+            0,
+        ));
+    }
+    Ok(size)
+}
+
+/// Splits one whole frame (size prefix included) off the front of `buf`, which holds a byte
+/// stream, and returns it with the rest of the buffer.
+///
+/// When `buf` holds less than a whole frame the error is [`ErrorKind::Incomplete`] with the
+/// number of bytes still missing; a negative size or one over
+/// [`DEFAULT_MAX_FRAME_SIZE`] is malformed.
+///
+/// ```
+/// use kafka_elect_leaders::split_frame;
+/// let stream = [0, 0, 0, 2, 0xaa, 0xbb, 0, 0, 0];
+/// let (frame, rest) = split_frame(&stream).unwrap();
+/// assert_eq!((frame, rest), (&stream[..6], &stream[6..]));
+/// assert_eq!(split_frame(rest).unwrap_err().needed(), Some(1));
+/// ```
+pub fn split_frame(buf: &[u8]) -> Result<(&[u8], &[u8]), Error> {
+    split_frame_with_max(buf, DEFAULT_MAX_FRAME_SIZE)
+}
+
+/// [`split_frame`] with another maximum frame size (the size prefix's value, not counting
+/// the prefix itself).
+pub fn split_frame_with_max(buf: &[u8], max_frame_size: usize) -> Result<(&[u8], &[u8]), Error> {
+    let size = read_size(buf, max_frame_size)?;
+    let total = SIZE_PREFIX_LEN + size;
+    if buf.len() < total {
+        let needed = total - buf.len();
+        return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));
+    }
+    Ok(buf.split_at(total))
+}
+
+/// Iterator over the whole frames at the front of a buffer holding a byte stream.
+///
+/// Yields each whole frame (size prefix included). Stops at a partial frame at the end,
+/// which [`remainder`](Frames::remainder) returns so that the caller can keep it for the
+/// next read; yields one error and stops at a malformed size prefix. Error offsets count
+/// from the start of the buffer.
+#[derive(Clone, Debug)]
+pub struct Frames<'a> {
+    rest: &'a [u8],
+    consumed: usize,
+    max_frame_size: usize,
+    failed: bool,
+}
+
+impl<'a> Frames<'a> {
+    /// Frames of `buf`, with the default maximum frame size.
+    pub const fn new(buf: &'a [u8]) -> Self {
+        Frames {
+            rest: buf,
+            consumed: 0,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            failed: false,
+        }
+    }
+
+    /// Sets the maximum frame size (the size prefix's value).
+    pub const fn with_max_frame_size(mut self, max_frame_size: usize) -> Self {
+        self.max_frame_size = max_frame_size;
+        self
+    }
+
+    /// The bytes not yet yielded: after iteration ends, the partial frame at the end of the
+    /// buffer (or the malformed one).
+    pub const fn remainder(&self) -> &'a [u8] {
+        self.rest
+    }
+
+    /// Offset in the buffer of [`remainder`](Frames::remainder).
+    pub const fn offset(&self) -> usize {
+        self.consumed
+    }
+
+    /// How many more bytes the partial frame at the end needs, if there is one.
+    pub fn needed(&self) -> Option<usize> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        split_frame_with_max(self.rest, self.max_frame_size)
+            .err()
+            .and_then(|e| e.needed())
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Result<&'a [u8], Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.rest.is_empty() {
+            return None;
+        }
+        match split_frame_with_max(self.rest, self.max_frame_size) {
+            Ok((frame, rest)) => {
+                self.rest = rest;
+                self.consumed += frame.len();
+                Some(Ok(frame))
+            }
+            Err(e) if e.is_incomplete() => None,
+            Err(mut e) => {
+                self.failed = true;
+                e.offset += self.consumed;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Frames<'_> {}
+
+/// The first fields of any Kafka request frame, whatever its API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RequestPeek {
+    /// The size prefix: bytes that follow it.
+    pub size: usize,
+    /// `RequestApiKey`: which API the request is for (43 for ElectLeaders).
+    pub api_key: i16,
+    /// `RequestApiVersion`.
+    pub api_version: i16,
+    /// `CorrelationId`, echoed by the response.
+    pub correlation_id: i32,
+}
+
+impl RequestPeek {
+    /// True for an ElectLeaders request of a version this crate reads.
+    pub const fn is_elect_leaders(&self) -> bool {
+        self.api_key == crate::version::API_KEY
+            && self.api_version >= crate::version::MIN_VERSION
+            && self.api_version <= crate::version::MAX_VERSION
+    }
+}
+
+/// Reads `(api_key, api_version, correlation_id)` from the start of any request frame
+/// without parsing the rest: 12 bytes, the frame need not be whole.
+///
+/// Streaming: fewer than 12 bytes is [`ErrorKind::Incomplete`]. A size prefix that is
+/// negative, or too small to hold those fields, is malformed.
+pub fn peek_request(buf: &[u8]) -> Result<RequestPeek, Error> {
+    const PEEK_LEN: usize = SIZE_PREFIX_LEN + 8;
+    let size = read_size(buf, usize::MAX)?;
+    if buf.len() < PEEK_LEN {
+        let needed = PEEK_LEN - buf.len();
+        return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));
+    }
+    // Read the fields as if the frame ended at its size, so a size too small to hold them is
+    // an `UnexpectedEnd` that names the field cut off.
+    let end = (SIZE_PREFIX_LEN + size).min(PEEK_LEN);
+    let cx = Cx {
+        end,
+        flexible: false,
+    };
+    let fields = (
+        wire::int16(cx, crate::header::FIELD_API_KEY),
+        wire::int16(cx, crate::header::FIELD_API_VERSION),
+        wire::int32(cx, crate::header::FIELD_CORRELATION_ID),
+    );
+    let parsed: PResult<'_, _> = { fields }.parse(&buf[SIZE_PREFIX_LEN..end]);
+    match parsed {
+        Ok((_, (api_key, api_version, correlation_id))) => Ok(RequestPeek {
+            size,
+            api_key,
+            api_version,
+            correlation_id,
+        }),
+        Err(e) => Err(wire::into_error(e, end)),
+    }
+}
+
+/// Runs `body` over the bytes after the size prefix of `input`, which must be exactly one
+/// frame: a size prefix that disagrees with the input's length, or bytes left after the
+/// body, are errors. Offsets count from the start of `input`.
+pub(crate) fn parse_framed<'a, T>(
+    input: &'a [u8],
+    message: &'static str,
+    body: impl FnOnce(usize, &'a [u8]) -> PResult<'a, T>,
+) -> Result<T, Error> {
+    let declared = match read_size(input, usize::MAX) {
+        Ok(size) => size,
+        Err(e) => {
+            return Err(match e.kind {
+                ErrorKind::Incomplete { needed } => {
+                    Error::new(ErrorKind::UnexpectedEnd { needed }, FIELD_SIZE, 0)
+                }
+                _ => e,
+            })
+        }
+    };
+    let actual = input.len() - SIZE_PREFIX_LEN;
+    if actual > declared {
+        return Err(Error::new(
+            ErrorKind::SizeMismatch { declared, actual },
+            FIELD_SIZE,
+            0,
+        ));
+    }
+    let end = input.len();
+    let (rest, value) =
+        body(end, &input[SIZE_PREFIX_LEN..]).map_err(|e| wire::into_error(e, end))?;
+    if !rest.is_empty() {
+        let count = rest.len();
+        return Err(Error::new(
+            ErrorKind::TrailingBytes { count },
+            message,
+            end - count,
+        ));
+    }
+    if actual < declared {
+        return Err(Error::new(
+            ErrorKind::SizeMismatch { declared, actual },
+            FIELD_SIZE,
+            0,
+        ));
+    }
+    Ok(value)
+}

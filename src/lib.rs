@@ -1,0 +1,69 @@
+//! Zero-copy, allocation-free parsing of Apache Kafka **ElectLeaders** frames (API key 43),
+//! requests and responses, versions 0 to 2.
+//!
+//! A frame is checked once, in one pass, by nom parsers; what comes back is a view that
+//! borrows the frame's bytes and whose lazy iterators cannot fail. Nothing is copied and
+//! nothing is allocated: topic names, client ids and error messages are `&[u8]` slices of
+//! the frame, partition lists are decoded as they are iterated.
+//!
+//! - [`split_frame`] / [`Frames`] cut whole frames off a byte stream; [`peek_request`]
+//!   reads any request's API key, version and correlation id.
+//! - [`parse_request`] and [`parse_response`] parse one frame into an
+//!   [`ElectLeadersRequest`] or an [`ElectLeadersResponse`].
+//! - Errors ([`Error`]) are small `Copy` values naming the field and the byte offset.
+//!
+//! ```
+//! use kafka_elect_leaders::{parse_request, ElectionType};
+//!
+//! let frame = std::fs::read("corpus/request-v0.bin").unwrap();
+//! let request = parse_request(&frame).unwrap();
+//! assert_eq!(request.version(), 0);
+//! assert_eq!(request.election_type(), ElectionType::PREFERRED);
+//! let mut partitions = 0;
+//! for topic in request.topic_partitions().unwrap() {
+//!     assert!(topic.topic_str().is_ok());
+//!     partitions += topic.partitions().len();
+//! }
+//! assert_eq!(partitions, 4);
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+mod debug;
+mod election_type;
+mod error;
+mod error_code;
+mod frame;
+mod header;
+mod list;
+mod request;
+mod response;
+mod tagged;
+mod version;
+mod wire;
+
+pub use election_type::ElectionType;
+pub use error::{Error, ErrorKind};
+pub use error_code::ErrorCode;
+pub use frame::{
+    peek_request, split_frame, split_frame_with_max, Frames, RequestPeek, DEFAULT_MAX_FRAME_SIZE,
+    SIZE_PREFIX_LEN,
+};
+pub use header::{RequestHeader, ResponseHeader};
+pub use list::{Int32Iter, Int32List, List, ListIter};
+pub use request::{parse_request, ElectLeadersRequest, TopicPartitions};
+pub use response::{parse_response, ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
+pub use tagged::{TaggedField, TaggedFields};
+pub use version::{
+    request_header_version, response_header_version, API_KEY, MAX_VERSION, MIN_VERSION,
+};
+pub use wire::MAX_STRING_LEN;
+
+// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,325 @@
+//! Lazy lists over validated bytes: structs of varying width ([`List`]) and `[]int32`
+//! ([`Int32List`]).
+//!
+//! A list is built only after the parser has walked and checked every element once, so its
+//! iterators decode without an error path: they re-run the same element parser over bytes
+//! that are known to be good.
+
+use core::fmt;
+use core::iter::FusedIterator;
+use core::ops::Range;
+
+use crate::wire::Cx;
+
+pub(crate) mod sealed {
+    use crate::wire::{Cx, PResult};
+
+    /// A struct that can stand in a [`List`](super::List): parsed by one grammar, whether
+    /// validating or iterating.
+    pub trait Element<'a>: Sized {
+        /// The fewest bytes one element can take in this encoding; bounds array counts.
+        fn min_size(flexible: bool) -> usize;
+        /// Parses one element from a suffix of the frame.
+        fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self>;
+    }
+}
+use sealed::Element;
+
+/// A lazy list of structs (`TopicPartitions`, `ReplicaElectionResult`, tagged fields, …)
+/// whose bytes were validated when the message was parsed.
+#[derive(Clone, Copy)]
+pub struct List<'a, T> {
+    /// The elements' bytes, exactly.
+    bytes: &'a [u8],
+    /// How many elements `bytes` holds.
+    len: usize,
+    /// The whole field, count prefix included, as frame offsets.
+    start: usize,
+    /// Frame offset of the first element.
+    elements_offset: usize,
+    flexible: bool,
+    _element: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<'a, T: Element<'a>> List<'a, T> {
+    /// Walks `len` elements starting at `elements`, a suffix of the frame, checking each one,
+    /// and returns the list and the input after it. `start` is the offset of the count.
+    pub(crate) fn parse(
+        cx: Cx,
+        start: usize,
+        len: usize,
+        elements: &'a [u8],
+    ) -> crate::wire::PResult<'a, Self> {
+        let mut rest = elements;
+        for _ in 0..len {
+            rest = T::parse(cx, rest)?.0;
+        }
+        let used = elements.len() - rest.len();
+        let list = List {
+            bytes: &elements[..used],
+            len,
+            start,
+            elements_offset: cx.offset(elements),
+            flexible: cx.flexible,
+            _element: core::marker::PhantomData,
+        };
+        Ok((rest, list))
+    }
+
+    /// Iterates over the elements, in wire order.
+    pub fn iter(&self) -> ListIter<'a, T> {
+        ListIter {
+            rest: self.bytes,
+            left: self.len,
+            cx: Cx {
+                end: self.elements_offset + self.bytes.len(),
+                flexible: self.flexible,
+            },
+            _element: core::marker::PhantomData,
+        }
+    }
+
+    /// The first element, if any.
+    pub fn first(&self) -> Option<T> {
+        self.iter().next()
+    }
+}
+
+impl<'a, T> List<'a, T> {
+    /// An empty list at `offset` that has no bytes on the wire (tagged fields of a version
+    /// that has none).
+    pub(crate) const fn absent(offset: usize) -> Self {
+        List {
+            bytes: &[],
+            len: 0,
+            start: offset,
+            elements_offset: offset,
+            flexible: false,
+            _element: core::marker::PhantomData,
+        }
+    }
+
+    /// The number of elements.
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the list has no elements.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The byte range of the whole field in the frame: count prefix and elements.
+    pub const fn range(&self) -> Range<usize> {
+        self.start..self.elements_offset + self.bytes.len()
+    }
+
+    /// The elements' bytes as they are on the wire (count prefix excluded).
+    pub const fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+impl<'a, T: Element<'a>> IntoIterator for List<'a, T> {
+    type Item = T;
+    type IntoIter = ListIter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a, T: Element<'a>> IntoIterator for &List<'a, T> {
+    type Item = T;
+    type IntoIter = ListIter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// Compares the elements' values, not where they lie in their frames.
+impl<'a, T: Element<'a> + PartialEq> PartialEq for List<'a, T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl<'a, T: Element<'a> + fmt::Debug> fmt::Debug for List<'a, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Iterator over a [`List`]. Cannot fail: the bytes were checked when the message was parsed.
+pub struct ListIter<'a, T> {
+    rest: &'a [u8],
+    left: usize,
+    cx: Cx,
+    _element: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<'a, T> Clone for ListIter<'a, T> {
+    fn clone(&self) -> Self {
+        ListIter {
+            rest: self.rest,
+            left: self.left,
+            cx: self.cx,
+            _element: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<'a, T: Element<'a>> Iterator for ListIter<'a, T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        if self.left == 0 {
+            return None;
+        }
+        // The list was validated element by element with this same parser, so this cannot
+        // fail; if it somehow did, the iterator ends rather than panics.
+        match T::parse(self.cx, self.rest) {
+            Ok((rest, element)) => {
+                self.rest = rest;
+                self.left -= 1;
+                Some(element)
+            }
+            Err(_) => {
+                self.left = 0;
+                None
+            }
+        }
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<'a, T: Element<'a>> ExactSizeIterator for ListIter<'a, T> {}
+impl<'a, T: Element<'a>> FusedIterator for ListIter<'a, T> {}
+
+/// A lazy `[]int32`: parsing checked only that `4 * len` bytes are there.
+#[derive(Clone, Copy)]
+pub struct Int32List<'a> {
+    bytes: &'a [u8],
+    start: usize,
+    elements_offset: usize,
+}
+
+impl<'a> Int32List<'a> {
+    pub(crate) const fn new(bytes: &'a [u8], start: usize, elements_offset: usize) -> Self {
+        Int32List {
+            bytes,
+            start,
+            elements_offset,
+        }
+    }
+
+    /// The number of elements.
+    pub const fn len(&self) -> usize {
+        self.bytes.len() / 4
+    }
+
+    /// True when the list has no elements.
+    pub const fn is_empty(&self) -> bool {
+        self.bytes.len() < 4
+    }
+
+    /// The element at `index`, or `None` past the end.
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<i32> {
+        let at = index.checked_mul(4)?;
+        let chunk = self.bytes.get(at..at.checked_add(4)?)?;
+        Some(be_i32(chunk))
+    }
+
+    /// Iterates over the elements, from either end.
+    #[inline]
+    pub fn iter(&self) -> Int32Iter<'a> {
+        Int32Iter {
+            chunks: self.bytes.chunks_exact(4),
+        }
+    }
+
+    /// The byte range of the whole field in the frame: count prefix and elements.
+    pub const fn range(&self) -> Range<usize> {
+        self.start..self.elements_offset + self.bytes.len()
+    }
+
+    /// The elements as they are on the wire: big-endian, 4 bytes each.
+    pub const fn as_bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+#[inline(always)]
+fn be_i32(chunk: &[u8]) -> i32 {
+    // Every chunk handed here is exactly 4 bytes long (`chunks_exact(4)` or a 4-byte range).
+    <[u8; 4]>::try_from(chunk).map_or(0, i32::from_be_bytes)
+}
+
+/// Compares the values, not where they lie.
+impl PartialEq for Int32List<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl fmt::Debug for Int32List<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> IntoIterator for Int32List<'a> {
+    type Item = i32;
+    type IntoIter = Int32Iter<'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &Int32List<'a> {
+    type Item = i32;
+    type IntoIter = Int32Iter<'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// Iterator over an [`Int32List`], from the front or the back.
+#[derive(Clone, Debug)]
+pub struct Int32Iter<'a> {
+    chunks: core::slice::ChunksExact<'a, u8>,
+}
+
+impl Iterator for Int32Iter<'_> {
+    type Item = i32;
+
+    #[inline]
+    fn next(&mut self) -> Option<i32> {
+        self.chunks.next().map(be_i32)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.chunks.size_hint()
+    }
+
+    #[inline]
+    fn nth(&mut self, n: usize) -> Option<i32> {
+        self.chunks.nth(n).map(be_i32)
+    }
+}
+
+impl DoubleEndedIterator for Int32Iter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<i32> {
+        self.chunks.next_back().map(be_i32)
+    }
+}
+
+impl ExactSizeIterator for Int32Iter<'_> {}
+impl FusedIterator for Int32Iter<'_> {}

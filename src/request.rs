@@ -1,0 +1,269 @@
+//! The ElectLeaders request, versions 0-2, as a view over its frame.
+//!
+//! ```text
+//! ElectLeadersRequest                         versions 0-2, flexible from 2
+//!   ElectionType      int8                    v1+ (v0: PREFERRED)
+//!   TopicPartitions   []TopicPartitions       v0+, nullable v0+ (null: all partitions)
+//!     Topic           string                  v0+
+//!     Partitions      []int32                 v0+
+//!     _tagged_fields                          v2+
+//!   TimeoutMs         int32                   v0+
+//!   _tagged_fields                            v2+
+//! ```
+
+use core::fmt;
+use core::ops::Range;
+
+use nom::Parser;
+
+use crate::election_type::ElectionType;
+use crate::error::Error;
+use crate::frame::{parse_framed, SIZE_PREFIX_LEN};
+use crate::header::RequestHeader;
+use crate::list::{sealed::Element, Int32List, List};
+use crate::tagged::{tagged_fields, TaggedFields};
+use crate::version;
+use crate::wire::{self, Cx, PResult};
+
+const FIELD_MESSAGE: &str = "ElectLeadersRequest";
+const FIELD_ELECTION_TYPE: &str = "ElectionType";
+const FIELD_TOPIC_PARTITIONS: &str = "TopicPartitions";
+const FIELD_TOPIC: &str = "TopicPartitions.Topic";
+const FIELD_PARTITIONS: &str = "TopicPartitions.Partitions";
+const FIELD_TOPIC_PARTITIONS_TAGS: &str = "TopicPartitions._tagged_fields";
+const FIELD_TIMEOUT_MS: &str = "TimeoutMs";
+const FIELD_TAGS: &str = "_tagged_fields";
+
+/// Parses one ElectLeadersRequest frame: size prefix, request header, body.
+///
+/// `frame` must be exactly one frame (see [`split_frame`](crate::split_frame) to cut one
+/// from a stream). The whole frame is checked here; the returned view's iterators cannot
+/// fail. Costs O(topics): partition arrays are bounds-checked, not walked.
+///
+/// ```
+/// let frame = std::fs::read("corpus/request-v2-min.bin").unwrap();
+/// let request = kafka_elect_leaders::parse_request(&frame).unwrap();
+/// assert_eq!(request.version(), 2);
+/// let topics = request.topic_partitions().unwrap();
+/// let first = topics.first().unwrap();
+/// assert_eq!((first.topic(), first.partitions().get(0)), (&b""[..], Some(0)));
+/// ```
+pub fn parse_request(frame: &[u8]) -> Result<ElectLeadersRequest<'_>, Error> {
+    parse_framed(frame, FIELD_MESSAGE, |end, input| {
+        let (rest, (header, cx)) = RequestHeader::parse(end, input)?;
+        let v = header.api_version();
+        let body_start = cx.offset(rest);
+        let (rest, election_type) = if version::has_election_type(v) {
+            wire::int8(cx, FIELD_ELECTION_TYPE)
+                .map(ElectionType)
+                .parse(rest)?
+        } else {
+            (rest, ElectionType::PREFERRED)
+        };
+        let (rest, topic_partitions) = topic_partitions_list(cx).parse(rest)?;
+        let (rest, timeout_ms) = wire::int32(cx, FIELD_TIMEOUT_MS).parse(rest)?;
+        let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
+        let request = ElectLeadersRequest {
+            frame,
+            header,
+            election_type,
+            topic_partitions,
+            timeout_ms,
+            tagged_fields,
+            body_start,
+        };
+        Ok((rest, request))
+    })
+}
+
+fn topic_partitions_list<'a>(
+    cx: Cx,
+) -> impl Parser<&'a [u8], Output = Option<List<'a, TopicPartitions<'a>>>, Error = Error> {
+    move |input: &'a [u8]| {
+        let min = TopicPartitions::min_size(cx.flexible);
+        let (rest, count) =
+            wire::array_count(cx, true, min, FIELD_TOPIC_PARTITIONS).parse(input)?;
+        match count {
+            None => Ok((rest, None)),
+            Some(n) => List::parse(cx, cx.offset(input), n, rest).map(|(r, l)| (r, Some(l))),
+        }
+    }
+}
+
+/// A parsed ElectLeadersRequest: a view over the frame's bytes.
+#[derive(Clone, Copy)]
+pub struct ElectLeadersRequest<'a> {
+    frame: &'a [u8],
+    header: RequestHeader<'a>,
+    election_type: ElectionType,
+    topic_partitions: Option<List<'a, TopicPartitions<'a>>>,
+    timeout_ms: i32,
+    tagged_fields: TaggedFields<'a>,
+    body_start: usize,
+}
+
+impl<'a> ElectLeadersRequest<'a> {
+    /// The request header.
+    pub const fn header(&self) -> &RequestHeader<'a> {
+        &self.header
+    }
+
+    /// The ElectLeaders version (the header's `RequestApiVersion`), 0 to 2.
+    pub const fn version(&self) -> i16 {
+        self.header.api_version()
+    }
+
+    /// The header's `CorrelationId`.
+    pub const fn correlation_id(&self) -> i32 {
+        self.header.correlation_id()
+    }
+
+    /// `ElectionType` (v1+); [`ElectionType::PREFERRED`] in version 0, which cannot carry it.
+    pub const fn election_type(&self) -> ElectionType {
+        self.election_type
+    }
+
+    /// `TopicPartitions`: the partitions whose leaders to elect. `None` (null on the wire)
+    /// means every partition of every topic, which is not the same as an empty list.
+    pub const fn topic_partitions(&self) -> Option<List<'a, TopicPartitions<'a>>> {
+        self.topic_partitions
+    }
+
+    /// `TimeoutMs`: how long the broker may wait for the elections to complete.
+    pub const fn timeout_ms(&self) -> i32 {
+        self.timeout_ms
+    }
+
+    /// Unknown tagged fields at the end of the body (v2); empty before.
+    pub const fn tagged_fields(&self) -> TaggedFields<'a> {
+        self.tagged_fields
+    }
+
+    /// The whole frame, size prefix included.
+    pub const fn frame(&self) -> &'a [u8] {
+        self.frame
+    }
+
+    /// The frame's size prefix: bytes that follow it.
+    pub const fn size(&self) -> usize {
+        self.frame.len() - SIZE_PREFIX_LEN
+    }
+
+    /// Where the body (after the header) lies in the frame.
+    pub const fn body_range(&self) -> Range<usize> {
+        self.body_start..self.frame.len()
+    }
+}
+
+/// Compares values, not positions or frames.
+impl PartialEq for ElectLeadersRequest<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.header == other.header
+            && self.election_type == other.election_type
+            && self.topic_partitions == other.topic_partitions
+            && self.timeout_ms == other.timeout_ms
+            && self.tagged_fields == other.tagged_fields
+    }
+}
+
+impl fmt::Debug for ElectLeadersRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ElectLeadersRequest")
+            .field("header", &self.header)
+            .field("election_type", &self.election_type)
+            .field("topic_partitions", &self.topic_partitions)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("tagged_fields", &self.tagged_fields)
+            .finish()
+    }
+}
+
+/// One entry of `TopicPartitions`: a topic and the partitions whose leaders to elect.
+#[derive(Clone, Copy)]
+pub struct TopicPartitions<'a> {
+    topic: &'a [u8],
+    partitions: Int32List<'a>,
+    tagged_fields: TaggedFields<'a>,
+    start: usize,
+    end: usize,
+}
+
+impl<'a> TopicPartitions<'a> {
+    /// `Topic`: the topic's name, as on the wire.
+    pub const fn topic(&self) -> &'a [u8] {
+        self.topic
+    }
+
+    /// `Topic` as UTF-8, checked now.
+    pub fn topic_str(&self) -> Result<&'a str, core::str::Utf8Error> {
+        core::str::from_utf8(self.topic)
+    }
+
+    /// `Partitions`: the partitions of this topic whose leaders to elect.
+    pub const fn partitions(&self) -> Int32List<'a> {
+        self.partitions
+    }
+
+    /// Unknown tagged fields of this entry (v2); empty before.
+    pub const fn tagged_fields(&self) -> TaggedFields<'a> {
+        self.tagged_fields
+    }
+
+    /// Where this entry lies in the frame.
+    pub const fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+}
+
+impl<'a> Element<'a> for TopicPartitions<'a> {
+    fn min_size(flexible: bool) -> usize {
+        if flexible {
+            3 // compact topic, compact count, tagged-field count: a byte each
+        } else {
+            6 // int16 topic length, int32 count
+        }
+    }
+
+    #[inline]
+    fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
+        let start = cx.offset(input);
+        let (rest, topic) = wire::string_non_null(cx, FIELD_TOPIC).parse(input)?;
+        let at_partitions = rest;
+        let (rest, partitions) = wire::int32_array(cx, false, FIELD_PARTITIONS).parse(rest)?;
+        // Not nullable: `None` cannot come back.
+        let partitions = partitions.unwrap_or_default();
+        let partitions = Int32List::new(
+            partitions,
+            cx.offset(at_partitions),
+            cx.offset(rest) - partitions.len(),
+        );
+        let (rest, tagged_fields) = tagged_fields(cx, FIELD_TOPIC_PARTITIONS_TAGS).parse(rest)?;
+        let entry = TopicPartitions {
+            topic,
+            partitions,
+            tagged_fields,
+            start,
+            end: cx.offset(rest),
+        };
+        Ok((rest, entry))
+    }
+}
+
+/// Compares values, not positions.
+impl PartialEq for TopicPartitions<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.topic == other.topic
+            && self.partitions == other.partitions
+            && self.tagged_fields == other.tagged_fields
+    }
+}
+
+impl fmt::Debug for TopicPartitions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TopicPartitions")
+            .field("topic", &crate::debug::Bytes(self.topic))
+            .field("partitions", &self.partitions)
+            .field("tagged_fields", &self.tagged_fields)
+            .finish()
+    }
+}

@@ -1,0 +1,364 @@
+//! The ElectLeaders response, versions 0-2, as a view over its frame.
+//!
+//! ```text
+//! ElectLeadersResponse                        versions 0-2, flexible from 2
+//!   ThrottleTimeMs          int32             v0+
+//!   ErrorCode               int16             v1+ (v0: NONE)
+//!   ReplicaElectionResults  []ReplicaElectionResult  v0+
+//!     Topic                 string            v0+
+//!     PartitionResult       []PartitionResult v0+
+//!       PartitionId         int32             v0+
+//!       ErrorCode           int16             v0+
+//!       ErrorMessage        string            v0+, nullable v0+
+//!       _tagged_fields                        v2+
+//!     _tagged_fields                          v2+
+//!   _tagged_fields                            v2+
+//! ```
+//!
+//! A response does not say its version: the caller takes it from the request with the same
+//! correlation id.
+
+use core::fmt;
+use core::ops::Range;
+
+use nom::Parser;
+
+use crate::error::Error;
+use crate::error_code::ErrorCode;
+use crate::frame::{parse_framed, SIZE_PREFIX_LEN};
+use crate::header::ResponseHeader;
+use crate::list::{sealed::Element, List};
+use crate::tagged::{tagged_fields, TaggedFields};
+use crate::version;
+use crate::wire::{self, Cx, PResult};
+
+const FIELD_MESSAGE: &str = "ElectLeadersResponse";
+const FIELD_VERSION: &str = "api_version";
+const FIELD_THROTTLE: &str = "ThrottleTimeMs";
+const FIELD_ERROR_CODE: &str = "ErrorCode";
+const FIELD_RESULTS: &str = "ReplicaElectionResults";
+const FIELD_RESULT_TOPIC: &str = "ReplicaElectionResults.Topic";
+const FIELD_PARTITION_RESULT: &str = "ReplicaElectionResults.PartitionResult";
+const FIELD_RESULT_TAGS: &str = "ReplicaElectionResults._tagged_fields";
+const FIELD_PARTITION_ID: &str = "ReplicaElectionResults.PartitionResult.PartitionId";
+const FIELD_PARTITION_ERROR_CODE: &str = "ReplicaElectionResults.PartitionResult.ErrorCode";
+const FIELD_ERROR_MESSAGE: &str = "ReplicaElectionResults.PartitionResult.ErrorMessage";
+const FIELD_PARTITION_TAGS: &str = "ReplicaElectionResults.PartitionResult._tagged_fields";
+const FIELD_TAGS: &str = "_tagged_fields";
+
+/// Parses one ElectLeadersResponse frame of the given `version`: size prefix, response
+/// header, body.
+///
+/// The wire does not carry the version: take it from the request with the same correlation
+/// id. `frame` must be exactly one frame. The returned view's iterators cannot fail.
+///
+/// ```
+/// let frame = std::fs::read("corpus/response-v2-min.bin").unwrap();
+/// let response = kafka_elect_leaders::parse_response(&frame, 2).unwrap();
+/// let result = response.replica_election_results().first().unwrap();
+/// let partition = result.partition_result().first().unwrap();
+/// assert_eq!(partition.error_message(), Some(&b""[..]));
+/// ```
+pub fn parse_response(frame: &[u8], version: i16) -> Result<ElectLeadersResponse<'_>, Error> {
+    version::check(version, FIELD_VERSION, 0)?;
+    parse_framed(frame, FIELD_MESSAGE, |end, input| {
+        let cx = Cx {
+            end,
+            flexible: version::is_flexible(version),
+        };
+        let (rest, header) = ResponseHeader::parse(cx, input)?;
+        let body_start = cx.offset(rest);
+        let (rest, throttle_time_ms) = wire::int32(cx, FIELD_THROTTLE).parse(rest)?;
+        let (rest, error_code) = if version::has_top_level_error_code(version) {
+            wire::int16(cx, FIELD_ERROR_CODE)
+                .map(ErrorCode)
+                .parse(rest)?
+        } else {
+            (rest, ErrorCode::NONE)
+        };
+        let at_results = rest;
+        let min = ReplicaElectionResult::min_size(cx.flexible);
+        let (rest, count) = wire::array_count(cx, false, min, FIELD_RESULTS).parse(rest)?;
+        let count = count.unwrap_or(0); // not nullable: never `None`
+        let (rest, replica_election_results) = List::parse(cx, cx.offset(at_results), count, rest)?;
+        let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
+        let response = ElectLeadersResponse {
+            frame,
+            version,
+            header,
+            throttle_time_ms,
+            error_code,
+            replica_election_results,
+            tagged_fields,
+            body_start,
+        };
+        Ok((rest, response))
+    })
+}
+
+/// A parsed ElectLeadersResponse: a view over the frame's bytes.
+#[derive(Clone, Copy)]
+pub struct ElectLeadersResponse<'a> {
+    frame: &'a [u8],
+    version: i16,
+    header: ResponseHeader<'a>,
+    throttle_time_ms: i32,
+    error_code: ErrorCode,
+    replica_election_results: List<'a, ReplicaElectionResult<'a>>,
+    tagged_fields: TaggedFields<'a>,
+    body_start: usize,
+}
+
+impl<'a> ElectLeadersResponse<'a> {
+    /// The version the response was parsed at.
+    pub const fn version(&self) -> i16 {
+        self.version
+    }
+
+    /// The response header.
+    pub const fn header(&self) -> &ResponseHeader<'a> {
+        &self.header
+    }
+
+    /// The header's `CorrelationId`.
+    pub const fn correlation_id(&self) -> i32 {
+        self.header.correlation_id()
+    }
+
+    /// `ThrottleTimeMs`: how long the request was throttled for a quota, or zero.
+    pub const fn throttle_time_ms(&self) -> i32 {
+        self.throttle_time_ms
+    }
+
+    /// The top-level `ErrorCode` (v1+); [`ErrorCode::NONE`] in version 0, which cannot carry it.
+    pub const fn error_code(&self) -> ErrorCode {
+        self.error_code
+    }
+
+    /// `ReplicaElectionResults`: per topic, the result of each partition's election.
+    pub const fn replica_election_results(&self) -> List<'a, ReplicaElectionResult<'a>> {
+        self.replica_election_results
+    }
+
+    /// Unknown tagged fields at the end of the body (v2); empty before.
+    pub const fn tagged_fields(&self) -> TaggedFields<'a> {
+        self.tagged_fields
+    }
+
+    /// The whole frame, size prefix included.
+    pub const fn frame(&self) -> &'a [u8] {
+        self.frame
+    }
+
+    /// The frame's size prefix: bytes that follow it.
+    pub const fn size(&self) -> usize {
+        self.frame.len() - SIZE_PREFIX_LEN
+    }
+
+    /// Where the body (after the header) lies in the frame.
+    pub const fn body_range(&self) -> Range<usize> {
+        self.body_start..self.frame.len()
+    }
+}
+
+/// Compares values, not positions or frames.
+impl PartialEq for ElectLeadersResponse<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.version == other.version
+            && self.header == other.header
+            && self.throttle_time_ms == other.throttle_time_ms
+            && self.error_code == other.error_code
+            && self.replica_election_results == other.replica_election_results
+            && self.tagged_fields == other.tagged_fields
+    }
+}
+
+impl fmt::Debug for ElectLeadersResponse<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ElectLeadersResponse")
+            .field("version", &self.version)
+            .field("header", &self.header)
+            .field("throttle_time_ms", &self.throttle_time_ms)
+            .field("error_code", &self.error_code)
+            .field("replica_election_results", &self.replica_election_results)
+            .field("tagged_fields", &self.tagged_fields)
+            .finish()
+    }
+}
+
+/// One entry of `ReplicaElectionResults`: a topic and its partitions' results.
+#[derive(Clone, Copy)]
+pub struct ReplicaElectionResult<'a> {
+    topic: &'a [u8],
+    partition_result: List<'a, PartitionResult<'a>>,
+    tagged_fields: TaggedFields<'a>,
+    start: usize,
+    end: usize,
+}
+
+impl<'a> ReplicaElectionResult<'a> {
+    /// `Topic`: the topic's name, as on the wire.
+    pub const fn topic(&self) -> &'a [u8] {
+        self.topic
+    }
+
+    /// `Topic` as UTF-8, checked now.
+    pub fn topic_str(&self) -> Result<&'a str, core::str::Utf8Error> {
+        core::str::from_utf8(self.topic)
+    }
+
+    /// `PartitionResult`: the result for each partition.
+    pub const fn partition_result(&self) -> List<'a, PartitionResult<'a>> {
+        self.partition_result
+    }
+
+    /// Unknown tagged fields of this entry (v2); empty before.
+    pub const fn tagged_fields(&self) -> TaggedFields<'a> {
+        self.tagged_fields
+    }
+
+    /// Where this entry lies in the frame.
+    pub const fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+}
+
+impl<'a> Element<'a> for ReplicaElectionResult<'a> {
+    fn min_size(flexible: bool) -> usize {
+        if flexible {
+            3 // compact topic, compact count, tagged-field count: a byte each
+        } else {
+            6 // int16 topic length, int32 count
+        }
+    }
+
+    #[inline]
+    fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
+        let start = cx.offset(input);
+        let (rest, topic) = wire::string_non_null(cx, FIELD_RESULT_TOPIC).parse(input)?;
+        let at_results = rest;
+        let min = PartitionResult::min_size(cx.flexible);
+        let (rest, count) =
+            wire::array_count(cx, false, min, FIELD_PARTITION_RESULT).parse(rest)?;
+        let count = count.unwrap_or(0); // not nullable: never `None`
+        let (rest, partition_result) = List::parse(cx, cx.offset(at_results), count, rest)?;
+        let (rest, tagged_fields) = tagged_fields(cx, FIELD_RESULT_TAGS).parse(rest)?;
+        let entry = ReplicaElectionResult {
+            topic,
+            partition_result,
+            tagged_fields,
+            start,
+            end: cx.offset(rest),
+        };
+        Ok((rest, entry))
+    }
+}
+
+/// Compares values, not positions.
+impl PartialEq for ReplicaElectionResult<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.topic == other.topic
+            && self.partition_result == other.partition_result
+            && self.tagged_fields == other.tagged_fields
+    }
+}
+
+impl fmt::Debug for ReplicaElectionResult<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplicaElectionResult")
+            .field("topic", &crate::debug::Bytes(self.topic))
+            .field("partition_result", &self.partition_result)
+            .field("tagged_fields", &self.tagged_fields)
+            .finish()
+    }
+}
+
+/// One entry of `PartitionResult`: a partition's election outcome.
+#[derive(Clone, Copy)]
+pub struct PartitionResult<'a> {
+    partition_id: i32,
+    error_code: ErrorCode,
+    error_message: Option<&'a [u8]>,
+    tagged_fields: TaggedFields<'a>,
+    start: usize,
+    end: usize,
+}
+
+impl<'a> PartitionResult<'a> {
+    /// `PartitionId`.
+    pub const fn partition_id(&self) -> i32 {
+        self.partition_id
+    }
+
+    /// `ErrorCode`: the election's error, or [`ErrorCode::NONE`].
+    pub const fn error_code(&self) -> ErrorCode {
+        self.error_code
+    }
+
+    /// `ErrorMessage`: the error's text, `None` when null (usually: no error).
+    pub const fn error_message(&self) -> Option<&'a [u8]> {
+        self.error_message
+    }
+
+    /// `ErrorMessage` as UTF-8, checked now; `Ok(None)` when null.
+    pub fn error_message_str(&self) -> Result<Option<&'a str>, core::str::Utf8Error> {
+        self.error_message.map(core::str::from_utf8).transpose()
+    }
+
+    /// Unknown tagged fields of this entry (v2); empty before.
+    pub const fn tagged_fields(&self) -> TaggedFields<'a> {
+        self.tagged_fields
+    }
+
+    /// Where this entry lies in the frame.
+    pub const fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+}
+
+impl<'a> Element<'a> for PartitionResult<'a> {
+    fn min_size(_flexible: bool) -> usize {
+        // int32 id, int16 code, then either an int16 message length (classic) or a
+        // one-byte compact length and a one-byte tagged-field count (flexible): 8 both ways.
+        8
+    }
+
+    #[inline]
+    fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
+        let start = cx.offset(input);
+        let (rest, partition_id) = wire::int32(cx, FIELD_PARTITION_ID).parse(input)?;
+        let (rest, error_code) = wire::int16(cx, FIELD_PARTITION_ERROR_CODE).parse(rest)?;
+        let (rest, error_message) = wire::string(cx, true, FIELD_ERROR_MESSAGE).parse(rest)?;
+        let (rest, tagged_fields) = tagged_fields(cx, FIELD_PARTITION_TAGS).parse(rest)?;
+        let entry = PartitionResult {
+            partition_id,
+            error_code: ErrorCode(error_code),
+            error_message,
+            tagged_fields,
+            start,
+            end: cx.offset(rest),
+        };
+        Ok((rest, entry))
+    }
+}
+
+/// Compares values, not positions.
+impl PartialEq for PartitionResult<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.partition_id == other.partition_id
+            && self.error_code == other.error_code
+            && self.error_message == other.error_message
+            && self.tagged_fields == other.tagged_fields
+    }
+}
+
+impl fmt::Debug for PartitionResult<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PartitionResult")
+            .field("partition_id", &self.partition_id)
+            .field("error_code", &self.error_code)
+            .field("error_message", &crate::debug::OptBytes(self.error_message))
+            .field("tagged_fields", &self.tagged_fields)
+            .finish()
+    }
+}
