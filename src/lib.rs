@@ -45,6 +45,7 @@ mod response;
 mod tagged;
 mod version;
 mod wire;
+mod write;
 
 pub use election_type::ElectionType;
 pub use error::{Error, ErrorKind};
@@ -62,6 +63,13 @@ pub use version::{
     request_header_version, response_header_version, API_KEY, MAX_VERSION, MIN_VERSION,
 };
 pub use wire::MAX_STRING_LEN;
+pub use write::{
+    EditedTopicPartitions, ElectLeadersRequestData, ElectLeadersResponseData, EncodeError,
+    EncodeErrorKind, EncodePartitionResult, EncodeReplicaElectionResult, EncodeRequest,
+    EncodeResponse, EncodeTopicPartitions, ErrorPartitionResult, ErrorReplicaElectionResult,
+    ErrorResponse, PartitionResultData, ReplicaElectionResultData, RequestEdit, ResponseEdit,
+    TaggedFieldData, TopicPartitionsData, DEFAULT_TIMEOUT_MS,
+};
 
 // The README's example is compiled and run as a doc test.
 #[cfg(doctest)]

@@ -1,0 +1,46 @@
+//! The writer: exact-size encoding of whole frames into buffers the caller provides.
+//!
+//! Encoding is two steps over one grammar. `encoded_len(version)` runs the message through a
+//! byte counter and checks everything Kafka's own writer checks. `encode(version, buf)`
+//! checks that `buf` is large enough before writing anything, then runs the same code with
+//! a writer. The output is canonical: minimal varints, and -1 or 0 for null.
+//!
+//! A message comes from a *source*, meaning any type that implements [`EncodeRequest`] or
+//! [`EncodeResponse`]. Sources provided here:
+//! - plain borrowed data: [`ElectLeadersRequestData`] and [`ElectLeadersResponseData`];
+//! - the parsed views themselves, so a frame can be re-emitted without copies;
+//! - [`RequestEdit`] and [`ResponseEdit`], a parsed view with some values changed or some
+//!   topics and partitions dropped;
+//! - [`ErrorResponse`], the answer that refuses a parsed request.
+
+mod error;
+mod request;
+mod response;
+mod sink;
+
+pub use error::{EncodeError, EncodeErrorKind};
+pub use request::{
+    EditedTopicPartitions, ElectLeadersRequestData, EncodeRequest, EncodeTopicPartitions,
+    RequestEdit, TopicPartitionsData, DEFAULT_TIMEOUT_MS,
+};
+pub use response::{
+    ElectLeadersResponseData, EncodePartitionResult, EncodeReplicaElectionResult, EncodeResponse,
+    ErrorPartitionResult, ErrorReplicaElectionResult, ErrorResponse, PartitionResultData,
+    ReplicaElectionResultData, ResponseEdit,
+};
+
+/// One unknown tagged field to write: its tag and raw data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TaggedFieldData<'a> {
+    /// The tag number. Tags must be strictly ascending within one struct.
+    pub tag: u32,
+    /// The field's data, written as is.
+    pub data: &'a [u8],
+}
+
+impl<'a> TaggedFieldData<'a> {
+    /// A tagged field.
+    pub const fn new(tag: u32, data: &'a [u8]) -> Self {
+        TaggedFieldData { tag, data }
+    }
+}

@@ -1,0 +1,303 @@
+//! Where encoded bytes go: a [`Counter`] that only measures, or a [`Writer`] into the
+//! caller's buffer. Every message is emitted by one generic function over [`Sink`], so the
+//! measured length and the written bytes cannot disagree.
+
+use super::error::{EncodeError, EncodeErrorKind};
+use crate::frame::SIZE_PREFIX_LEN;
+use crate::version;
+use crate::wire::MAX_STRING_LEN;
+
+/// The version being written, with its encoding.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Vx {
+    pub version: i16,
+    pub flexible: bool,
+}
+
+impl Vx {
+    pub fn new(version: i16) -> Result<Self, EncodeError> {
+        version::check(version, "api_version", 0).map_err(|_| {
+            EncodeError::new(EncodeErrorKind::UnsupportedVersion(version), "api_version")
+        })?;
+        Ok(Vx {
+            version,
+            flexible: version::is_flexible(version),
+        })
+    }
+}
+
+pub(crate) trait Sink {
+    fn bytes(&mut self, b: &[u8]);
+
+    fn uvarint(&mut self, mut v: u32) {
+        let mut buf = [0u8; 5];
+        let mut n = 0;
+        while v >= 0x80 {
+            buf[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        buf[n] = v as u8;
+        self.bytes(&buf[..=n]);
+    }
+
+    fn i8(&mut self, v: i8) {
+        self.bytes(&v.to_be_bytes());
+    }
+
+    fn i16(&mut self, v: i16) {
+        self.bytes(&v.to_be_bytes());
+    }
+
+    fn i32(&mut self, v: i32) {
+        self.bytes(&v.to_be_bytes());
+    }
+}
+
+/// Measures: adds up lengths, writes nothing.
+pub(crate) struct Counter {
+    pub len: usize,
+}
+
+impl Sink for Counter {
+    #[inline]
+    fn bytes(&mut self, b: &[u8]) {
+        self.len = self.len.saturating_add(b.len());
+    }
+
+    #[inline]
+    fn uvarint(&mut self, v: u32) {
+        self.len = self.len.saturating_add(uvarint_len(v));
+    }
+}
+
+/// Bytes a minimal uvarint of `v` takes.
+#[inline]
+pub(crate) const fn uvarint_len(v: u32) -> usize {
+    match v {
+        0..=0x7f => 1,
+        0x80..=0x3fff => 2,
+        0x4000..=0x1f_ffff => 3,
+        0x20_0000..=0x0fff_ffff => 4,
+        _ => 5,
+    }
+}
+
+/// Writes into a buffer that was sized by a [`Counter`]. Never panics: a write that would
+/// run past the end (only possible if the source changed between the two passes) is
+/// recorded and reported by [`Writer::finish`].
+pub(crate) struct Writer<'b> {
+    buf: &'b mut [u8],
+    pos: usize,
+    overflow: bool,
+}
+
+impl<'b> Writer<'b> {
+    pub fn new(buf: &'b mut [u8]) -> Self {
+        Writer {
+            buf,
+            pos: 0,
+            overflow: false,
+        }
+    }
+
+    /// Checks that exactly the whole buffer was written.
+    pub fn finish(self) -> Result<usize, EncodeError> {
+        if self.overflow || self.pos != self.buf.len() {
+            return Err(EncodeError::new(
+                EncodeErrorKind::InconsistentSource,
+                "frame",
+            ));
+        }
+        Ok(self.pos)
+    }
+}
+
+impl Sink for Writer<'_> {
+    #[inline]
+    fn bytes(&mut self, b: &[u8]) {
+        let end = self.pos + b.len();
+        match self.buf.get_mut(self.pos..end) {
+            Some(dst) => {
+                dst.copy_from_slice(b);
+                self.pos = end;
+            }
+            None => self.overflow = true,
+        }
+    }
+}
+
+/// A whole message that can be emitted into any sink: header and body, not the size prefix.
+pub(crate) trait Emit {
+    fn emit<S: Sink>(&self, s: &mut S) -> Result<(), EncodeError>;
+}
+
+/// The exact length of the frame (size prefix included), after every check.
+pub(crate) fn frame_len(message: &impl Emit) -> Result<usize, EncodeError> {
+    let mut counter = Counter {
+        len: SIZE_PREFIX_LEN,
+    };
+    message.emit(&mut counter)?;
+    let size = counter.len - SIZE_PREFIX_LEN;
+    if size > i32::MAX as usize {
+        return Err(EncodeError::new(
+            EncodeErrorKind::FrameTooLarge { size },
+            "frame",
+        ));
+    }
+    Ok(counter.len)
+}
+
+/// Measures, checks the buffer (writing nothing if it is too short), then writes.
+pub(crate) fn encode_frame(message: &impl Emit, buf: &mut [u8]) -> Result<usize, EncodeError> {
+    let len = frame_len(message)?;
+    let Some(out) = buf.get_mut(..len) else {
+        return Err(EncodeError::new(
+            EncodeErrorKind::BufferTooSmall { needed: len },
+            "frame",
+        ));
+    };
+    let mut w = Writer::new(out);
+    // `frame_len` checked that the size fits an int32.
+    w.i32((len - SIZE_PREFIX_LEN) as i32);
+    message.emit(&mut w)?;
+    w.finish()
+}
+
+/// The length of an iterator: its `size_hint` when exact, else a count.
+#[inline]
+pub(crate) fn exact_len<I: Iterator>(it: I) -> usize {
+    match it.size_hint() {
+        (lo, Some(hi)) if lo == hi => lo,
+        _ => it.count(),
+    }
+}
+
+/// A string: classic int16 length (-1 null) or compact uvarint length + 1 (0 null).
+#[inline]
+pub(crate) fn string<S: Sink>(
+    s: &mut S,
+    flexible: bool,
+    value: Option<&[u8]>,
+    field: &'static str,
+) -> Result<(), EncodeError> {
+    match value {
+        None if flexible => s.uvarint(0),
+        None => s.i16(-1),
+        Some(b) => {
+            if b.len() > MAX_STRING_LEN {
+                return Err(EncodeError::new(
+                    EncodeErrorKind::StringTooLong { len: b.len() },
+                    field,
+                ));
+            }
+            if flexible {
+                s.uvarint(b.len() as u32 + 1);
+            } else {
+                s.i16(b.len() as i16);
+            }
+            s.bytes(b);
+        }
+    }
+    Ok(())
+}
+
+/// An array's count: classic int32 (-1 null) or compact uvarint count + 1 (0 null). Kafka
+/// reads either into a Java int, so the count (plus one, when compact) must fit an int32.
+#[inline]
+pub(crate) fn count<S: Sink>(
+    s: &mut S,
+    flexible: bool,
+    count: Option<usize>,
+    field: &'static str,
+) -> Result<(), EncodeError> {
+    match count {
+        None if flexible => s.uvarint(0),
+        None => s.i32(-1),
+        Some(n) if flexible && n < i32::MAX as usize => s.uvarint(n as u32 + 1),
+        Some(n) if !flexible && n <= i32::MAX as usize => s.i32(n as i32),
+        Some(n) => {
+            return Err(EncodeError::new(
+                EncodeErrorKind::TooManyElements { count: n },
+                field,
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// A list: the count (from `items()`), then each element, checking that as many came as
+/// were counted. `items` is called twice; `None` writes null.
+#[inline]
+pub(crate) fn list<S: Sink, I: Iterator>(
+    s: &mut S,
+    flexible: bool,
+    items: impl Fn() -> Option<I>,
+    field: &'static str,
+    mut each: impl FnMut(&mut S, I::Item) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    let Some(first_pass) = items() else {
+        return count(s, flexible, None, field);
+    };
+    let n = exact_len(first_pass);
+    count(s, flexible, Some(n), field)?;
+    let mut written = 0usize;
+    for item in items().into_iter().flatten() {
+        each(s, item)?;
+        written += 1;
+    }
+    if written != n {
+        return Err(EncodeError::new(EncodeErrorKind::InconsistentSource, field));
+    }
+    Ok(())
+}
+
+/// Tagged fields: in a flexible version, the count and each (tag, size, data) with tags
+/// strictly ascending; in an older version, refused unless there are none.
+#[inline]
+pub(crate) fn tagged_fields<'t, S: Sink, I: Iterator<Item = (u32, &'t [u8])>>(
+    s: &mut S,
+    vx: Vx,
+    fields: impl Fn() -> I,
+    field: &'static str,
+) -> Result<(), EncodeError> {
+    if !vx.flexible {
+        if fields().next().is_some() {
+            return Err(EncodeError::new(
+                EncodeErrorKind::TaggedFieldsUnsupported {
+                    version: vx.version,
+                },
+                field,
+            ));
+        }
+        return Ok(());
+    }
+    let n = exact_len(fields());
+    if n > u32::MAX as usize {
+        return Err(EncodeError::new(
+            EncodeErrorKind::TooManyElements { count: n },
+            field,
+        ));
+    }
+    s.uvarint(n as u32);
+    let mut previous: Option<u32> = None;
+    let mut written = 0usize;
+    for (tag, data) in fields() {
+        if let Some(previous) = previous.filter(|&p| tag <= p) {
+            return Err(EncodeError::new(
+                EncodeErrorKind::TaggedFieldOrder { tag, previous },
+                field,
+            ));
+        }
+        previous = Some(tag);
+        s.uvarint(tag);
+        // The frame's int32 size check bounds `data.len()` long before this could wrap.
+        s.uvarint(u32::try_from(data.len()).unwrap_or(u32::MAX));
+        s.bytes(data);
+        written += 1;
+    }
+    if written != n {
+        return Err(EncodeError::new(EncodeErrorKind::InconsistentSource, field));
+    }
+    Ok(())
+}
