@@ -180,6 +180,9 @@ fn request_data_round_trips_at_every_version() {
     }
 }
 
+/// (topic, [(partition id, error code, error message)])
+type TopicResults = (Vec<u8>, Vec<(i32, i16, Option<Vec<u8>>)>);
+
 #[test]
 fn response_data_round_trips_at_every_version() {
     let partitions = [
@@ -235,7 +238,7 @@ fn response_data_round_trips_at_every_version() {
             (12, 3)
         );
         assert_eq!(parsed.error_code(), response.error_code);
-        let got: Vec<(Vec<u8>, Vec<(i32, i16, Option<Vec<u8>>)>)> = parsed
+        let got: Vec<TopicResults> = parsed
             .replica_election_results()
             .iter()
             .map(|r| {
@@ -253,7 +256,7 @@ fn response_data_round_trips_at_every_version() {
                 (r.topic().to_vec(), ps)
             })
             .collect();
-        let want: Vec<(Vec<u8>, Vec<(i32, i16, Option<Vec<u8>>)>)> = results
+        let want: Vec<TopicResults> = results
             .iter()
             .map(|r| {
                 let ps = r
