@@ -1,0 +1,7 @@
+#![no_main]
+//! Fuzz target `roundtrip_request`: see `check_roundtrip_request` in `fuzz/checks.rs`.
+
+#[path = "../checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check_roundtrip_request(data));

@@ -1,0 +1,54 @@
+//! Replays every fuzz seed and every past crash (`corpus/fuzz/TARGET/`) through the same
+//! check functions the fuzz targets call, on stable, as part of `cargo test`.
+
+#[path = "../fuzz/checks.rs"]
+mod checks;
+
+use std::path::Path;
+
+fn replay(target: &str, check: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus/fuzz")
+        .join(target);
+    let mut inputs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    inputs.sort();
+    assert!(!inputs.is_empty(), "no inputs for {target}");
+    for path in &inputs {
+        let data = std::fs::read(path).unwrap();
+        let outcome = std::panic::catch_unwind(|| check(&data));
+        assert!(outcome.is_ok(), "{target}: {} fails", path.display());
+    }
+}
+
+#[test]
+fn parse_request() {
+    replay("parse_request", checks::check_parse_request);
+}
+
+#[test]
+fn parse_response() {
+    replay("parse_response", checks::check_parse_response);
+}
+
+#[test]
+fn roundtrip_request() {
+    replay("roundtrip_request", checks::check_roundtrip_request);
+}
+
+#[test]
+fn roundtrip_response() {
+    replay("roundtrip_response", checks::check_roundtrip_response);
+}
+
+#[test]
+fn split_stream() {
+    replay("split_stream", checks::check_split_stream);
+}
+
+#[test]
+fn differential() {
+    replay("differential", checks::check_differential);
+}
