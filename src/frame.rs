@@ -172,7 +172,12 @@ impl RequestPeek {
 /// negative, or too small to hold those fields, is malformed.
 pub fn peek_request(buf: &[u8]) -> Result<RequestPeek, Error> {
     const PEEK_LEN: usize = SIZE_PREFIX_LEN + 8;
-    let size = read_size(buf, usize::MAX)?;
+    let size = match read_size(buf, usize::MAX) {
+        Ok(size) => size,
+        // Ask for all 12 bytes at once, not just the prefix's 4.
+        Err(e) if e.is_incomplete() => 0,
+        Err(e) => return Err(e),
+    };
     if buf.len() < PEEK_LEN {
         let needed = PEEK_LEN - buf.len();
         return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));

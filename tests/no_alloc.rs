@@ -1,0 +1,277 @@
+//! Parsing, iterating, splitting, peeking, failing, measuring and encoding allocate nothing:
+//! counted by a global allocator, per thread, so libtest's other threads cannot disturb the
+//! count.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::hint::black_box;
+
+use common::{load_corpus, patch, walk_request, walk_response, Kind};
+use kafka_elect_leaders::{
+    parse_request, parse_response, peek_request, split_frame, split_frame_with_max,
+    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest,
+    EncodeResponse, ErrorCode, Frames, PartitionResultData, ReplicaElectionResultData,
+    TaggedFieldData, TopicPartitionsData,
+};
+
+struct CountingAllocator;
+
+thread_local! {
+    // `const`-initialised and without a destructor: reading it never allocates, so the
+    // allocator can use it without recursing into itself.
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: during thread teardown the slot may be gone; those allocations are not ours.
+    let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+}
+
+/// Allocations made by the current thread so far.
+fn allocations() -> usize {
+    ALLOCS.with(Cell::get)
+}
+
+// SAFETY: every method forwards to `System` with the caller's own arguments, so `System`'s
+// guarantees are passed through unchanged; the only addition is bumping a thread-local
+// counter, which neither allocates nor touches the memory being managed.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        System.realloc(ptr, layout, new_size)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Runs `f` and returns how many allocations it made on this thread.
+fn allocations_in(f: impl FnOnce()) -> usize {
+    let before = allocations();
+    f();
+    allocations() - before
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    // Without this the zeroes below could be vacuous.
+    let n = allocations_in(|| {
+        let v: Vec<u64> = black_box(Vec::with_capacity(16));
+        drop(v);
+    });
+    assert_eq!(n, 1);
+    let n = allocations_in(|| {
+        let mut v: Vec<u8> = black_box(Vec::with_capacity(1));
+        v.extend_from_slice(black_box(&[1, 2, 3, 4, 5, 6, 7, 8, 9]));
+        black_box(&v);
+    });
+    assert_eq!(n, 2, "alloc then realloc");
+    let n = allocations_in(|| {
+        black_box(vec![0u8; 4096]);
+    });
+    assert_eq!(n, 1, "alloc_zeroed");
+    let n = allocations_in(|| {
+        black_box(format!("{}", black_box(12345)));
+    });
+    assert!(n >= 1, "formatting allocates");
+}
+
+#[test]
+fn parsing_and_walking_every_frame_allocates_nothing() {
+    // Everything that allocates happens before the count starts.
+    let corpus = load_corpus();
+    let requests: Vec<&[u8]> = corpus
+        .iter()
+        .filter(|f| f.is_request())
+        .map(|f| &f.bytes[..])
+        .collect();
+    let stream: Vec<u8> = requests.concat();
+
+    let mut sum = 0u64;
+    let n = allocations_in(|| {
+        for frame in &corpus {
+            let bytes = black_box(&frame.bytes[..]);
+            sum ^= match frame.kind() {
+                Kind::Request => walk_request(&parse_request(bytes).unwrap()),
+                Kind::Response { version } => {
+                    walk_response(&parse_response(bytes, version).unwrap())
+                }
+            };
+            let (whole, rest) = split_frame(bytes).unwrap();
+            sum ^= (whole.len() + rest.len()) as u64;
+        }
+        // Every request, cut out of a stream.
+        let mut count = 0;
+        let mut frames = Frames::new(black_box(&stream));
+        for frame in frames.by_ref() {
+            let request = parse_request(frame.unwrap()).unwrap();
+            sum ^= walk_request(&request);
+            count += 1;
+        }
+        assert_eq!(count, requests.len());
+        assert_eq!(frames.needed(), None);
+        // And with a partial frame at the end.
+        let mut frames = Frames::new(black_box(&stream[..stream.len() - 3]));
+        sum ^= frames.by_ref().count() as u64;
+        assert_eq!(frames.needed(), Some(3));
+        // Peek every request.
+        for &frame in &requests {
+            let peek = peek_request(black_box(frame)).unwrap();
+            assert!(peek.is_elect_leaders());
+            sum ^= peek.correlation_id as u64;
+        }
+    });
+    assert_eq!(
+        n, 0,
+        "allocations while parsing, walking, splitting, peeking"
+    );
+    black_box(sum);
+}
+
+#[test]
+fn errors_allocate_nothing() {
+    let corpus = load_corpus();
+    let v0 = common::load("request-v0.bin");
+    let v2 = common::load("request-v2-min.bin");
+    let malformed: Vec<Vec<u8>> = vec![
+        patch(&v0, 31, &[0xff, 0xfe]),              // NegativeLength
+        patch(&v0, 27, &8i32.to_be_bytes()),        // CountTooLarge
+        patch(&v2, 17, &[0x00]),                    // UnexpectedNull
+        patch(&v2, 4, &42i16.to_be_bytes()),        // UnsupportedApiKey
+        patch(&v2, 6, &3i16.to_be_bytes()),         // UnsupportedVersion
+        common::splice(&v2, 29..29, &[0]),          // TrailingBytes
+        common::splice(&v2, 17..18, &[0xff; 5]),    // VarintTooLong
+        common::splice(&v2, 28..29, &[1, 0, 5, 0]), // tagged field past the end
+        common::with_size_prefix(&v2, -1),          // negative size
+        [&v2[..], &[0]].concat(),                   // SizeMismatch
+    ];
+
+    let mut sum = 0usize;
+    let n = allocations_in(|| {
+        // Every corpus frame cut at every length: an error, and no allocation.
+        for frame in &corpus {
+            for k in 0..frame.bytes.len() {
+                let cut = black_box(&frame.bytes[..k]);
+                let e = match frame.kind() {
+                    Kind::Request => parse_request(cut).unwrap_err(),
+                    Kind::Response { version } => parse_response(cut, version).unwrap_err(),
+                };
+                sum ^= e.offset ^ e.field.len();
+                let e = split_frame(cut).unwrap_err();
+                sum ^= e.needed().unwrap();
+                if k < 12 && frame.is_request() {
+                    sum ^= peek_request(cut).unwrap_err().needed().unwrap();
+                }
+            }
+        }
+        for frame in &malformed {
+            let e = parse_request(black_box(frame)).unwrap_err();
+            assert!(!e.is_incomplete());
+            sum ^= e.offset ^ e.field.len();
+        }
+        let e = split_frame_with_max(black_box(&v2), 24).unwrap_err();
+        sum ^= e.offset;
+        let e = parse_response(black_box(&v2), 3).unwrap_err();
+        sum ^= e.offset;
+        let mut frames = Frames::new(black_box(&malformed[8]));
+        assert!(frames.next().unwrap().is_err());
+        assert!(frames.next().is_none());
+    });
+    assert_eq!(n, 0, "allocations on the error paths");
+    black_box(sum);
+}
+
+#[test]
+fn measuring_and_encoding_allocate_nothing() {
+    let corpus = load_corpus();
+    let mut out = vec![0u8; 1 << 16];
+    let tags = [TaggedFieldData::new(1, b"ab"), TaggedFieldData::new(9, b"")];
+    let topics = [
+        TopicPartitionsData::new(b"orders", &[0, 1, 2]),
+        TopicPartitionsData {
+            topic: b"t",
+            partitions: &[-1],
+            tagged_fields: &tags,
+        },
+    ];
+    let request = ElectLeadersRequestData {
+        correlation_id: 3,
+        election_type: ElectionType::UNCLEAN,
+        topic_partitions: Some(&topics),
+        tagged_fields: &tags,
+        ..Default::default()
+    };
+    let partitions = [PartitionResultData {
+        partition_id: 4,
+        error_code: ErrorCode::ELECTION_NOT_NEEDED,
+        error_message: Some(b"no"),
+        tagged_fields: &tags,
+    }];
+    let results = [ReplicaElectionResultData {
+        topic: b"orders",
+        partition_result: &partitions,
+        tagged_fields: &[],
+    }];
+    let response = ElectLeadersResponseData {
+        replica_election_results: &results,
+        ..Default::default()
+    };
+
+    let mut sum = 0usize;
+    let n = allocations_in(|| {
+        // Re-emitting every parsed frame, an edit of it, and a refusal of each request.
+        for frame in &corpus {
+            let bytes = black_box(&frame.bytes[..]);
+            match frame.kind() {
+                Kind::Request => {
+                    let parsed = parse_request(bytes).unwrap();
+                    let v = parsed.version();
+                    sum ^= parsed.encoded_len(v).unwrap();
+                    sum ^= parsed.encode(v, &mut out).unwrap();
+                    let edit = parsed
+                        .edit()
+                        .correlation_id(1)
+                        .retain_topics(|t| !t.topic().is_empty())
+                        .retain_partitions(|_, p| p % 2 == 0);
+                    sum ^= edit.encode(v, &mut out).unwrap();
+                    let refusal = parsed.error_response(ErrorCode::NOT_CONTROLLER, Some(b"no"));
+                    sum ^= refusal.encode(v, &mut out).unwrap();
+                    // Too small a buffer: refused, and still no allocation.
+                    sum ^= parsed.encode(v, &mut out[..3]).unwrap_err().field.len();
+                }
+                Kind::Response { version } => {
+                    let parsed = parse_response(bytes, version).unwrap();
+                    sum ^= parsed.encoded_len(version).unwrap();
+                    sum ^= parsed.encode(version, &mut out).unwrap();
+                    sum ^= parsed.edit().correlation_id(5).encode(version, &mut out).unwrap();
+                }
+            }
+        }
+        // Plain borrowed data, every version it fits, and the refusals of the others.
+        for v in 1..=2 {
+            sum ^= black_box(&request).encode(v, &mut out).unwrap_or(0);
+        }
+        sum ^= request.encode(0, &mut out).unwrap_err().field.len();
+        for v in 0..=2 {
+            sum ^= black_box(&response).encode(v, &mut out).unwrap_or(0);
+        }
+    });
+    assert_eq!(n, 0, "allocations while measuring and encoding");
+    black_box(sum);
+}
