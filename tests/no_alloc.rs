@@ -11,9 +11,9 @@ use std::hint::black_box;
 use common::{load_corpus, patch, walk_request, walk_response, Kind};
 use kafka_elect_leaders::{
     parse_request, parse_response, peek_request, split_frame, split_frame_with_max,
-    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest,
-    EncodeResponse, ErrorCode, Frames, PartitionResultData, ReplicaElectionResultData,
-    TaggedFieldData, TopicPartitionsData,
+    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest, EncodeResponse,
+    ErrorCode, Frames, PartitionResultData, ReplicaElectionResultData, TaggedFieldData,
+    TopicPartitionsData,
 };
 
 struct CountingAllocator;
@@ -259,7 +259,11 @@ fn measuring_and_encoding_allocate_nothing() {
                     let parsed = parse_response(bytes, version).unwrap();
                     sum ^= parsed.encoded_len(version).unwrap();
                     sum ^= parsed.encode(version, &mut out).unwrap();
-                    sum ^= parsed.edit().correlation_id(5).encode(version, &mut out).unwrap();
+                    sum ^= parsed
+                        .edit()
+                        .correlation_id(5)
+                        .encode(version, &mut out)
+                        .unwrap();
                 }
             }
         }
