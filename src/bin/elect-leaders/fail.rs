@@ -1,0 +1,105 @@
+//! Why a command failed, and the exit status that says so.
+
+use std::io;
+use std::process::ExitCode;
+
+/// A command's failure. Reported once, by `main`, after standard output was flushed.
+#[derive(Debug)]
+pub enum Failure {
+    /// Exit 2: bad arguments, or a file that cannot be opened. `command` names the
+    /// subcommand whose `--help` to point at, when its text would help.
+    Usage {
+        command: Option<&'static str>,
+        message: String,
+        hint: bool,
+    },
+    /// Exit 1: malformed or unreadable input. One line, naming the field and the offset.
+    Input(String),
+    /// Exit 1 (or 2 when `usage`): already reported on stderr, as it happened (inspect goes
+    /// on with its other inputs after a bad one).
+    Reported { usage: bool },
+    /// Writing standard output failed. A closed pipe (`decode | head`) is not an error.
+    Output(io::Error),
+}
+
+impl Failure {
+    pub fn usage(command: &'static str, message: impl Into<String>) -> Failure {
+        Failure::Usage {
+            command: Some(command),
+            message: message.into(),
+            hint: true,
+        }
+    }
+
+    /// A file argument that cannot be opened: exit 2, no pointer to `--help`.
+    pub fn cannot_open(message: impl Into<String>) -> Failure {
+        Failure::Usage {
+            command: None,
+            message: message.into(),
+            hint: false,
+        }
+    }
+
+    pub fn usage_top(message: impl Into<String>) -> Failure {
+        Failure::Usage {
+            command: None,
+            message: message.into(),
+            hint: true,
+        }
+    }
+
+    /// Prints the failure on stderr and returns the exit status.
+    pub fn report(self) -> ExitCode {
+        match self {
+            Failure::Usage {
+                command,
+                message,
+                hint,
+            } => {
+                eprintln!("elect-leaders: {message}");
+                match command {
+                    _ if !hint => {}
+                    Some(command) => eprintln!("Try 'elect-leaders {command} --help'."),
+                    None => eprintln!("Try 'elect-leaders --help'."),
+                }
+                ExitCode::from(2)
+            }
+            Failure::Input(message) => {
+                eprintln!("elect-leaders: {message}");
+                ExitCode::from(1)
+            }
+            Failure::Reported { usage } => ExitCode::from(if usage { 2 } else { 1 }),
+            Failure::Output(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Failure::Output(e) => {
+                eprintln!("elect-leaders: cannot write standard output: {e}");
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+impl From<io::Error> for Failure {
+    /// Errors writing standard output (reading errors are turned into `Input` where they
+    /// happen, with the input's name).
+    fn from(e: io::Error) -> Failure {
+        Failure::Output(e)
+    }
+}
+
+/// The one line that reports a malformed frame: where the frame starts in the input, and
+/// the library's error (field, offset within the frame, what was wrong).
+pub fn malformed(
+    source: &str,
+    index: usize,
+    frame_offset: u64,
+    error: &kafka_elect_leaders::Error,
+) -> String {
+    let at = frame_offset + error.offset as u64;
+    format!(
+        "{source}: frame {index} (input byte {frame_offset}): {field} at frame byte {offset} \
+         (input byte {at}): {kind}",
+        field = error.field,
+        offset = error.offset,
+        kind = error.kind,
+    )
+}

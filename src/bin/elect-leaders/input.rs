@@ -1,0 +1,337 @@
+//! Where frames come from: files, standard input or the bundled samples; binary or hex
+//! text; cut into frames one at a time, so a large input is never held whole.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::PathBuf;
+
+use kafka_elect_leaders::{split_frame, Error, SIZE_PREFIX_LEN};
+
+use crate::fail::Failure;
+
+/// The sample frames `inspect` shows when given no file: the reference page's two frames.
+pub const BUNDLED: [(&str, &[u8]); 2] = [
+    (
+        "request-v2-min.bin",
+        include_bytes!("../../../corpus/request-v2-min.bin"),
+    ),
+    (
+        "response-v2-min.bin",
+        include_bytes!("../../../corpus/response-v2-min.bin"),
+    ),
+];
+
+/// What the frames of an input are.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// ElectLeaders requests: the header says the version.
+    Request,
+    /// ElectLeaders responses of this version (the wire does not say it).
+    Response(i16),
+}
+
+/// One input.
+pub enum Source {
+    Stdin,
+    File(PathBuf),
+    Bundled {
+        name: &'static str,
+        bytes: &'static [u8],
+    },
+}
+
+impl Source {
+    /// A command-line argument: `-` is standard input.
+    pub fn from_arg(arg: &OsStr) -> Source {
+        if arg == "-" {
+            Source::Stdin
+        } else {
+            Source::File(PathBuf::from(arg))
+        }
+    }
+
+    /// The arguments, or standard input when there are none.
+    pub fn from_args_or_stdin(args: &[OsString]) -> Source {
+        args.first()
+            .map_or(Source::Stdin, |arg| Source::from_arg(arg))
+    }
+
+    /// How messages name the input.
+    pub fn name(&self) -> String {
+        match self {
+            Source::Stdin => "<stdin>".to_owned(),
+            Source::File(path) => path.display().to_string(),
+            Source::Bundled { name, .. } => format!("{name} (bundled)"),
+        }
+    }
+
+    /// `response-vN…` (the corpus's naming) holds responses of version N; `request-…`
+    /// requests. `None` when the name says neither.
+    pub fn kind_by_name(&self) -> Option<Kind> {
+        let name = match self {
+            Source::Stdin => return None,
+            Source::File(path) => path.file_name()?.to_str()?,
+            Source::Bundled { name, .. } => name,
+        };
+        if name.starts_with("request-") {
+            return Some(Kind::Request);
+        }
+        // `response-v2-min.bin`, `response-v0.bin`: the digits up to `-`, `.` or the end.
+        let rest = name.strip_prefix("response-v")?;
+        let end = rest.find(['-', '.']).unwrap_or(rest.len());
+        match rest[..end].parse::<i16>() {
+            Ok(v @ 0..=2) => Some(Kind::Response(v)),
+            _ => None,
+        }
+    }
+
+    /// Opens the input as a byte stream; hex text is decoded as it is read. A file that
+    /// cannot be opened is a usage error (exit 2).
+    pub fn open(&self, command: &'static str, hex: bool) -> Result<Box<dyn Read>, Failure> {
+        let raw: Box<dyn BufRead> = match self {
+            Source::Stdin => Box::new(BufReader::new(io::stdin())),
+            Source::File(path) => {
+                let file = File::open(path).map_err(|e| {
+                    Failure::cannot_open(format!("{command}: cannot open {}: {e}", path.display()))
+                })?;
+                Box::new(BufReader::with_capacity(64 * 1024, file))
+            }
+            // The bundled samples are binary whatever `--hex` says.
+            Source::Bundled { bytes, .. } => return Ok(Box::new(*bytes)),
+        };
+        Ok(if hex {
+            Box::new(HexReader::new(raw))
+        } else {
+            Box::new(raw)
+        })
+    }
+
+    /// Reads the whole input (for `scan`, which searches it).
+    pub fn read_all(&self, command: &'static str, hex: bool) -> Result<Vec<u8>, Failure> {
+        let mut reader = self.open(command, hex)?;
+        let mut bytes = Vec::new();
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(|e| Failure::Input(format!("{}: {e}", self.name())))?;
+        Ok(bytes)
+    }
+}
+
+/// One frame as read: its offset in the input and its bytes, size prefix included. The
+/// last frame of an input that ends too early is shorter than its size prefix says; the
+/// parser then names the field that was cut.
+pub struct RawFrame {
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// Why no frame could be read.
+pub enum ReadFailure {
+    /// The input could not be read (or its hex text is not hex).
+    Io(io::Error),
+    /// The size prefix is negative or over the library's maximum frame size: the library's
+    /// error, with the prefix and where it starts.
+    Size {
+        offset: u64,
+        prefix: [u8; SIZE_PREFIX_LEN],
+        error: Error,
+    },
+}
+
+/// Cuts a byte stream into frames, one at a time: the 4-byte size prefix, then that many
+/// bytes. Sizes over [`DEFAULT_MAX_FRAME_SIZE`](kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE)
+/// are refused (by the library's `split_frame`); a frame's buffer grows as its bytes
+/// arrive, never sized from the wire's count up front.
+pub struct FrameReader<R> {
+    inner: R,
+    offset: u64,
+    finished: bool,
+}
+
+impl<R: Read> FrameReader<R> {
+    pub fn new(inner: R) -> Self {
+        FrameReader {
+            inner,
+            offset: 0,
+            finished: false,
+        }
+    }
+
+    /// The next frame; `Ok(None)` at the end of the input.
+    pub fn next_frame(&mut self) -> Result<Option<RawFrame>, ReadFailure> {
+        if self.finished {
+            return Ok(None);
+        }
+        let offset = self.offset;
+        let mut prefix = [0u8; SIZE_PREFIX_LEN];
+        let got = read_full(&mut self.inner, &mut prefix).map_err(ReadFailure::Io)?;
+        if got < SIZE_PREFIX_LEN {
+            self.finished = true;
+            if got == 0 {
+                return Ok(None);
+            }
+            // A cut size prefix: the parser reports it as `size` ending too early.
+            return Ok(Some(RawFrame {
+                offset,
+                bytes: prefix[..got].to_vec(),
+            }));
+        }
+        // The library reads the prefix: a 4-byte buffer is `Incomplete` by exactly the
+        // frame's size, or a malformed size.
+        let size = match split_frame(&prefix) {
+            Ok(_) => 0,
+            Err(error) => match error.needed() {
+                Some(size) => size,
+                None => {
+                    self.finished = true;
+                    return Err(ReadFailure::Size {
+                        offset,
+                        prefix,
+                        error,
+                    });
+                }
+            },
+        };
+        let mut bytes = Vec::with_capacity(SIZE_PREFIX_LEN + size.min(64 * 1024));
+        bytes.extend_from_slice(&prefix);
+        (&mut self.inner)
+            .take(size as u64)
+            .read_to_end(&mut bytes)
+            .map_err(ReadFailure::Io)?;
+        if bytes.len() < SIZE_PREFIX_LEN + size {
+            self.finished = true;
+        }
+        self.offset += bytes.len() as u64;
+        Ok(Some(RawFrame { offset, bytes }))
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns how many bytes were read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Decodes hex text as it is read, a line at a time: pairs of hex digits are bytes;
+/// whitespace is ignored (a pair may even be split by it), and so is everything from `#`
+/// to the end of the line, so the corpus's annotated `.hex` sources can be read directly.
+pub struct HexReader<R> {
+    inner: R,
+    line: Vec<u8>,
+    pos: usize,
+    line_no: usize,
+    high: Option<u8>,
+}
+
+impl<R: BufRead> HexReader<R> {
+    pub fn new(inner: R) -> Self {
+        HexReader {
+            inner,
+            line: Vec::new(),
+            pos: 0,
+            line_no: 0,
+            high: None,
+        }
+    }
+}
+
+impl<R: BufRead> Read for HexReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(&c) = self.line.get(self.pos) else {
+                if n > 0 {
+                    break;
+                }
+                self.line.clear();
+                self.pos = 0;
+                if self.inner.read_until(b'\n', &mut self.line)? == 0 {
+                    if self.high.is_some() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            "hex input: odd number of hex digits (the last byte is cut)",
+                        ));
+                    }
+                    return Ok(0);
+                }
+                self.line_no += 1;
+                continue;
+            };
+            self.pos += 1;
+            let nibble = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                b'#' => {
+                    self.pos = self.line.len();
+                    continue;
+                }
+                c if c.is_ascii_whitespace() => continue,
+                _ => {
+                    let shown = String::from_utf8_lossy(&self.line[self.pos - 1..])
+                        .chars()
+                        .next()
+                        .unwrap_or('?');
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "hex input: {shown:?} is not a hex digit (line {}, column {})",
+                            self.line_no, self.pos
+                        ),
+                    ));
+                }
+            };
+            match self.high.take() {
+                None => self.high = Some(nibble),
+                Some(high) => {
+                    out[n] = (high << 4) | nibble;
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Lowercase hex of `bytes`, no separators.
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    s
+}
+
+/// Bytes from hex text with no separators (the `{"hex":"..."}` and tagged-field forms).
+pub fn from_hex(text: &str) -> Result<Vec<u8>, String> {
+    let digits = text.as_bytes();
+    if digits.len() % 2 != 0 {
+        return Err(format!(
+            "odd number of hex digits ({}) in \"{text}\"",
+            digits.len()
+        ));
+    }
+    let nibble = |c: u8| -> Result<u8, String> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(format!("{:?} is not a hex digit", c as char)),
+        }
+    };
+    digits
+        .chunks_exact(2)
+        .map(|pair| Ok((nibble(pair[0])? << 4) | nibble(pair[1])?))
+        .collect()
+}

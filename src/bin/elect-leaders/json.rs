@@ -1,0 +1,624 @@
+//! `decode` (frames to JSON lines) and `encode` (JSON lines to frames), in the field names
+//! and order of DESIGN.md's contract.
+//!
+//! Decoding walks the library's parsed views and writes the JSON by hand, in the contract's
+//! order; serde_json only escapes strings. Encoding reads each line as a
+//! `serde_json::Value`, checks it field by field, and hands borrowed data to the library's
+//! writer, which decides what a version can carry.
+
+use std::io::{BufRead, BufReader, Write};
+
+use kafka_elect_leaders::{
+    parse_request, parse_response, ElectLeadersRequest, ElectLeadersRequestData,
+    ElectLeadersResponse, ElectLeadersResponseData, ElectionType, EncodeError, EncodeRequest,
+    EncodeResponse, ErrorCode, PartitionResultData, ReplicaElectionResultData, TaggedFieldData,
+    TaggedFields, TopicPartitionsData, API_KEY,
+};
+use serde_json::{Map, Value};
+
+use crate::fail::{malformed, Failure};
+use crate::input::{from_hex, to_hex, FrameReader, Kind, ReadFailure, Source};
+use crate::Options;
+
+// ---------------------------------------------------------------------------------------
+// decode
+
+/// `decode`: one JSON object per frame, one per line.
+pub fn decode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
+    let source = Source::from_args_or_stdin(&options.files);
+    let kind = options.kind_of(&source);
+    let name = source.name();
+    let mut frames = FrameReader::new(source.open("decode", options.hex)?);
+    let mut line = String::new();
+    let mut index = 0;
+    loop {
+        let frame = match frames.next_frame() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(()),
+            Err(ReadFailure::Io(e)) => return Err(Failure::Input(format!("{name}: {e}"))),
+            Err(ReadFailure::Size { offset, error, .. }) => {
+                return Err(Failure::Input(malformed(&name, index + 1, offset, &error)));
+            }
+        };
+        index += 1;
+        line.clear();
+        let parsed = match kind {
+            Kind::Request => parse_request(&frame.bytes).map(|r| write_request(&mut line, &r)),
+            Kind::Response(version) => {
+                parse_response(&frame.bytes, version).map(|r| write_response(&mut line, &r))
+            }
+        };
+        if let Err(error) = parsed {
+            return Err(Failure::Input(malformed(
+                &name,
+                index,
+                frame.offset,
+                &error,
+            )));
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+    }
+}
+
+/// A request as one JSON object (no newline).
+pub fn write_request(o: &mut String, r: &ElectLeadersRequest<'_>) {
+    let header = r.header();
+    o.push_str("{\"kind\":\"request\"");
+    push_field(o, "api_key", header.api_key());
+    push_field(o, "api_version", r.version());
+    push_field(o, "correlation_id", r.correlation_id());
+    o.push_str(",\"client_id\":");
+    push_bytes(o, header.client_id());
+    push_tagged(o, "header_tagged_fields", header.tagged_fields());
+    if r.version() >= 1 {
+        push_field(o, "election_type", r.election_type().0);
+    }
+    o.push_str(",\"topic_partitions\":");
+    match r.topic_partitions() {
+        None => o.push_str("null"),
+        Some(topics) => {
+            o.push('[');
+            for (i, entry) in topics.iter().enumerate() {
+                if i > 0 {
+                    o.push(',');
+                }
+                o.push_str("{\"topic\":");
+                push_bytes(o, Some(entry.topic()));
+                o.push_str(",\"partitions\":[");
+                for (j, p) in entry.partitions().iter().enumerate() {
+                    if j > 0 {
+                        o.push(',');
+                    }
+                    o.push_str(&p.to_string());
+                }
+                o.push(']');
+                push_tagged(o, "tagged_fields", entry.tagged_fields());
+                o.push('}');
+            }
+            o.push(']');
+        }
+    }
+    push_field(o, "timeout_ms", r.timeout_ms());
+    push_tagged(o, "tagged_fields", r.tagged_fields());
+    o.push('}');
+}
+
+/// A response as one JSON object (no newline). `api_version` tells `encode` the version.
+pub fn write_response(o: &mut String, r: &ElectLeadersResponse<'_>) {
+    o.push_str("{\"kind\":\"response\"");
+    push_field(o, "api_version", r.version());
+    push_field(o, "correlation_id", r.correlation_id());
+    push_tagged(o, "header_tagged_fields", r.header().tagged_fields());
+    push_field(o, "throttle_time_ms", r.throttle_time_ms());
+    if r.version() >= 1 {
+        push_field(o, "error_code", r.error_code().0);
+    }
+    o.push_str(",\"replica_election_results\":[");
+    for (i, result) in r.replica_election_results().iter().enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        o.push_str("{\"topic\":");
+        push_bytes(o, Some(result.topic()));
+        o.push_str(",\"partition_result\":[");
+        for (j, p) in result.partition_result().iter().enumerate() {
+            if j > 0 {
+                o.push(',');
+            }
+            o.push('{');
+            o.push_str(&format!("\"partition_id\":{}", p.partition_id()));
+            push_field(o, "error_code", p.error_code().0);
+            o.push_str(",\"error_message\":");
+            push_bytes(o, p.error_message());
+            push_tagged(o, "tagged_fields", p.tagged_fields());
+            o.push('}');
+        }
+        o.push(']');
+        push_tagged(o, "tagged_fields", result.tagged_fields());
+        o.push('}');
+    }
+    o.push(']');
+    push_tagged(o, "tagged_fields", r.tagged_fields());
+    o.push('}');
+}
+
+/// `,"key":value` for a number.
+fn push_field(o: &mut String, key: &str, value: impl std::fmt::Display) {
+    o.push_str(&format!(",\"{key}\":{value}"));
+}
+
+/// A byte string: a JSON string when it is UTF-8, `{"hex":"..."}` when not, `null` for null.
+fn push_bytes(o: &mut String, bytes: Option<&[u8]>) {
+    let Some(bytes) = bytes else {
+        o.push_str("null");
+        return;
+    };
+    match std::str::from_utf8(bytes).map(serde_json::to_string) {
+        Ok(Ok(quoted)) => o.push_str(&quoted),
+        _ => {
+            o.push_str("{\"hex\":\"");
+            o.push_str(&to_hex(bytes));
+            o.push_str("\"}");
+        }
+    }
+}
+
+/// `,"key":[{"tag":N,"data":"<hex>"},…]`, only when there are tagged fields.
+fn push_tagged(o: &mut String, key: &str, fields: TaggedFields<'_>) {
+    if fields.is_empty() {
+        return;
+    }
+    o.push_str(&format!(",\"{key}\":["));
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        o.push_str(&format!(
+            "{{\"tag\":{},\"data\":\"{}\"}}",
+            field.tag(),
+            to_hex(field.data())
+        ));
+    }
+    o.push(']');
+}
+
+// ---------------------------------------------------------------------------------------
+// encode
+
+/// `encode`: JSON objects, one per line, to frames.
+pub fn encode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
+    let source = Source::from_args_or_stdin(&options.files);
+    let name = source.name();
+    let reader = BufReader::new(source.open("encode", false)?);
+    for (i, line) in reader.lines().enumerate() {
+        let line_no = i + 1;
+        let line = line.map_err(|e| Failure::Input(format!("{name}: line {line_no}: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let frame = serde_json::from_str::<Value>(&line)
+            .map_err(|e| format!("not JSON: {e}"))
+            .and_then(|value| encode_value(&value))
+            .map_err(|e| Failure::Input(format!("{name}: line {line_no}: {e}")))?;
+        if options.hex {
+            out.write_all(to_hex(&frame).as_bytes())?;
+            out.write_all(b"\n")?;
+        } else {
+            out.write_all(&frame)?;
+        }
+    }
+    Ok(())
+}
+
+const REQUEST_KEYS: &[&str] = &[
+    "kind",
+    "api_key",
+    "api_version",
+    "correlation_id",
+    "client_id",
+    "header_tagged_fields",
+    "election_type",
+    "topic_partitions",
+    "timeout_ms",
+    "tagged_fields",
+];
+const TOPIC_KEYS: &[&str] = &["topic", "partitions", "tagged_fields"];
+const RESPONSE_KEYS: &[&str] = &[
+    "kind",
+    "api_version",
+    "correlation_id",
+    "header_tagged_fields",
+    "throttle_time_ms",
+    "error_code",
+    "replica_election_results",
+    "tagged_fields",
+];
+const RESULT_KEYS: &[&str] = &["topic", "partition_result", "tagged_fields"];
+const PARTITION_KEYS: &[&str] = &[
+    "partition_id",
+    "error_code",
+    "error_message",
+    "tagged_fields",
+];
+
+/// One JSON object to one frame.
+pub fn encode_value(value: &Value) -> Result<Vec<u8>, String> {
+    let Some(map) = value.as_object() else {
+        return Err(format!("expected a JSON object, got {}", brief(value)));
+    };
+    match map.get("kind") {
+        Some(Value::String(kind)) if kind == "request" => encode_request(value),
+        Some(Value::String(kind)) if kind == "response" => encode_response(value),
+        Some(other) => Err(format!(
+            "kind: expected \"request\" or \"response\", got {}",
+            brief(other)
+        )),
+        None => Err("kind: missing (\"request\" or \"response\")".into()),
+    }
+}
+
+/// An owned tagged field, read from JSON.
+type Tag = (u32, Vec<u8>);
+
+fn tag_data(tags: &[Tag]) -> Vec<TaggedFieldData<'_>> {
+    tags.iter()
+        .map(|(tag, data)| TaggedFieldData::new(*tag, data))
+        .collect()
+}
+
+struct TopicJson {
+    topic: Vec<u8>,
+    partitions: Vec<i32>,
+    tags: Vec<Tag>,
+}
+
+fn encode_request(value: &Value) -> Result<Vec<u8>, String> {
+    let obj = Obj::new(value, String::new(), REQUEST_KEYS)?;
+    let version = obj.version()?;
+    if let Some(api_key) = obj.int::<i16>("api_key", "an int16")? {
+        if api_key != API_KEY {
+            return Err(format!(
+                "api_key: expected 43 (ElectLeaders), got {api_key}"
+            ));
+        }
+    }
+    let defaults = ElectLeadersRequestData::default();
+    let client_id = obj.bytes("client_id", true)?;
+    let header_tags = obj.tagged("header_tagged_fields")?;
+    let election_type = obj.int::<i8>("election_type", "an int8")?;
+    let topics = match obj.array("topic_partitions", true)? {
+        None => Some(Vec::new()),
+        Some(None) => None,
+        Some(Some((items, path))) => {
+            let mut topics = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let entry = Obj::new(item, format!("{path}[{i}]"), TOPIC_KEYS)?;
+                let partitions = match entry.array("partitions", false)? {
+                    Some(Some((items, path))) => items
+                        .iter()
+                        .enumerate()
+                        .map(|(j, p)| int_value::<i32>(p, &format!("{path}[{j}]"), "an int32"))
+                        .collect::<Result<Vec<_>, _>>()?,
+                    _ => Vec::new(),
+                };
+                topics.push(TopicJson {
+                    topic: entry.bytes("topic", false)?.flatten().unwrap_or_default(),
+                    partitions,
+                    tags: entry.tagged("tagged_fields")?,
+                });
+            }
+            Some(topics)
+        }
+    };
+    let timeout_ms = obj.int::<i32>("timeout_ms", "an int32")?;
+    let body_tags = obj.tagged("tagged_fields")?;
+
+    let header_tag_data = tag_data(&header_tags);
+    let body_tag_data = tag_data(&body_tags);
+    let topic_tag_data: Vec<Vec<TaggedFieldData<'_>>> = topics
+        .iter()
+        .flatten()
+        .map(|topic| tag_data(&topic.tags))
+        .collect();
+    let topic_data: Vec<TopicPartitionsData<'_>> = topics
+        .iter()
+        .flatten()
+        .zip(&topic_tag_data)
+        .map(|(topic, tags)| TopicPartitionsData {
+            topic: &topic.topic,
+            partitions: &topic.partitions,
+            tagged_fields: tags,
+        })
+        .collect();
+    let data = ElectLeadersRequestData {
+        correlation_id: obj.int::<i32>("correlation_id", "an int32")?.unwrap_or(0),
+        client_id: match &client_id {
+            None => defaults.client_id,
+            Some(id) => id.as_deref(),
+        },
+        header_tagged_fields: &header_tag_data,
+        election_type: election_type.map_or(defaults.election_type, ElectionType),
+        topic_partitions: topics.as_ref().map(|_| &topic_data[..]),
+        timeout_ms: timeout_ms.unwrap_or(defaults.timeout_ms),
+        tagged_fields: &body_tag_data,
+    };
+    let len = data.encoded_len(version).map_err(refusal)?;
+    let mut frame = vec![0u8; len];
+    data.encode(version, &mut frame).map_err(refusal)?;
+    Ok(frame)
+}
+
+struct PartitionJson {
+    partition_id: i32,
+    error_code: i16,
+    error_message: Option<Vec<u8>>,
+    tags: Vec<Tag>,
+}
+
+struct ResultJson {
+    topic: Vec<u8>,
+    partitions: Vec<PartitionJson>,
+    tags: Vec<Tag>,
+}
+
+fn encode_response(value: &Value) -> Result<Vec<u8>, String> {
+    let obj = Obj::new(value, String::new(), RESPONSE_KEYS)?;
+    let version = obj.version()?;
+    let header_tags = obj.tagged("header_tagged_fields")?;
+    let mut results = Vec::new();
+    if let Some(Some((items, path))) = obj.array("replica_election_results", false)? {
+        for (i, item) in items.iter().enumerate() {
+            let entry = Obj::new(item, format!("{path}[{i}]"), RESULT_KEYS)?;
+            let mut partitions = Vec::new();
+            if let Some(Some((items, path))) = entry.array("partition_result", false)? {
+                for (j, item) in items.iter().enumerate() {
+                    let p = Obj::new(item, format!("{path}[{j}]"), PARTITION_KEYS)?;
+                    partitions.push(PartitionJson {
+                        partition_id: p.int("partition_id", "an int32")?.unwrap_or(0),
+                        error_code: p.int("error_code", "an int16")?.unwrap_or(0),
+                        error_message: p.bytes("error_message", true)?.flatten(),
+                        tags: p.tagged("tagged_fields")?,
+                    });
+                }
+            }
+            results.push(ResultJson {
+                topic: entry.bytes("topic", false)?.flatten().unwrap_or_default(),
+                partitions,
+                tags: entry.tagged("tagged_fields")?,
+            });
+        }
+    }
+    let body_tags = obj.tagged("tagged_fields")?;
+
+    // Borrowed data for the writer, built level by level from the owned values.
+    let header_tag_data = tag_data(&header_tags);
+    let body_tag_data = tag_data(&body_tags);
+    let partition_tag_data: Vec<Vec<Vec<TaggedFieldData<'_>>>> = results
+        .iter()
+        .map(|r| r.partitions.iter().map(|p| tag_data(&p.tags)).collect())
+        .collect();
+    let partition_data: Vec<Vec<PartitionResultData<'_>>> = results
+        .iter()
+        .zip(&partition_tag_data)
+        .map(|(r, tags)| {
+            r.partitions
+                .iter()
+                .zip(tags)
+                .map(|(p, tags)| PartitionResultData {
+                    partition_id: p.partition_id,
+                    error_code: ErrorCode(p.error_code),
+                    error_message: p.error_message.as_deref(),
+                    tagged_fields: tags,
+                })
+                .collect()
+        })
+        .collect();
+    let result_tag_data: Vec<Vec<TaggedFieldData<'_>>> =
+        results.iter().map(|r| tag_data(&r.tags)).collect();
+    let result_data: Vec<ReplicaElectionResultData<'_>> = results
+        .iter()
+        .zip(&partition_data)
+        .zip(&result_tag_data)
+        .map(|((r, partitions), tags)| ReplicaElectionResultData {
+            topic: &r.topic,
+            partition_result: partitions,
+            tagged_fields: tags,
+        })
+        .collect();
+    let data = ElectLeadersResponseData {
+        correlation_id: obj.int("correlation_id", "an int32")?.unwrap_or(0),
+        header_tagged_fields: &header_tag_data,
+        throttle_time_ms: obj.int("throttle_time_ms", "an int32")?.unwrap_or(0),
+        error_code: ErrorCode(obj.int("error_code", "an int16")?.unwrap_or(0)),
+        replica_election_results: &result_data,
+        tagged_fields: &body_tag_data,
+    };
+    let len = data.encoded_len(version).map_err(refusal)?;
+    let mut frame = vec![0u8; len];
+    data.encode(version, &mut frame).map_err(refusal)?;
+    Ok(frame)
+}
+
+/// The writer's refusal, naming the JSON field and the schema's.
+fn refusal(e: EncodeError) -> String {
+    let json = match e.field {
+        "api_version" => "api_version",
+        "RequestHeader.ClientId" => "client_id",
+        "RequestHeader._tagged_fields" | "ResponseHeader._tagged_fields" => "header_tagged_fields",
+        "ElectionType" => "election_type",
+        "TopicPartitions" => "topic_partitions",
+        "TopicPartitions.Topic" => "topic_partitions[].topic",
+        "TopicPartitions.Partitions" => "topic_partitions[].partitions",
+        "TopicPartitions._tagged_fields" => "topic_partitions[].tagged_fields",
+        "ErrorCode" => "error_code",
+        "ReplicaElectionResults" => "replica_election_results",
+        "ReplicaElectionResults.Topic" => "replica_election_results[].topic",
+        "ReplicaElectionResults.PartitionResult" => "replica_election_results[].partition_result",
+        "ReplicaElectionResults._tagged_fields" => "replica_election_results[].tagged_fields",
+        "ReplicaElectionResults.PartitionResult.ErrorMessage" => {
+            "replica_election_results[].partition_result[].error_message"
+        }
+        "ReplicaElectionResults.PartitionResult._tagged_fields" => {
+            "replica_election_results[].partition_result[].tagged_fields"
+        }
+        "_tagged_fields" => "tagged_fields",
+        other => other,
+    };
+    if json == e.field {
+        format!("{}: {}", e.field, e.kind)
+    } else {
+        format!("{json} ({}): {}", e.field, e.kind)
+    }
+}
+
+/// A JSON object being read, with its path for messages (`topic_partitions[1]`).
+struct Obj<'v> {
+    map: &'v Map<String, Value>,
+    path: String,
+}
+
+impl<'v> Obj<'v> {
+    /// Checks that `value` is an object whose keys are all in `allowed`: a misspelt key
+    /// is an error, not a field silently left at its default.
+    fn new(value: &'v Value, path: String, allowed: &[&str]) -> Result<Self, String> {
+        let Some(map) = value.as_object() else {
+            return Err(format!(
+                "{}: expected a JSON object, got {}",
+                if path.is_empty() { "message" } else { &path },
+                brief(value)
+            ));
+        };
+        if let Some(key) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            let at = if path.is_empty() {
+                String::new()
+            } else {
+                format!(" in {path}")
+            };
+            return Err(format!(
+                "unknown field \"{key}\"{at} (expected one of: {})",
+                allowed.join(", ")
+            ));
+        }
+        Ok(Obj { map, path })
+    }
+
+    fn path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    /// `api_version`: required, so `encode` knows the version.
+    fn version(&self) -> Result<i16, String> {
+        match self.int::<i16>("api_version", "an int16")? {
+            Some(version) => Ok(version),
+            None => Err("api_version: missing (0, 1 or 2)".into()),
+        }
+    }
+
+    /// An integer field, `None` when missing.
+    fn int<T: TryFrom<i64>>(&self, key: &str, ty: &str) -> Result<Option<T>, String> {
+        self.map
+            .get(key)
+            .map(|v| int_value(v, &self.path(key), ty))
+            .transpose()
+    }
+
+    /// A byte string: `None` missing, `Some(None)` null (when `nullable`), else the bytes
+    /// of a JSON string or of `{"hex":"..."}`.
+    fn bytes(&self, key: &str, nullable: bool) -> Result<Option<Option<Vec<u8>>>, String> {
+        let path = self.path(key);
+        let Some(value) = self.map.get(key) else {
+            return Ok(None);
+        };
+        match value {
+            Value::Null if nullable => Ok(Some(None)),
+            Value::Null => Err(format!("{path}: null, but the field is not nullable")),
+            Value::String(s) => Ok(Some(Some(s.as_bytes().to_vec()))),
+            Value::Object(map) if map.len() == 1 => match map.get("hex") {
+                Some(Value::String(hex)) => from_hex(hex)
+                    .map(|b| Some(Some(b)))
+                    .map_err(|e| format!("{path}.hex: {e}")),
+                _ => Err(format!(
+                    "{path}: expected a string or {{\"hex\":\"...\"}}, got {}",
+                    brief(value)
+                )),
+            },
+            _ => Err(format!(
+                "{path}: expected a string or {{\"hex\":\"...\"}}, got {}",
+                brief(value)
+            )),
+        }
+    }
+
+    /// An array: `None` missing, `Some(None)` null (when `nullable`), else the items and
+    /// the array's path.
+    #[allow(clippy::type_complexity)]
+    fn array(
+        &self,
+        key: &str,
+        nullable: bool,
+    ) -> Result<Option<Option<(&'v Vec<Value>, String)>>, String> {
+        let path = self.path(key);
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(Value::Null) if nullable => Ok(Some(None)),
+            Some(Value::Null) => Err(format!("{path}: null, but the field is not nullable")),
+            Some(Value::Array(items)) => Ok(Some(Some((items, path)))),
+            Some(other) => Err(format!("{path}: expected an array, got {}", brief(other))),
+        }
+    }
+
+    /// Tagged fields: `[{"tag":N,"data":"<hex>"}, …]`; missing or null is none.
+    fn tagged(&self, key: &str) -> Result<Vec<Tag>, String> {
+        let Some(Some((items, path))) = self.array(key, true)? else {
+            return Ok(Vec::new());
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let field = Obj::new(item, format!("{path}[{i}]"), &["tag", "data"])?;
+                let tag = field
+                    .int::<u32>("tag", "a uint32")?
+                    .ok_or_else(|| format!("{}: missing", field.path("tag")))?;
+                let data = match field.map.get("data") {
+                    None => Vec::new(),
+                    Some(Value::String(hex)) => {
+                        from_hex(hex).map_err(|e| format!("{}: {e}", field.path("data")))?
+                    }
+                    Some(other) => {
+                        return Err(format!(
+                            "{}: expected a hex string, got {}",
+                            field.path("data"),
+                            brief(other)
+                        ))
+                    }
+                };
+                Ok((tag, data))
+            })
+            .collect()
+    }
+}
+
+/// An integer that must fit `T` (`ty` names it in messages: "an int32").
+fn int_value<T: TryFrom<i64>>(value: &Value, path: &str, ty: &str) -> Result<T, String> {
+    value
+        .as_i64()
+        .and_then(|n| T::try_from(n).ok())
+        .ok_or_else(|| format!("{path}: expected {ty}, got {}", brief(value)))
+}
+
+/// A value, shortened for a message.
+fn brief(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 40 {
+        let short: String = text.chars().take(37).collect();
+        format!("{short}...")
+    } else {
+        text
+    }
+}
