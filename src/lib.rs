@@ -42,6 +42,8 @@ mod header;
 mod list;
 mod request;
 mod response;
+#[cfg(feature = "scan")]
+mod scan;
 mod tagged;
 mod version;
 mod wire;
@@ -58,6 +60,8 @@ pub use header::{RequestHeader, ResponseHeader};
 pub use list::{Int32Iter, Int32List, List, ListIter};
 pub use request::{parse_request, ElectLeadersRequest, TopicPartitions};
 pub use response::{parse_response, ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
+#[cfg(feature = "scan")]
+pub use scan::{scan_requests, scan_responses, RequestScanner, ResponseScanner};
 pub use tagged::{TaggedField, TaggedFields};
 pub use version::{
     request_header_version, response_header_version, API_KEY, MAX_VERSION, MIN_VERSION,

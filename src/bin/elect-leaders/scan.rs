@@ -2,20 +2,16 @@
 //! direction's capture.
 //!
 //! A capture need not start on a frame boundary and holds other APIs' traffic, so frames
-//! cannot be walked from the start. Instead, memchr's memmem finds every place where the
-//! request header pattern `00 2b 00 0V` (API key 43, version V in 0-2) occurs; the frame
-//! would start 4 bytes earlier, at its size prefix, and the library's parser decides
-//! whether it really is one. Responses carry no API key, only the correlation id, so the
-//! needle there is each request's correlation id, 4 bytes after a size prefix.
+//! cannot be walked from the start. The library's `scan_requests` and `scan_responses`
+//! (memchr's memmem, confirmed by the parser) find them; this module prints them and
+//! pairs each request with the first unused response that has its correlation id.
 
 use std::io::Write;
 use std::ops::Range;
 
 use kafka_elect_leaders::{
-    parse_request, parse_response, split_frame, ElectLeadersRequest, ElectLeadersResponse,
-    ErrorCode, API_KEY, MAX_VERSION, MIN_VERSION, SIZE_PREFIX_LEN,
+    scan_requests, scan_responses, ElectLeadersRequest, ElectLeadersResponse, ErrorCode,
 };
-use memchr::memmem;
 
 use crate::fail::Failure;
 use crate::input::{to_hex, Source};
@@ -78,38 +74,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
 
 /// Every ElectLeaders request frame in `capture`, with its offset, in order.
 pub fn find_requests(capture: &[u8]) -> Vec<(usize, ElectLeadersRequest<'_>)> {
-    let [key_high, key_low] = API_KEY.to_be_bytes();
-    // `00 2b 00`, then the version's low byte is checked by hand: one pass for the three
-    // versions. The search steps one byte past each hit, not past the whole pattern, so
-    // overlapping hits are all seen: a frame of 43 bytes has the size prefix `00 00 00 2b`,
-    // and `00 2b 00` starts inside it, one byte before the real header.
-    let pattern = [key_high, key_low, 0x00];
-    let finder = memmem::Finder::new(&pattern);
-    let mut found = Vec::new();
-    // Candidates inside a frame already found are not looked at.
-    let mut resume = 0;
-    let mut from = 0;
-    while let Some(hit) = finder.find(&capture[from..]) {
-        let at = from + hit;
-        from = at + 1;
-        let version_ok = capture
-            .get(at + 3)
-            .is_some_and(|&v| (MIN_VERSION..=MAX_VERSION).contains(&i16::from(v)));
-        let Some(start) = at.checked_sub(SIZE_PREFIX_LEN) else {
-            continue;
-        };
-        if !version_ok || start < resume {
-            continue;
-        }
-        let Ok((frame, _)) = split_frame(&capture[start..]) else {
-            continue;
-        };
-        if let Ok(request) = parse_request(frame) {
-            resume = start + frame.len();
-            found.push((start, request));
-        }
-    }
-    found
+    scan_requests(capture).collect()
 }
 
 /// The first frame in `capture`, not inside one already `used`, whose correlation id is
@@ -119,26 +84,8 @@ pub fn find_response<'a>(
     request: &ElectLeadersRequest<'_>,
     used: &[Range<usize>],
 ) -> Option<(usize, ElectLeadersResponse<'a>)> {
-    let needle = request.correlation_id().to_be_bytes();
-    let finder = memmem::Finder::new(&needle);
-    let mut from = 0;
-    while let Some(hit) = finder.find(&capture[from..]) {
-        let at = from + hit;
-        from = at + 1;
-        let Some(start) = at.checked_sub(SIZE_PREFIX_LEN) else {
-            continue;
-        };
-        if used.iter().any(|r| r.contains(&start)) {
-            continue;
-        }
-        let Ok((frame, _)) = split_frame(&capture[start..]) else {
-            continue;
-        };
-        if let Ok(response) = parse_response(frame, request.version()) {
-            return Some((start, response));
-        }
-    }
-    None
+    scan_responses(capture, request.correlation_id(), request.version())
+        .find(|(start, _)| !used.iter().any(|r| r.contains(start)))
 }
 
 fn request_line(offset: usize, r: &ElectLeadersRequest<'_>) -> String {
