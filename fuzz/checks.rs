@@ -628,6 +628,9 @@ pub fn check_split_stream(data: &[u8]) {
 //   bytes, as an inspector must show them.
 // - Repeated or unordered unknown tags: kafka-protocol keeps the last of each tag, sorted
 //   (a map); we keep them all, in wire order. Compared here as kafka-protocol sees them.
+// - A negative length or count other than -1 on a nullable string or array: Apache Kafka
+//   reads it as null, and so do we; kafka-protocol refuses it. Such a frame is checked
+//   through our canonical re-encoding of it instead (`refused_by_them`).
 // - kafka-protocol sizes its vectors from the wire count before checking it against the
 //   bytes left, so frames we refuse are not handed to it: a count of 2^31 would make it
 //   try to allocate gigabytes. Only frames we accept are compared.
@@ -642,6 +645,49 @@ pub fn check_differential(data: &[u8]) {
         differential_request(frame);
     } else {
         differential_response(frame, i16::from((selector >> 1) % 3));
+    }
+}
+
+/// kafka-protocol refused a frame we accept. Its only known reason (see the list above) is
+/// a negative length or count other than -1, which Apache Kafka reads as null and
+/// kafka-protocol refuses. So the frame must not be canonical, and our canonical re-encoding
+/// of it (-1 or 0 for null) must then pass the whole differential check.
+fn refused_by_them(
+    ours: &impl Canonical,
+    frame: &[u8],
+    e: &dyn std::fmt::Display,
+    check: impl Fn(&[u8]),
+) {
+    // A message our writer refuses (unknown tags out of order) cannot be made canonical.
+    let Some(canonical) = ours.canonical() else {
+        return;
+    };
+    assert_ne!(
+        &canonical[..],
+        frame,
+        "kafka-protocol refused a canonical frame we accept: {e}"
+    );
+    check(&canonical);
+}
+
+/// The frame our writer makes of a parsed message at its own version.
+trait Canonical {
+    fn canonical(&self) -> Option<Vec<u8>>;
+}
+
+impl Canonical for ElectLeadersRequest<'_> {
+    fn canonical(&self) -> Option<Vec<u8>> {
+        let mut out = vec![0u8; self.encoded_len(self.version()).ok()?];
+        self.encode(self.version(), &mut out).ok()?;
+        Some(out)
+    }
+}
+
+impl Canonical for ElectLeadersResponse<'_> {
+    fn canonical(&self) -> Option<Vec<u8>> {
+        let mut out = vec![0u8; self.encoded_len(self.version()).ok()?];
+        self.encode(self.version(), &mut out).ok()?;
+        Some(out)
     }
 }
 
@@ -683,10 +729,8 @@ fn differential_request(frame: &[u8]) {
         .and_then(|h| Theirs::decode(&mut buf, version).map(|b| (h, b)));
     let (header, body) = match theirs {
         Ok(decoded) => decoded,
-        Err(e) => {
-            assert!(!utf8, "kafka-protocol refused a frame we accept: {e}");
-            return;
-        }
+        Err(e) if utf8 => return refused_by_them(&ours, frame, &e, differential_request),
+        Err(_) => return,
     };
     assert!(utf8, "kafka-protocol accepted invalid UTF-8");
     assert!(buf.is_empty(), "kafka-protocol left bytes we consumed");
@@ -769,10 +813,11 @@ fn differential_response(frame: &[u8], version: i16) {
         .and_then(|h| Theirs::decode(&mut buf, version).map(|b| (h, b)));
     let (header, body) = match theirs {
         Ok(decoded) => decoded,
-        Err(e) => {
-            assert!(!utf8, "kafka-protocol refused a frame we accept: {e}");
-            return;
+        Err(e) if utf8 => {
+            let check = |canonical: &[u8]| differential_response(canonical, version);
+            return refused_by_them(&ours, frame, &e, check);
         }
+        Err(_) => return,
     };
     assert!(utf8, "kafka-protocol accepted invalid UTF-8");
     assert!(buf.is_empty(), "kafka-protocol left bytes we consumed");
