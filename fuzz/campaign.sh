@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs fuzz campaigns and records what they did.
+#
+#   fuzz/campaign.sh RUNS [TARGET...]    (default: every target, e.g. RUNS=10000000)
+#
+# For each target: `cargo +nightly fuzz run` (AddressSanitizer, the default) for RUNS
+# executions, starting from corpus/fuzz/TARGET and writing new inputs to a scratch
+# directory; then `cargo fuzz cmin` over both, and the minimized set replaces
+# corpus/fuzz/TARGET. The log of each run is kept in fuzz/logs/TARGET-RUNS.log; its last
+# lines hold libFuzzer's final stats (executions, time, cov/ft).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:?usage: fuzz/campaign.sh RUNS [TARGET...]}
+shift
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(parse_request parse_response roundtrip_request roundtrip_response split_stream differential)
+fi
+scratch=${FUZZ_SCRATCH:-/tmp/kel-fuzz}
+mkdir -p fuzz/logs
+for t in "${targets[@]}"; do
+  mkdir -p "$scratch/$t"
+  log="fuzz/logs/$t-$runs.log"
+  start=$(date +%s)
+  set +e
+  cargo +nightly fuzz run -O "$t" "$scratch/$t" "corpus/fuzz/$t" -- \
+    -runs="$runs" -print_final_stats=1 -rss_limit_mb=4096 >"$log" 2>&1
+  status=$?
+  set -e
+  end=$(date +%s)
+  echo "# target=$t runs=$runs exit=$status seconds=$((end - start))" >>"$log"
+  if [ $status -ne 0 ]; then
+    echo "$t: FAILED (exit $status), see $log; crash inputs in fuzz/artifacts/$t/"
+    continue
+  fi
+  # Minimize: scratch + committed corpus → corpus/fuzz/$t.
+  cp -n "corpus/fuzz/$t"/* "$scratch/$t"/ 2>/dev/null || true
+  cargo +nightly fuzz cmin -O "$t" "$scratch/$t" >>"$log" 2>&1
+  rm -rf "corpus/fuzz/$t"
+  mkdir -p "corpus/fuzz/$t"
+  cp "$scratch/$t"/* "corpus/fuzz/$t"/
+  grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb" "$log" | tail -3 || true
+  echo "$t: ok in $((end - start)) s, corpus $(ls "corpus/fuzz/$t" | wc -l) inputs"
+done
