@@ -1,5 +1,7 @@
-//! Replays every fuzz seed and every past crash (`corpus/fuzz/TARGET/`) through the same
-//! check functions the fuzz targets call, on stable, as part of `cargo test`.
+//! Replays every fuzz input kept in `corpus/fuzz/TARGET/` (seeds and the minimized corpus
+//! of the campaigns) and every past crash (`corpus/regressions/TARGET/`, which `cmin`
+//! never touches) through the same check functions the fuzz targets call, on stable, as
+//! part of `cargo test`.
 
 #[path = "../fuzz/checks.rs"]
 mod checks;
@@ -7,13 +9,15 @@ mod checks;
 use std::path::Path;
 
 fn replay(target: &str, check: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("corpus/fuzz")
-        .join(target);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let dir = root.join("fuzz").join(target);
     let mut inputs: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .collect();
+    if let Ok(crashes) = std::fs::read_dir(root.join("regressions").join(target)) {
+        inputs.extend(crashes.map(|e| e.unwrap().path()));
+    }
     inputs.sort();
     assert!(!inputs.is_empty(), "no inputs for {target}");
     for path in &inputs {
