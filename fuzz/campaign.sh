@@ -3,6 +3,10 @@
 #
 #   fuzz/campaign.sh RUNS [TARGET...]    (default: every target, e.g. RUNS=10000000)
 #
+# FUZZ_ARGS adds libFuzzer options (e.g. FUZZ_ARGS=-max_len=1024, or -max_total_time=N for
+# a run bounded by time rather than count); FUZZ_SCRATCH moves the scratch corpus, so two
+# campaigns can run side by side.
+#
 # For each target: `cargo +nightly fuzz run` (AddressSanitizer, the default) for RUNS
 # executions, starting from corpus/fuzz/TARGET and writing new inputs to a scratch
 # directory; then `cargo fuzz cmin` over both, and the minimized set replaces
@@ -24,11 +28,11 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   set +e
   cargo +nightly fuzz run -O "$t" "$scratch/$t" "corpus/fuzz/$t" -- \
-    -runs="$runs" -print_final_stats=1 -rss_limit_mb=4096 >"$log" 2>&1
+    -runs="$runs" -print_final_stats=1 -rss_limit_mb=4096 ${FUZZ_ARGS:-} >"$log" 2>&1
   status=$?
   set -e
   end=$(date +%s)
-  echo "# target=$t runs=$runs exit=$status seconds=$((end - start))" >>"$log"
+  echo "# target=$t runs=$runs exit=$status seconds=$((end - start)) args=${FUZZ_ARGS:-}" >>"$log"
   if [ $status -ne 0 ]; then
     echo "$t: FAILED (exit $status), see $log; crash inputs in fuzz/artifacts/$t/"
     continue

@@ -8,8 +8,8 @@ crashes.
 import re
 import sys
 
-print("| target | executions | time (s) | exec/s | cov | ft | corpus after cmin | crashes |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| target | executions | time (s) | exec/s | cov | ft | corpus after cmin | crashes | options |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for path in sys.argv[1:]:
     text = open(path, errors="replace").read()
     target = re.search(r"# target=(\S+) runs=(\d+) exit=(\d+) seconds=(\d+)", text)
@@ -22,5 +22,9 @@ for path in sys.argv[1:]:
     merged = re.findall(r"MERGE-OUTER: (\d+) new files with (\d+) new features added; (\d+) new coverage", text)
     corpus = merged[-1][0] if merged else "?"
     crashes = "0" if status == "0" else "1 (see log)"
+    running = re.search(r"Running `\S+ (.*?)`", text)
+    options = " ".join(
+        o for o in (running.group(1).split() if running else []) if o.startswith(("-max_len", "-max_total_time"))
+    )
     rate = int(execs) // max(int(seconds), 1) if execs.isdigit() else "?"
-    print(f"| {name} | {int(execs):,} | {seconds} | {rate:,} | {cov} | {ft} | {corpus} | {crashes} |")
+    print(f"| {name} | {int(execs):,} | {seconds} | {rate:,} | {cov} | {ft} | {corpus} | {crashes} | {options} |")
