@@ -210,7 +210,10 @@ impl<'a> TopicPartitionsData<'a> {
     }
 }
 
-fn tags<'t>(fields: &'t [TaggedFieldData<'_>]) -> impl Iterator<Item = (u32, &'t [u8])> + 't {
+/// Plain tagged fields as the writer reads them.
+pub(crate) fn tags<'t>(
+    fields: &'t [TaggedFieldData<'_>],
+) -> impl Iterator<Item = (u32, &'t [u8])> + 't {
     fields.iter().map(|f| (f.tag, f.data))
 }
 

@@ -2,7 +2,7 @@
 //! parsed view, edits of it, and the error response that refuses a request.
 
 use super::error::{EncodeError, EncodeErrorKind};
-use super::request::view_tags;
+use super::request::{tags, view_tags};
 use super::sink::{self, Emit, Sink, Vx};
 use super::TaggedFieldData;
 use crate::error_code::ErrorCode;
@@ -174,10 +174,6 @@ pub struct PartitionResultData<'a> {
     pub error_message: Option<&'a [u8]>,
     /// Unknown tagged fields (v2 only).
     pub tagged_fields: &'a [TaggedFieldData<'a>],
-}
-
-fn tags<'t>(fields: &'t [TaggedFieldData<'_>]) -> impl Iterator<Item = (u32, &'t [u8])> + 't {
-    fields.iter().map(|f| (f.tag, f.data))
 }
 
 impl EncodeResponse for ElectLeadersResponseData<'_> {
