@@ -12,18 +12,23 @@ use core::ops::Range;
 use crate::wire::Cx;
 
 pub(crate) mod sealed {
-    use crate::wire::{Cx, PResult};
+    use crate::wire::{Cx, MResult};
+    use nom::OutputMode;
 
     /// A struct that can stand in a [`List`](super::List): parsed by one grammar, whether
-    /// validating or iterating.
+    /// validating (nom's `Check` mode: nothing is built) or iterating (`Emit` mode).
     pub trait Element<'a>: Sized {
         /// The fewest bytes one element can take in this encoding; bounds array counts.
         fn min_size(flexible: bool) -> usize;
         /// Parses one element from a suffix of the frame.
-        fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self>;
+        fn process<OM: OutputMode>(cx: Cx, input: &'a [u8]) -> MResult<'a, OM, Self>;
     }
 }
 use sealed::Element;
+
+use nom::{Emit, Mode, OutputM, OutputMode, Streaming};
+
+use crate::wire::{MErr, MResult, Validate};
 
 /// A lazy list of structs (`TopicPartitions`, `ReplicaElectionResult`, tagged fields, …)
 /// whose bytes were validated when the message was parsed.
@@ -42,27 +47,43 @@ pub struct List<'a, T> {
 }
 
 impl<'a, T: Element<'a>> List<'a, T> {
-    /// Walks `len` elements starting at `elements`, a suffix of the frame, checking each one,
-    /// and returns the list and the input after it. `start` is the offset of the count.
-    pub(crate) fn parse(
+    /// Walks `len` elements starting at `elements`, a suffix of the frame, checking each one
+    /// in `Check` mode, and returns the list (in `OM`'s output mode) and the input after it.
+    /// `start` is the offset of the count.
+    #[inline(always)]
+    pub(crate) fn process<OM: OutputMode>(
         cx: Cx,
         start: usize,
         len: usize,
         elements: &'a [u8],
-    ) -> crate::wire::PResult<'a, Self> {
+    ) -> MResult<'a, OM, Self> {
+        Self::process_by::<OM>(cx, start, len, elements, |rest| {
+            Ok(T::process::<Validate<OM>>(cx, rest)?.0)
+        })
+    }
+
+    /// [`List::process`] with the element check given: `check` takes a suffix of the frame
+    /// that starts with an element and returns what follows it.
+    #[inline(always)]
+    pub(crate) fn process_by<OM: OutputMode>(
+        cx: Cx,
+        start: usize,
+        len: usize,
+        elements: &'a [u8],
+        mut check: impl FnMut(&'a [u8]) -> Result<&'a [u8], MErr<OM>>,
+    ) -> MResult<'a, OM, Self> {
         let mut rest = elements;
         for _ in 0..len {
-            rest = T::parse(cx, rest)?.0;
+            rest = check(rest)?;
         }
-        let used = elements.len() - rest.len();
-        let list = List {
-            bytes: &elements[..used],
+        let list = OM::Output::bind(|| List {
+            bytes: &elements[..elements.len() - rest.len()],
             len,
             start,
             elements_offset: cx.offset(elements),
             flexible: cx.flexible,
             _element: core::marker::PhantomData,
-        };
+        });
         Ok((rest, list))
     }
 
@@ -95,6 +116,19 @@ impl<'a, T> List<'a, T> {
             start: offset,
             elements_offset: offset,
             flexible: false,
+            _element: core::marker::PhantomData,
+        }
+    }
+
+    /// An empty list whose count prefix starts at `start` and ends where `rest` begins.
+    #[inline(always)]
+    pub(crate) fn empty(cx: Cx, start: usize, rest: &'a [u8]) -> Self {
+        List {
+            bytes: &[],
+            len: 0,
+            start,
+            elements_offset: cx.offset(rest),
+            flexible: cx.flexible,
             _element: core::marker::PhantomData,
         }
     }
@@ -178,7 +212,7 @@ impl<'a, T: Element<'a>> Iterator for ListIter<'a, T> {
         }
         // The list was validated element by element with this same parser, so this cannot
         // fail; if it somehow did, the iterator ends rather than panics.
-        match T::parse(self.cx, self.rest) {
+        match T::process::<OutputM<Emit, Emit, Streaming>>(self.cx, self.rest) {
             Ok((rest, element)) => {
                 self.rest = rest;
                 self.left -= 1;

@@ -14,7 +14,7 @@
 use core::fmt;
 use core::ops::Range;
 
-use nom::Parser;
+use nom::{Mode, OutputMode, Parser};
 
 use crate::election_type::ElectionType;
 use crate::error::Error;
@@ -23,7 +23,7 @@ use crate::header::RequestHeader;
 use crate::list::{sealed::Element, Int32List, List};
 use crate::tagged::{tagged_fields, TaggedFields};
 use crate::version;
-use crate::wire::{self, Cx, PResult};
+use crate::wire::{self, Build, Cx, MResult, PResult, Value};
 
 const FIELD_MESSAGE: &str = "ElectLeadersRequest";
 const FIELD_ELECTION_TYPE: &str = "ElectionType";
@@ -60,7 +60,7 @@ pub fn parse_request(frame: &[u8]) -> Result<ElectLeadersRequest<'_>, Error> {
         } else {
             (rest, ElectionType::PREFERRED)
         };
-        let (rest, topic_partitions) = topic_partitions_list(cx).parse(rest)?;
+        let (rest, topic_partitions) = topic_partitions_list(cx, rest)?;
         let (rest, timeout_ms) = wire::int32(cx, FIELD_TIMEOUT_MS).parse(rest)?;
         let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
         let request = ElectLeadersRequest {
@@ -76,17 +76,18 @@ pub fn parse_request(frame: &[u8]) -> Result<ElectLeadersRequest<'_>, Error> {
     })
 }
 
-fn topic_partitions_list<'a>(
+#[inline(always)]
+fn topic_partitions_list(
     cx: Cx,
-) -> impl Parser<&'a [u8], Output = Option<List<'a, TopicPartitions<'a>>>, Error = Error> {
-    move |input: &'a [u8]| {
-        let min = TopicPartitions::min_size(cx.flexible);
-        let (rest, count) =
-            wire::array_count(cx, true, min, FIELD_TOPIC_PARTITIONS).parse(input)?;
-        match count {
-            None => Ok((rest, None)),
-            Some(n) => List::parse(cx, cx.offset(input), n, rest).map(|(r, l)| (r, Some(l))),
-        }
+    input: &[u8],
+) -> PResult<'_, Option<List<'_, TopicPartitions<'_>>>> {
+    let min = TopicPartitions::min_size(cx.flexible);
+    let (rest, count) =
+        wire::array_count(cx, true, min, FIELD_TOPIC_PARTITIONS).count::<Build>(input)?;
+    match count {
+        None => Ok((rest, None)),
+        Some(n) => List::process::<Build>(cx, cx.offset(input), n, rest)
+            .map(|(rest, list)| (rest, Some(list))),
     }
 }
 
@@ -224,27 +225,30 @@ impl<'a> Element<'a> for TopicPartitions<'a> {
         }
     }
 
-    #[inline]
-    fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
-        let start = cx.offset(input);
-        let (rest, topic) = wire::string_non_null(cx, FIELD_TOPIC).parse(input)?;
+    #[inline(always)]
+    fn process<OM: OutputMode>(cx: Cx, input: &'a [u8]) -> MResult<'a, OM, Self> {
+        let (rest, topic) = wire::string_non_null(cx, FIELD_TOPIC).value::<OM>(input)?;
         let at_partitions = rest;
-        let (rest, partitions) = wire::int32_array(cx, false, FIELD_PARTITIONS).parse(rest)?;
-        // Not nullable: `None` cannot come back.
-        let partitions = partitions.unwrap_or_default();
-        let partitions = Int32List::new(
-            partitions,
-            cx.offset(at_partitions),
-            cx.offset(rest) - partitions.len(),
-        );
-        let (rest, tagged_fields) = tagged_fields(cx, FIELD_TOPIC_PARTITIONS_TAGS).parse(rest)?;
-        let entry = TopicPartitions {
-            topic,
-            partitions,
-            tagged_fields,
-            start,
-            end: cx.offset(rest),
-        };
+        let (rest, partitions) =
+            wire::int32_array(cx, false, FIELD_PARTITIONS).value::<OM>(rest)?;
+        let after_partitions = rest;
+        let (rest, tagged_fields) =
+            tagged_fields(cx, FIELD_TOPIC_PARTITIONS_TAGS).process::<OM>(rest)?;
+        let entry = OM::Output::map(tagged_fields, |tagged_fields| {
+            // Not nullable: `None` cannot come back.
+            let partitions = partitions.unwrap_or_default();
+            TopicPartitions {
+                topic,
+                partitions: Int32List::new(
+                    partitions,
+                    cx.offset(at_partitions),
+                    cx.offset(after_partitions) - partitions.len(),
+                ),
+                tagged_fields,
+                start: cx.offset(input),
+                end: cx.offset(rest),
+            }
+        });
         Ok((rest, entry))
     }
 }

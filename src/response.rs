@@ -21,7 +21,7 @@
 use core::fmt;
 use core::ops::Range;
 
-use nom::Parser;
+use nom::{Mode, OutputMode, Parser};
 
 use crate::error::Error;
 use crate::error_code::ErrorCode;
@@ -30,7 +30,7 @@ use crate::header::ResponseHeader;
 use crate::list::{sealed::Element, List};
 use crate::tagged::{tagged_fields, TaggedFields};
 use crate::version;
-use crate::wire::{self, Cx, PResult};
+use crate::wire::{self, Build, Cx, MResult, Value};
 
 const FIELD_MESSAGE: &str = "ElectLeadersResponse";
 const FIELD_VERSION: &str = "api_version";
@@ -78,9 +78,11 @@ pub fn parse_response(frame: &[u8], version: i16) -> Result<ElectLeadersResponse
         };
         let at_results = rest;
         let min = ReplicaElectionResult::min_size(cx.flexible);
-        let (rest, count) = wire::array_count(cx, false, min, FIELD_RESULTS).parse(rest)?;
+        let (rest, count) =
+            wire::array_count(cx, false, min, FIELD_RESULTS).count::<Build>(rest)?;
         let count = count.unwrap_or(0); // not nullable: never `None`
-        let (rest, replica_election_results) = List::parse(cx, cx.offset(at_results), count, rest)?;
+        let (rest, replica_election_results) =
+            List::process::<Build>(cx, cx.offset(at_results), count, rest)?;
         let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
         let response = ElectLeadersResponse {
             frame,
@@ -232,24 +234,25 @@ impl<'a> Element<'a> for ReplicaElectionResult<'a> {
         }
     }
 
-    #[inline]
-    fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
-        let start = cx.offset(input);
-        let (rest, topic) = wire::string_non_null(cx, FIELD_RESULT_TOPIC).parse(input)?;
+    #[inline(always)]
+    fn process<OM: OutputMode>(cx: Cx, input: &'a [u8]) -> MResult<'a, OM, Self> {
+        let (rest, topic) = wire::string_non_null(cx, FIELD_RESULT_TOPIC).value::<OM>(input)?;
         let at_results = rest;
         let min = PartitionResult::min_size(cx.flexible);
         let (rest, count) =
-            wire::array_count(cx, false, min, FIELD_PARTITION_RESULT).parse(rest)?;
+            wire::array_count(cx, false, min, FIELD_PARTITION_RESULT).count::<OM>(rest)?;
         let count = count.unwrap_or(0); // not nullable: never `None`
-        let (rest, partition_result) = List::parse(cx, cx.offset(at_results), count, rest)?;
-        let (rest, tagged_fields) = tagged_fields(cx, FIELD_RESULT_TAGS).parse(rest)?;
-        let entry = ReplicaElectionResult {
-            topic,
-            partition_result,
-            tagged_fields,
-            start,
-            end: cx.offset(rest),
-        };
+        let (rest, partition_result) = List::process::<OM>(cx, cx.offset(at_results), count, rest)?;
+        let (rest, tagged_fields) = tagged_fields(cx, FIELD_RESULT_TAGS).process::<OM>(rest)?;
+        let entry = OM::Output::combine(partition_result, tagged_fields, |p, t| {
+            ReplicaElectionResult {
+                topic,
+                partition_result: p,
+                tagged_fields: t,
+                start: cx.offset(input),
+                end: cx.offset(rest),
+            }
+        });
         Ok((rest, entry))
     }
 }
@@ -323,21 +326,21 @@ impl<'a> Element<'a> for PartitionResult<'a> {
         8
     }
 
-    #[inline]
-    fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
-        let start = cx.offset(input);
-        let (rest, partition_id) = wire::int32(cx, FIELD_PARTITION_ID).parse(input)?;
-        let (rest, error_code) = wire::int16(cx, FIELD_PARTITION_ERROR_CODE).parse(rest)?;
-        let (rest, error_message) = wire::string(cx, true, FIELD_ERROR_MESSAGE).parse(rest)?;
-        let (rest, tagged_fields) = tagged_fields(cx, FIELD_PARTITION_TAGS).parse(rest)?;
-        let entry = PartitionResult {
+    #[inline(always)]
+    fn process<OM: OutputMode>(cx: Cx, input: &'a [u8]) -> MResult<'a, OM, Self> {
+        let (rest, partition_id) = wire::int32(cx, FIELD_PARTITION_ID).value::<OM>(input)?;
+        let (rest, error_code) = wire::int16(cx, FIELD_PARTITION_ERROR_CODE).value::<OM>(rest)?;
+        let (rest, error_message) =
+            wire::string(cx, true, FIELD_ERROR_MESSAGE).value::<OM>(rest)?;
+        let (rest, tagged_fields) = tagged_fields(cx, FIELD_PARTITION_TAGS).process::<OM>(rest)?;
+        let entry = OM::Output::map(tagged_fields, |tagged_fields| PartitionResult {
             partition_id,
             error_code: ErrorCode(error_code),
             error_message,
             tagged_fields,
-            start,
+            start: cx.offset(input),
             end: cx.offset(rest),
-        };
+        });
         Ok((rest, entry))
     }
 }

@@ -6,10 +6,10 @@
 use core::fmt;
 use core::ops::Range;
 
-use nom::Parser;
+use nom::{Mode, OutputMode, Parser};
 
 use crate::list::{sealed::Element, List};
-use crate::wire::{self, Cx, PResult};
+use crate::wire::{self, Cx, MResult, Validate, Value};
 
 /// One tagged field: its tag and its raw data.
 #[derive(Clone, Copy)]
@@ -56,53 +56,77 @@ impl fmt::Debug for TaggedField<'_> {
 /// The tagged fields that end a struct in a flexible version; empty in older versions.
 pub type TaggedFields<'a> = List<'a, TaggedField<'a>>;
 
-// Errors inside a field are renamed after the struct that holds it
-// (`TopicPartitions._tagged_fields`) by `tagged_fields`.
 const FIELD: &str = "_tagged_fields";
+
+impl<'a> TaggedField<'a> {
+    /// One field: uvarint tag, uvarint size, data. Errors name `name`, the tagged fields of
+    /// the struct being read (`TopicPartitions._tagged_fields`).
+    #[inline(always)]
+    fn process_named<OM: OutputMode>(
+        cx: Cx,
+        name: &'static str,
+        input: &'a [u8],
+    ) -> MResult<'a, OM, Self> {
+        let (rest, tag) = wire::uvarint(cx, name).value::<OM>(input)?;
+        let (rest, size) = wire::uvarint(cx, name).value::<OM>(rest)?;
+        let size = size as usize;
+        let Some(data) = rest.get(..size) else {
+            let needed = size - rest.len();
+            return Err(cx.error(crate::ErrorKind::UnexpectedEnd { needed }, name, rest));
+        };
+        let rest = &rest[size..];
+        let field = OM::Output::bind(|| TaggedField {
+            tag,
+            data,
+            start: cx.offset(input),
+            end: cx.offset(rest),
+        });
+        Ok((rest, field))
+    }
+}
 
 impl<'a> Element<'a> for TaggedField<'a> {
     fn min_size(_flexible: bool) -> usize {
         2 // a one-byte tag and a zero size
     }
 
-    #[inline]
-    fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
-        let start = cx.offset(input);
-        let (rest, tag) = wire::uvarint(cx, FIELD).parse(input)?;
-        let (rest, size) = wire::uvarint(cx, FIELD).parse(rest)?;
-        let size = size as usize;
-        let Some(data) = rest.get(..size) else {
-            let needed = size - rest.len();
-            return Err(cx.error(crate::ErrorKind::UnexpectedEnd { needed }, FIELD, rest));
-        };
-        let rest = &rest[size..];
-        let end = cx.offset(rest);
-        Ok((
-            rest,
-            TaggedField {
-                tag,
-                data,
-                start,
-                end,
-            },
-        ))
+    #[inline(always)]
+    fn process<OM: OutputMode>(cx: Cx, input: &'a [u8]) -> MResult<'a, OM, Self> {
+        Self::process_named::<OM>(cx, FIELD, input)
     }
 }
 
 /// Tagged fields: uvarint count, then per field uvarint tag, uvarint size, data. In a
 /// version that is not flexible, an empty list with no bytes.
-#[inline]
-pub(crate) fn tagged_fields<'a>(
+pub(crate) struct TaggedFieldsParser {
     cx: Cx,
     name: &'static str,
-) -> impl Parser<&'a [u8], Output = TaggedFields<'a>, Error = crate::Error> {
-    move |input: &'a [u8]| {
+}
+
+/// The tagged fields that end a struct (see [`TaggedFieldsParser`]); `name` is their schema
+/// path, such as `TopicPartitions._tagged_fields`.
+#[inline(always)]
+pub(crate) const fn tagged_fields(cx: Cx, name: &'static str) -> TaggedFieldsParser {
+    TaggedFieldsParser { cx, name }
+}
+
+impl<'a> Parser<&'a [u8]> for TaggedFieldsParser {
+    type Output = TaggedFields<'a>;
+    type Error = crate::Error;
+
+    #[inline(always)]
+    fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, TaggedFields<'a>> {
+        let TaggedFieldsParser { cx, name } = *self;
         let start = cx.offset(input);
         if !cx.flexible {
-            return Ok((input, List::absent(start)));
+            return Ok((input, OM::Output::bind(|| List::absent(start))));
         }
         // The count is a plain uvarint here, not the compact count + 1 of arrays.
-        let (rest, count) = wire::uvarint(cx, name).parse(input)?;
+        let (rest, count) = wire::uvarint(cx, name).value::<OM>(input)?;
+        // Almost every struct has none: one byte, nothing to walk.
+        if count == 0 {
+            return Ok((rest, OM::Output::bind(|| List::empty(cx, start, rest))));
+        }
         let count = wire::bounded_count(
             cx,
             count as usize,
@@ -111,12 +135,8 @@ pub(crate) fn tagged_fields<'a>(
             input,
             rest,
         )?;
-        // Errors inside a field keep the struct's name: `TopicPartitions._tagged_fields`.
-        List::parse(cx, start, count, rest).map_err(|e| {
-            e.map(|mut e| {
-                e.field = name;
-                e
-            })
+        List::process_by::<OM>(cx, start, count, rest, |at| {
+            Ok(TaggedField::process_named::<Validate<OM>>(cx, name, at)?.0)
         })
     }
 }

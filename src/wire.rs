@@ -3,24 +3,48 @@
 //!
 //! Every parser here runs over a suffix of one frame and knows, through [`Cx`], where that
 //! frame ends, so an error can carry the absolute byte offset of the field it was reading.
-//! The parsers run in nom's streaming mode: running out of bytes is `Err::Incomplete`, which
-//! [`field`] turns into [`ErrorKind::UnexpectedEnd`] with the field's name and offset,
-//! because inside a frame whose bytes are all present, running out means malformed.
+//! Inside a frame whose bytes are all present, running out of input means malformed, so a
+//! short field is a [`ErrorKind::UnexpectedEnd`] failure with the field's name and offset,
+//! never nom's `Incomplete`.
+//!
+//! The primitives are small structs implementing nom's [`Parser`] with an always-inlined
+//! `process`, so a caller in nom's `Check` output mode pays for the bounds checks and nothing
+//! else. The message parsers use that: a list is validated with its elements parsed in
+//! `Check` mode (no view is built), and its iterator parses them again in `Emit` mode.
 
 use nom::error::ParseError;
-use nom::{Err, IResult, Needed, Parser};
+use nom::{Check, Emit, Err, IResult, Mode, OutputM, OutputMode, Parser, Streaming};
 
 use crate::error::{Error, ErrorKind};
 
 /// Result of a wire parser: the rest of the input and the value, or an [`Error`].
 pub type PResult<'a, T> = IResult<&'a [u8], T, Error>;
 
+/// Result of a parser run in output mode `OM`: in `Check` mode the value is `()`.
+pub(crate) type MResult<'a, OM, T> = nom::PResult<OM, &'a [u8], T, Error>;
+
+/// The error half of [`MResult`], for a parser run in output mode `OM`.
+pub(crate) type MErr<OM> = Err<Error, <<OM as OutputMode>::Error as Mode>::Output<Error>>;
+
+/// A step inside a parser whose error half is `Err<Error, X>` (`X` follows the error mode).
+type Step<'a, T, X> = Result<(&'a [u8], T), Err<Error, X>>;
+
+/// Output mode that validates and builds nothing: how lists check their elements.
+pub(crate) type Validate<OM> = OutputM<Check, <OM as OutputMode>::Error, Streaming>;
+
+/// Output mode that builds values and errors: how whole messages are parsed.
+pub(crate) type Build = OutputM<Emit, Emit, Streaming>;
+
+/// Output mode that builds values, with `OM`'s error mode.
+pub(crate) type Values<OM> = OutputM<Emit, <OM as OutputMode>::Error, Streaming>;
+
 /// The longest string Kafka reads or writes (`Short.MAX_VALUE`).
 pub const MAX_STRING_LEN: usize = i16::MAX as usize;
 
 impl<'a> ParseError<&'a [u8]> for Error {
-    // Only reached if a nom parser runs in complete mode; ours run in streaming mode, so
-    // this is a fallback that still names "an unexpected end" rather than panicking.
+    // Only reached if a nom combinator reports an error of its own; the parsers here fail
+    // with `Err::Failure` carrying a full `Error`, so this is a fallback that still names
+    // "an unexpected end" rather than panicking.
     fn from_error_kind(_input: &'a [u8], _kind: nom::error::ErrorKind) -> Self {
         Error::new(ErrorKind::UnexpectedEnd { needed: 1 }, "", 0)
     }
@@ -31,7 +55,8 @@ impl<'a> ParseError<&'a [u8]> for Error {
 }
 
 /// Turns a nom error into the public one. `Incomplete` cannot come out of the parsers here
-/// (each field maps it), but if it did it would mean the input ended at `end`.
+/// (each field fails with `UnexpectedEnd`), but if it did it would mean the input ended at
+/// `end`.
 pub(crate) fn into_error(e: Err<Error>, end: usize) -> Error {
     match e {
         Err::Error(e) | Err::Failure(e) => e,
@@ -51,104 +76,142 @@ pub struct Cx {
 
 impl Cx {
     /// Absolute offset of `input`, a suffix of the frame.
-    #[inline]
+    #[inline(always)]
     pub fn offset(self, input: &[u8]) -> usize {
         self.end - input.len()
     }
 
-    /// An error at the start of `input`.
-    #[inline]
-    pub fn error(self, kind: ErrorKind, field: &'static str, input: &[u8]) -> Err<Error> {
+    /// A failure at the start of `input`. Kept out of line: errors are the cold path.
+    #[cold]
+    #[inline(never)]
+    pub fn error<X>(self, kind: ErrorKind, field: &'static str, input: &[u8]) -> Err<Error, X> {
         Err::Failure(Error::new(kind, field, self.offset(input)))
     }
-}
 
-/// Runs `p` as the reading of one named field: running out of input becomes
-/// [`ErrorKind::UnexpectedEnd`] at the field's offset, and errors that do not name a field
-/// yet get this one.
-#[inline]
-pub(crate) fn field<'a, O, P>(
-    cx: Cx,
-    name: &'static str,
-    mut p: P,
-) -> impl Parser<&'a [u8], Output = O, Error = Error>
-where
-    P: Parser<&'a [u8], Output = O, Error = Error>,
-{
-    move |input: &'a [u8]| match p.parse(input) {
-        Ok(ok) => Ok(ok),
-        Err(Err::Incomplete(needed)) => {
-            let needed = match needed {
-                Needed::Size(n) => n.get(),
-                Needed::Unknown => 1,
-            };
-            Err(cx.error(ErrorKind::UnexpectedEnd { needed }, name, input))
-        }
-        Err(Err::Error(e) | Err::Failure(e)) => {
-            let e = if e.field.is_empty() {
-                Error::new(e.kind, name, cx.offset(input))
-            } else {
-                e
-            };
-            Err(Err::Failure(e))
-        }
+    /// `field` needs `needed` bytes at `input` but fewer are left.
+    #[cold]
+    #[inline(never)]
+    fn short<X>(self, field: &'static str, input: &[u8], needed: usize) -> Err<Error, X> {
+        let needed = needed - input.len();
+        Err::Failure(Error::new(
+            ErrorKind::UnexpectedEnd { needed },
+            field,
+            self.offset(input),
+        ))
     }
 }
 
-/// int8
-#[inline]
-pub(crate) fn int8<'a>(
-    cx: Cx,
-    name: &'static str,
-) -> impl Parser<&'a [u8], Output = i8, Error = Error> {
-    field(cx, name, nom::number::streaming::be_i8)
+/// Runs a wire parser for its value inside a parser that runs in output mode `OM`: the
+/// value is always built (it is an integer or a slice), the error mode is `OM`'s.
+pub(crate) trait Value<'a>: Parser<&'a [u8], Error = Error> + Sized {
+    #[inline(always)]
+    fn value<OM: OutputMode>(
+        mut self,
+        input: &'a [u8],
+    ) -> Result<(&'a [u8], Self::Output), MErr<OM>> {
+        self.process::<Values<OM>>(input)
+    }
 }
 
-/// int16, big-endian
-#[inline]
-pub(crate) fn int16<'a>(
+impl<'a, P: Parser<&'a [u8], Error = Error>> Value<'a> for P {}
+
+/// `N` bytes, or `UnexpectedEnd` naming the field.
+#[inline(always)]
+fn take_array<'a, const N: usize, X>(
     cx: Cx,
     name: &'static str,
-) -> impl Parser<&'a [u8], Output = i16, Error = Error> {
-    field(cx, name, nom::number::streaming::be_i16)
+    input: &'a [u8],
+) -> Step<'a, [u8; N], X> {
+    match input.get(..N) {
+        // `get(..N)` gave exactly N bytes.
+        Some(bytes) => Ok((&input[N..], bytes.try_into().unwrap_or([0; N]))),
+        None => Err(cx.short(name, input, N)),
+    }
 }
 
-/// int32, big-endian
-#[inline]
-pub(crate) fn int32<'a>(
-    cx: Cx,
-    name: &'static str,
-) -> impl Parser<&'a [u8], Output = i32, Error = Error> {
-    field(cx, name, nom::number::streaming::be_i32)
+macro_rules! fixed_int {
+    ($(#[$doc:meta])* $parser:ident, $ctor:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub(crate) struct $parser {
+            cx: Cx,
+            name: &'static str,
+        }
+
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) const fn $ctor(cx: Cx, name: &'static str) -> $parser {
+            $parser { cx, name }
+        }
+
+        impl<'a> Parser<&'a [u8]> for $parser {
+            type Output = $ty;
+            type Error = Error;
+
+            #[inline(always)]
+            fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, $ty> {
+                const N: usize = core::mem::size_of::<$ty>();
+                let (rest, bytes) = take_array::<N, _>(self.cx, self.name, input)?;
+                Ok((rest, OM::Output::bind(|| <$ty>::from_be_bytes(bytes))))
+            }
+        }
+    };
 }
+
+fixed_int!(
+    /// int8
+    Int8, int8, i8
+);
+fixed_int!(
+    /// int16, big-endian
+    Int16, int16, i16
+);
+fixed_int!(
+    /// int32, big-endian
+    Int32, int32, i32
+);
 
 /// Unsigned varint, as Kafka's `ByteUtils.readUnsignedVarint`: 7 bits a byte, low bits
 /// first, at most 5 bytes; non-minimal encodings are accepted. Stricter than Kafka in one
 /// way: a fifth byte that would carry bits past 32 is an error, not a silent wrap.
-#[inline]
-pub(crate) fn uvarint<'a>(
+pub(crate) struct UVarint {
     cx: Cx,
     name: &'static str,
-) -> impl Parser<&'a [u8], Output = u32, Error = Error> {
-    field(cx, name, move |input: &'a [u8]| raw_uvarint(cx, input))
 }
 
-#[inline]
-fn raw_uvarint(cx: Cx, input: &[u8]) -> PResult<'_, u32> {
-    // One byte covers every count and length below 128: the common case.
-    match input.first() {
-        Some(&b) if b < 0x80 => return Ok((&input[1..], u32::from(b))),
-        None => return Err(Err::Incomplete(Needed::new(1))),
-        Some(_) => {}
+/// Unsigned varint (see [`UVarint`]).
+#[inline(always)]
+pub(crate) const fn uvarint(cx: Cx, name: &'static str) -> UVarint {
+    UVarint { cx, name }
+}
+
+impl<'a> Parser<&'a [u8]> for UVarint {
+    type Output = u32;
+    type Error = Error;
+
+    #[inline(always)]
+    fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, u32> {
+        // One byte covers every count and length below 128: the common case, inlined.
+        match input.first() {
+            Some(&b) if b < 0x80 => Ok((&input[1..], OM::Output::bind(|| u32::from(b)))),
+            _ => {
+                let (rest, v) = long_uvarint(self.cx, self.name, input)?;
+                Ok((rest, OM::Output::bind(|| v)))
+            }
+        }
     }
+}
+
+/// A varint of two bytes or more, or none at all. Out of line: rare in ElectLeaders.
+#[inline(never)]
+fn long_uvarint<'a, X>(cx: Cx, name: &'static str, input: &'a [u8]) -> Step<'a, u32, X> {
     let mut value: u32 = 0;
     for (i, &b) in input.iter().take(5).enumerate() {
         if i == 4 {
             if b & 0x80 != 0 {
-                return Err(cx.error(ErrorKind::VarintTooLong, "", input));
+                return Err(cx.error(ErrorKind::VarintTooLong, name, input));
             }
             if b > 0x0f {
-                return Err(cx.error(ErrorKind::VarintOverflow, "", input));
+                return Err(cx.error(ErrorKind::VarintOverflow, name, input));
             }
         }
         value |= u32::from(b & 0x7f) << (7 * i);
@@ -156,29 +219,68 @@ fn raw_uvarint(cx: Cx, input: &[u8]) -> PResult<'_, u32> {
             return Ok((&input[i + 1..], value));
         }
     }
-    Err(Err::Incomplete(Needed::new(1)))
+    Err(cx.error(ErrorKind::UnexpectedEnd { needed: 1 }, name, input))
 }
 
-/// Bytes of the string body, or `None` for null. `nullable` says whether null is allowed.
+/// A length or count prefix: classic (int16 for strings, int32 for arrays) or compact
+/// (uvarint, value + 1). `None` for a negative length, which is null.
+#[inline(always)]
+fn length_prefix<'a, OM: OutputMode>(
+    cx: Cx,
+    classic_int32: bool,
+    name: &'static str,
+    input: &'a [u8],
+) -> Result<(&'a [u8], i64), MErr<OM>> {
+    if cx.flexible {
+        let (rest, n) = uvarint(cx, name).value::<OM>(input)?;
+        Ok((rest, i64::from(n) - 1))
+    } else if classic_int32 {
+        let (rest, n) = int32(cx, name).value::<OM>(input)?;
+        Ok((rest, i64::from(n)))
+    } else {
+        let (rest, n) = int16(cx, name).value::<OM>(input)?;
+        Ok((rest, i64::from(n)))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn null_error<X>(cx: Cx, len: i64, name: &'static str, at: &[u8]) -> Err<Error, X> {
+    let kind = if len == -1 {
+        ErrorKind::UnexpectedNull
+    } else {
+        ErrorKind::NegativeLength(len as i32)
+    };
+    Err::Failure(Error::new(kind, name, cx.offset(at)))
+}
+
+/// Bytes of a string body, or `None` for null. `nullable` says whether null is allowed.
 ///
 /// classic: int16 length (-1 = null) + bytes; compact: uvarint length+1 (0 = null) + bytes.
-#[inline]
-pub(crate) fn string<'a>(
+#[derive(Clone, Copy)]
+pub(crate) struct Str {
     cx: Cx,
     nullable: bool,
     name: &'static str,
-) -> impl Parser<&'a [u8], Output = Option<&'a [u8]>, Error = Error> {
-    move |input: &'a [u8]| {
-        let (rest, len) = if cx.flexible {
-            let (rest, n) = uvarint(cx, name).parse(input)?;
-            (rest, i64::from(n) - 1)
-        } else {
-            let (rest, n) = int16(cx, name).parse(input)?;
-            (rest, i64::from(n))
-        };
+}
+
+/// A string (see [`Str`]).
+#[inline(always)]
+pub(crate) const fn string(cx: Cx, nullable: bool, name: &'static str) -> Str {
+    Str { cx, nullable, name }
+}
+
+impl<'a> Parser<&'a [u8]> for Str {
+    type Output = Option<&'a [u8]>;
+    type Error = Error;
+
+    #[inline(always)]
+    fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, Option<&'a [u8]>> {
+        let Str { cx, nullable, name } = *self;
+        let (rest, len) = length_prefix::<OM>(cx, false, name, input)?;
         if len < 0 {
             return if nullable {
-                Ok((rest, None))
+                Ok((rest, OM::Output::bind(|| None)))
             } else {
                 Err(null_error(cx, len, name, input))
             };
@@ -188,7 +290,7 @@ pub(crate) fn string<'a>(
             return Err(cx.error(ErrorKind::StringTooLong { len }, name, input));
         }
         match rest.get(..len) {
-            Some(bytes) => Ok((&rest[len..], Some(bytes))),
+            Some(bytes) => Ok((&rest[len..], OM::Output::bind(|| Some(bytes)))),
             None => Err(cx.error(
                 ErrorKind::UnexpectedEnd {
                     needed: len - rest.len(),
@@ -200,44 +302,80 @@ pub(crate) fn string<'a>(
     }
 }
 
-/// A non-nullable string.
-#[inline]
-pub(crate) fn string_non_null<'a>(
-    cx: Cx,
-    name: &'static str,
-) -> impl Parser<&'a [u8], Output = &'a [u8], Error = Error> {
-    // `string` with `nullable = false` never yields `None`.
-    string(cx, false, name).map(|s| s.unwrap_or_default())
+/// A non-nullable string: its bytes.
+pub(crate) struct StrNonNull(Str);
+
+/// A non-nullable string (see [`Str`]).
+#[inline(always)]
+pub(crate) const fn string_non_null(cx: Cx, name: &'static str) -> StrNonNull {
+    StrNonNull(string(cx, false, name))
 }
 
-fn null_error(cx: Cx, len: i64, name: &'static str, at: &[u8]) -> Err<Error> {
-    let kind = if len == -1 {
-        ErrorKind::UnexpectedNull
-    } else {
-        ErrorKind::NegativeLength(len as i32)
-    };
-    cx.error(kind, name, at)
+impl<'a> Parser<&'a [u8]> for StrNonNull {
+    type Output = &'a [u8];
+    type Error = Error;
+
+    #[inline(always)]
+    fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, &'a [u8]> {
+        let (rest, s) = self.0.process::<OM>(input)?;
+        // A non-nullable `Str` never yields `None`.
+        Ok((rest, OM::Output::map(s, Option::unwrap_or_default)))
+    }
 }
 
 /// An array's element count, or `None` for null, checked against the bytes that remain:
 /// `count * min_size` must fit, so nothing is walked (or sized) from an impossible count.
 ///
 /// classic: int32 count (negative = null); compact: uvarint count+1 (0 = null).
-#[inline]
-pub(crate) fn array_count<'a>(
+#[derive(Clone, Copy)]
+pub(crate) struct ArrayCount {
     cx: Cx,
     nullable: bool,
     min_size: usize,
     name: &'static str,
-) -> impl Parser<&'a [u8], Output = Option<usize>, Error = Error> {
-    move |input: &'a [u8]| {
-        let (rest, count) = if cx.flexible {
-            let (rest, n) = uvarint(cx, name).parse(input)?;
-            (rest, i64::from(n) - 1)
-        } else {
-            let (rest, n) = int32(cx, name).parse(input)?;
-            (rest, i64::from(n))
-        };
+}
+
+/// An array count (see [`ArrayCount`]).
+#[inline(always)]
+pub(crate) const fn array_count(
+    cx: Cx,
+    nullable: bool,
+    min_size: usize,
+    name: &'static str,
+) -> ArrayCount {
+    ArrayCount {
+        cx,
+        nullable,
+        min_size,
+        name,
+    }
+}
+
+impl<'a> Parser<&'a [u8]> for ArrayCount {
+    type Output = Option<usize>;
+    type Error = Error;
+
+    #[inline(always)]
+    fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, Option<usize>> {
+        let (rest, count) = self.count::<OM>(input)?;
+        Ok((rest, OM::Output::bind(|| count)))
+    }
+}
+
+impl ArrayCount {
+    /// The count, always computed: callers walk that many elements.
+    #[inline(always)]
+    pub(crate) fn count<'a, OM: OutputMode>(
+        &self,
+        input: &'a [u8],
+    ) -> Result<(&'a [u8], Option<usize>), MErr<OM>> {
+        let ArrayCount {
+            cx,
+            nullable,
+            min_size,
+            name,
+        } = *self;
+        let (rest, count) = length_prefix::<OM>(cx, true, name, input)?;
         if count < 0 {
             return if nullable {
                 Ok((rest, None))
@@ -252,15 +390,15 @@ pub(crate) fn array_count<'a>(
 
 /// Refuses a count whose smallest encoding (`count * min_size`) is more than the bytes left
 /// after it (`rest`); `at` is where the count starts.
-#[inline]
-pub(crate) fn bounded_count(
+#[inline(always)]
+pub(crate) fn bounded_count<X>(
     cx: Cx,
     count: usize,
     min_size: usize,
     name: &'static str,
     at: &[u8],
     rest: &[u8],
-) -> Result<usize, Err<Error>> {
+) -> Result<usize, Err<Error, X>> {
     match count.checked_mul(min_size) {
         Some(least) if least <= rest.len() => Ok(count),
         _ => Err(cx.error(
@@ -276,22 +414,31 @@ pub(crate) fn bounded_count(
 
 /// `[]int32`: the count, then `4 * count` bytes, taken as one slice. Parsing costs a bounds
 /// check, not a walk over the elements.
-#[inline]
-pub(crate) fn int32_array<'a>(
-    cx: Cx,
-    nullable: bool,
-    name: &'static str,
-) -> impl Parser<&'a [u8], Output = Option<&'a [u8]>, Error = Error> {
-    move |input: &'a [u8]| {
-        let (rest, count) = array_count(cx, nullable, 4, name).parse(input)?;
+pub(crate) struct Int32Array(ArrayCount);
+
+/// An `[]int32` (see [`Int32Array`]).
+#[inline(always)]
+pub(crate) const fn int32_array(cx: Cx, nullable: bool, name: &'static str) -> Int32Array {
+    Int32Array(array_count(cx, nullable, 4, name))
+}
+
+impl<'a> Parser<&'a [u8]> for Int32Array {
+    type Output = Option<&'a [u8]>;
+    type Error = Error;
+
+    #[inline(always)]
+    fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, Option<&'a [u8]>> {
+        let (rest, count) = self.0.count::<OM>(input)?;
         match count {
-            None => Ok((rest, None)),
-            // `array_count` checked that `4 * count` bytes remain.
-            Some(n) => Ok((&rest[n * 4..], Some(&rest[..n * 4]))),
+            None => Ok((rest, OM::Output::bind(|| None))),
+            Some(n) => {
+                // `ArrayCount` checked that `4 * n` bytes remain.
+                let (elements, rest) = rest.split_at(n * 4);
+                Ok((rest, OM::Output::bind(|| Some(elements))))
+            }
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
