@@ -272,9 +272,8 @@ impl<'a> Int32List<'a> {
     /// Iterates over the elements, from either end.
     #[inline]
     pub fn iter(&self) -> Int32Iter<'a> {
-        Int32Iter {
-            chunks: self.bytes.chunks_exact(4),
-        }
+        // `bytes` is a whole number of words: the parser took exactly `4 * count` bytes.
+        Int32Iter { bytes: self.bytes }
     }
 
     /// The byte range of the whole field in the frame: count prefix and elements.
@@ -290,7 +289,7 @@ impl<'a> Int32List<'a> {
 
 #[inline(always)]
 fn be_i32(chunk: &[u8]) -> i32 {
-    // Every chunk handed here is exactly 4 bytes long (`chunks_exact(4)` or a 4-byte range).
+    // Every slice handed here is exactly 4 bytes long.
     <[u8; 4]>::try_from(chunk).map_or(0, i32::from_be_bytes)
 }
 
@@ -326,7 +325,8 @@ impl<'a> IntoIterator for &Int32List<'a> {
 /// Iterator over an [`Int32List`], from the front or the back.
 #[derive(Clone, Debug)]
 pub struct Int32Iter<'a> {
-    chunks: core::slice::ChunksExact<'a, u8>,
+    /// The words not yet yielded; always a multiple of 4 bytes long.
+    bytes: &'a [u8],
 }
 
 impl Iterator for Int32Iter<'_> {
@@ -334,26 +334,113 @@ impl Iterator for Int32Iter<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<i32> {
-        self.chunks.next().map(be_i32)
+        let (word, rest) = split_word(self.bytes)?;
+        self.bytes = rest;
+        Some(word)
     }
 
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.chunks.size_hint()
+        let n = self.bytes.len() / 4;
+        (n, Some(n))
     }
 
     #[inline]
     fn nth(&mut self, n: usize) -> Option<i32> {
-        self.chunks.nth(n).map(be_i32)
+        let skip = n.saturating_mul(4).min(self.bytes.len());
+        self.bytes = &self.bytes[skip..];
+        self.next()
     }
+
+    // A loop over whole words, which the compiler unrolls and vectorizes (`sum`, `for_each`,
+    // `max` and most adapters end here), where `next` goes one word at a time. Only where
+    // the target has a byte shuffle (x86-64 from SSSE3): on baseline x86-64 (SSE2) the
+    // vectorized byte swaps measured slower than swapping one word at a time, which is
+    // what the default `fold` over `next` does.
+    #[cfg(any(not(target_arch = "x86_64"), target_feature = "ssse3"))]
+    #[inline]
+    fn fold<B, F: FnMut(B, i32) -> B>(self, init: B, mut f: F) -> B {
+        let mut acc = init;
+        for word in self.bytes.chunks_exact(4) {
+            acc = f(acc, be_i32(word));
+        }
+        acc
+    }
+}
+
+/// The first word of `bytes` and the rest, if there are 4 bytes.
+#[inline(always)]
+fn split_word(bytes: &[u8]) -> Option<(i32, &[u8])> {
+    let (word, rest) = (bytes.get(..4)?, bytes.get(4..)?);
+    Some((be_i32(word), rest))
 }
 
 impl DoubleEndedIterator for Int32Iter<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<i32> {
-        self.chunks.next_back().map(be_i32)
+        let at = self.bytes.len().checked_sub(4)?;
+        let word = be_i32(&self.bytes[at..]);
+        self.bytes = &self.bytes[..at];
+        Some(word)
     }
 }
 
 impl ExactSizeIterator for Int32Iter<'_> {}
 impl FusedIterator for Int32Iter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    fn words(n: i32) -> ([u8; 4 * 37], usize) {
+        let mut bytes = [0u8; 4 * 37];
+        for (i, word) in bytes.chunks_exact_mut(4).enumerate().take(n as usize) {
+            let v = (i as i32 - 5).wrapping_mul(0x0102_0304);
+            word.copy_from_slice(&v.to_be_bytes());
+        }
+        (bytes, 4 * n as usize)
+    }
+
+    fn expected(n: i32) -> impl DoubleEndedIterator<Item = i32> {
+        (0..n).map(|i| (i - 5).wrapping_mul(0x0102_0304))
+    }
+
+    // `fold` (vectorized where the target allows), `next`, `next_back` and `nth` must agree,
+    // for every length, including the ones that leave a partial block of words.
+    #[test]
+    fn int32_iter_ways_agree() {
+        for n in 0..=37 {
+            let (bytes, len) = words(n);
+            let list = Int32List::new(&bytes[..len], 0, 4);
+            assert_eq!(list.len(), n as usize);
+            let folded = list.iter().fold(Vec::new(), |mut v, p| {
+                v.push(p);
+                v
+            });
+            assert!(folded.iter().copied().eq(expected(n)), "fold, n = {n}");
+            let mut it = list.iter();
+            let mut stepped = Vec::new();
+            while let Some(p) = it.next() {
+                assert_eq!(it.len(), n as usize - stepped.len() - 1);
+                stepped.push(p);
+            }
+            assert_eq!(stepped, folded);
+            assert!(list.iter().rev().eq(expected(n).rev()), "rev, n = {n}");
+            let sum: i64 = list.iter().map(i64::from).sum();
+            assert_eq!(sum, expected(n).map(i64::from).sum::<i64>());
+            for k in 0..=n as usize + 1 {
+                assert_eq!(list.iter().nth(k), expected(n).nth(k), "nth({k}), n = {n}");
+                assert_eq!(list.get(k), expected(n).nth(k), "get({k}), n = {n}");
+            }
+            // Mixed ends, then fold what is left.
+            let mut it = list.iter();
+            let front = it.next();
+            let back = it.next_back();
+            let mut exp = expected(n);
+            assert_eq!((front, back), (exp.next(), exp.next_back()));
+            assert!(it.eq(exp));
+        }
+    }
+}
