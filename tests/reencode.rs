@@ -515,3 +515,144 @@ fn edits_change_only_what_they_say() {
     assert_eq!(kept, want);
     assert!(kept.len() < response.replica_election_results().len());
 }
+
+/// A request source whose one topic's partitions are given by the test, to check what the
+/// writer does with sources that lie about their lengths.
+struct OneTopic {
+    wire: Option<&'static [u8]>,
+    values: &'static [i32],
+    /// The length the values' iterator claims.
+    claimed: usize,
+    /// From this call of `partitions()` on, the last value is gone (and not claimed).
+    shrink_from_call: usize,
+    calls: std::cell::Cell<usize>,
+}
+
+impl OneTopic {
+    fn new(wire: Option<&'static [u8]>, values: &'static [i32], claimed: usize) -> Self {
+        OneTopic {
+            wire,
+            values,
+            claimed,
+            shrink_from_call: usize::MAX,
+            calls: std::cell::Cell::new(0),
+        }
+    }
+}
+
+/// An iterator whose exact size hint is `claimed`, whatever it yields.
+struct Claims<I> {
+    inner: I,
+    claimed: usize,
+}
+
+impl<I: Iterator<Item = i32>> Iterator for Claims<I> {
+    type Item = i32;
+    fn next(&mut self) -> Option<i32> {
+        self.inner.next()
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.claimed, Some(self.claimed))
+    }
+}
+
+impl kafka_elect_leaders::EncodeTopicPartitions for &OneTopic {
+    fn topic(&self) -> &[u8] {
+        b"t"
+    }
+    fn partitions(&self) -> impl Iterator<Item = i32> + '_ {
+        let call = self.calls.get();
+        self.calls.set(call + 1);
+        let (values, claimed) = if call >= self.shrink_from_call {
+            (&self.values[..self.values.len() - 1], self.claimed - 1)
+        } else {
+            (self.values, self.claimed)
+        };
+        Claims {
+            inner: values.iter().copied(),
+            claimed,
+        }
+    }
+    fn partitions_wire(&self) -> Option<&[u8]> {
+        self.wire
+    }
+    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        std::iter::empty()
+    }
+}
+
+impl EncodeRequest for OneTopic {
+    fn correlation_id(&self) -> i32 {
+        1
+    }
+    fn client_id(&self) -> Option<&[u8]> {
+        None
+    }
+    fn header_tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        std::iter::empty()
+    }
+    fn election_type(&self) -> ElectionType {
+        ElectionType::PREFERRED
+    }
+    fn topic_partitions(
+        &self,
+    ) -> Option<impl Iterator<Item = impl kafka_elect_leaders::EncodeTopicPartitions + '_> + '_>
+    {
+        Some(std::iter::once(self))
+    }
+    fn timeout_ms(&self) -> i32 {
+        5
+    }
+    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        std::iter::empty()
+    }
+}
+
+#[test]
+fn partitions_in_bulk_and_sources_that_lie() {
+    let mut buf = [0u8; 64];
+    for version in 0..=2 {
+        // Wire bytes are copied as they are, and `partitions()` is not consulted.
+        let source = OneTopic::new(Some(&[0, 0, 0, 7, 0xff, 0xff, 0xff, 0xfe]), &[1, 2, 3], 3);
+        let len = source.encode(version, &mut buf).unwrap();
+        assert_eq!(len, source.encoded_len(version).unwrap());
+        let parsed = parse_request(&buf[..len]).unwrap();
+        let topic = parsed.topic_partitions().unwrap().first().unwrap();
+        assert_eq!(topic.partitions().iter().collect::<Vec<_>>(), [7, -2]);
+
+        // Wire bytes that are not whole int32s.
+        let ragged = OneTopic::new(Some(&[0, 0, 0, 7, 0]), &[], 0);
+        let e = ragged.encode(version, &mut buf).unwrap_err();
+        assert_eq!(
+            (e.kind, e.field),
+            (
+                EncodeErrorKind::InconsistentSource,
+                "TopicPartitions.Partitions"
+            )
+        );
+
+        // An iterator that claims more values than it gives.
+        let short = OneTopic::new(None, &[1, 2], 3);
+        let e = short.encode(version, &mut buf).unwrap_err();
+        assert_eq!(e.kind, EncodeErrorKind::InconsistentSource);
+        // One that claims fewer: the frame holds the values it claimed, and is whole.
+        let long = OneTopic::new(None, &[1, 2, 3], 2);
+        let len = long.encode(version, &mut buf).unwrap();
+        let parsed = parse_request(&buf[..len]).unwrap();
+        let topic = parsed.topic_partitions().unwrap().first().unwrap();
+        assert_eq!(topic.partitions().iter().collect::<Vec<_>>(), [1, 2]);
+        // A source that loses a value after it was measured: the counts disagree.
+        for shrink_from_call in 1..4 {
+            let mut shifty = OneTopic::new(None, &[1, 2, 3], 3);
+            shifty.shrink_from_call = shrink_from_call;
+            let e = shifty.encode(version, &mut buf).unwrap_err();
+            assert_eq!(e.kind, EncodeErrorKind::InconsistentSource);
+        }
+        // An honest one.
+        let honest = OneTopic::new(None, &[4, 5, 6], 3);
+        let len = honest.encode(version, &mut buf).unwrap();
+        let parsed = parse_request(&buf[..len]).unwrap();
+        let topic = parsed.topic_partitions().unwrap().first().unwrap();
+        assert_eq!(topic.partitions().iter().collect::<Vec<_>>(), [4, 5, 6]);
+    }
+}

@@ -77,6 +77,12 @@ pub trait EncodeTopicPartitions {
     fn topic(&self) -> &[u8];
     /// `Partitions`.
     fn partitions(&self) -> impl Iterator<Item = i32> + '_;
+    /// `Partitions` as they are on the wire (big-endian, 4 bytes each), when the source
+    /// holds them that way, as a parsed view does: the writer then copies them in one go and
+    /// does not call [`partitions`](Self::partitions). The default is `None`.
+    fn partitions_wire(&self) -> Option<&[u8]> {
+        None
+    }
     /// Unknown tagged fields, tags ascending (version 2 only).
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_;
 }
@@ -114,16 +120,13 @@ impl<R: EncodeRequest> Emit for RequestFrame<'_, R> {
             FIELD_TOPIC_PARTITIONS,
             |s, entry| {
                 sink::string(s, vx.flexible, Some(entry.topic()), FIELD_TOPIC)?;
-                sink::list(
-                    s,
-                    vx.flexible,
-                    || Some(entry.partitions()),
-                    FIELD_PARTITIONS,
-                    |s, p| {
-                        s.i32(p);
-                        Ok(())
-                    },
-                )?;
+                match entry.partitions_wire() {
+                    Some(wire) => sink::int32_array_wire(s, vx.flexible, wire, FIELD_PARTITIONS)?,
+                    None => {
+                        let n = sink::exact_len(entry.partitions());
+                        sink::int32_array(s, vx.flexible, n, entry.partitions(), FIELD_PARTITIONS)?
+                    }
+                }
                 sink::tagged_fields(s, vx, || entry.tagged_fields(), FIELD_ENTRY_TAGS)
             },
         )?;
@@ -296,6 +299,9 @@ impl EncodeTopicPartitions for TopicPartitions<'_> {
     }
     fn partitions(&self) -> impl Iterator<Item = i32> + '_ {
         TopicPartitions::partitions(self).iter()
+    }
+    fn partitions_wire(&self) -> Option<&[u8]> {
+        Some(TopicPartitions::partitions(self).as_bytes())
     }
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
         view_tags(TopicPartitions::tagged_fields(self))

@@ -52,6 +52,10 @@ pub(crate) trait Sink {
     fn i32(&mut self, v: i32) {
         self.bytes(&v.to_be_bytes());
     }
+
+    /// `n` int32s taken from `values`; returns how many `values` gave (the writer stops at
+    /// `n`), so the caller can tell a source that changed between the passes.
+    fn i32s(&mut self, n: usize, values: impl Iterator<Item = i32>) -> usize;
 }
 
 /// Measures: adds up lengths, writes nothing.
@@ -68,6 +72,13 @@ impl Sink for Counter {
     #[inline]
     fn uvarint(&mut self, v: u32) {
         self.len = self.len.saturating_add(uvarint_len(v));
+    }
+
+    /// O(1): the values are not looked at.
+    #[inline]
+    fn i32s(&mut self, n: usize, _values: impl Iterator<Item = i32>) -> usize {
+        self.len = self.len.saturating_add(n.saturating_mul(4));
+        n
     }
 }
 
@@ -124,6 +135,62 @@ impl Sink for Writer<'_> {
             }
             None => self.overflow = true,
         }
+    }
+
+    #[inline]
+    fn uvarint(&mut self, v: u32) {
+        // One byte for every count and length below 128; the loop for the rest.
+        if v < 0x80 {
+            match self.buf.get_mut(self.pos) {
+                Some(b) => {
+                    *b = v as u8;
+                    self.pos += 1;
+                }
+                None => self.overflow = true,
+            }
+            return;
+        }
+        let mut buf = [0u8; 5];
+        let mut n = 0;
+        let mut v = v;
+        while v >= 0x80 {
+            buf[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        buf[n] = v as u8;
+        self.bytes(&buf[..=n]);
+    }
+
+    /// One bounds check for the whole array, then a loop the compiler can vectorize when
+    /// `values` is a slice's. When `values` does not say it holds exactly `n` (the source
+    /// changed since it was measured), one at a time, counting all it gives.
+    #[inline]
+    fn i32s(&mut self, n: usize, values: impl Iterator<Item = i32>) -> usize {
+        let dst = n
+            .checked_mul(4)
+            .and_then(|len| self.buf.get_mut(self.pos..)?.get_mut(..len));
+        let Some(dst) = dst else {
+            self.overflow = true;
+            return n;
+        };
+        let mut written = 0;
+        if values.size_hint() == (n, Some(n)) {
+            for (word, v) in dst.chunks_exact_mut(4).zip(values) {
+                word.copy_from_slice(&v.to_be_bytes());
+                written += 1;
+            }
+        } else {
+            let mut words = dst.chunks_exact_mut(4);
+            for v in values {
+                if let Some(word) = words.next() {
+                    word.copy_from_slice(&v.to_be_bytes());
+                }
+                written += 1;
+            }
+        }
+        self.pos += 4 * n;
+        written
     }
 }
 
@@ -249,6 +316,38 @@ pub(crate) fn list<S: Sink, I: Iterator>(
     if written != n {
         return Err(EncodeError::new(EncodeErrorKind::InconsistentSource, field));
     }
+    Ok(())
+}
+
+/// An `[]int32` of `n` values: the count, then the values.
+#[inline]
+pub(crate) fn int32_array<S: Sink>(
+    s: &mut S,
+    flexible: bool,
+    n: usize,
+    values: impl Iterator<Item = i32>,
+    field: &'static str,
+) -> Result<(), EncodeError> {
+    count(s, flexible, Some(n), field)?;
+    if s.i32s(n, values) != n {
+        return Err(EncodeError::new(EncodeErrorKind::InconsistentSource, field));
+    }
+    Ok(())
+}
+
+/// An `[]int32` given as its wire bytes (big-endian, 4 bytes each): the count, then one copy.
+#[inline]
+pub(crate) fn int32_array_wire<S: Sink>(
+    s: &mut S,
+    flexible: bool,
+    wire: &[u8],
+    field: &'static str,
+) -> Result<(), EncodeError> {
+    if wire.len() % 4 != 0 {
+        return Err(EncodeError::new(EncodeErrorKind::InconsistentSource, field));
+    }
+    count(s, flexible, Some(wire.len() / 4), field)?;
+    s.bytes(wire);
     Ok(())
 }
 
