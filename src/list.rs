@@ -28,7 +28,7 @@ use sealed::Element;
 
 use nom::{Emit, Mode, OutputM, OutputMode, Streaming};
 
-use crate::wire::{MErr, MResult, Validate};
+use crate::wire::{MResult, Validate};
 
 /// A lazy list of structs (`TopicPartitions`, `ReplicaElectionResult`, tagged fields, …)
 /// whose bytes were validated when the message was parsed.
@@ -57,34 +57,31 @@ impl<'a, T: Element<'a>> List<'a, T> {
         len: usize,
         elements: &'a [u8],
     ) -> MResult<'a, OM, Self> {
-        Self::process_by::<OM>(cx, start, len, elements, |rest| {
-            Ok(T::process::<Validate<OM>>(cx, rest)?.0)
-        })
+        let mut rest = elements;
+        for _ in 0..len {
+            rest = T::process::<Validate<OM>>(cx, rest)?.0;
+        }
+        Ok((rest, OM::Output::bind(|| Self::checked(cx, start, len, elements, rest))))
     }
 
-    /// [`List::process`] with the element check given: `check` takes a suffix of the frame
-    /// that starts with an element and returns what follows it.
+    /// The list of the `len` elements that lie in `elements` before `rest`, which were
+    /// checked; `start` is the offset of the count.
     #[inline(always)]
-    pub(crate) fn process_by<OM: OutputMode>(
+    pub(crate) fn checked(
         cx: Cx,
         start: usize,
         len: usize,
         elements: &'a [u8],
-        mut check: impl FnMut(&'a [u8]) -> Result<&'a [u8], MErr<OM>>,
-    ) -> MResult<'a, OM, Self> {
-        let mut rest = elements;
-        for _ in 0..len {
-            rest = check(rest)?;
-        }
-        let list = OM::Output::bind(|| List {
+        rest: &'a [u8],
+    ) -> Self {
+        List {
             bytes: &elements[..elements.len() - rest.len()],
             len,
             start,
             elements_offset: cx.offset(elements),
             flexible: cx.flexible,
             _element: core::marker::PhantomData,
-        });
-        Ok((rest, list))
+        }
     }
 
     /// Iterates over the elements, in wire order.
@@ -205,7 +202,9 @@ impl<'a, T> Clone for ListIter<'a, T> {
 impl<'a, T: Element<'a>> Iterator for ListIter<'a, T> {
     type Item = T;
 
-    #[inline]
+    // Always inlined: the element's view is built in the caller's registers rather than
+    // returned through memory (a measured third of the time of re-emitting a response).
+    #[inline(always)]
     fn next(&mut self) -> Option<T> {
         if self.left == 0 {
             return None;

@@ -135,8 +135,12 @@ impl<'a> Parser<&'a [u8]> for TaggedFieldsParser {
             input,
             rest,
         )?;
-        List::process_by::<OM>(cx, start, count, rest, |at| {
-            Ok(TaggedField::process_named::<Validate<OM>>(cx, name, at)?.0)
-        })
+        let elements = rest;
+        let mut rest = rest;
+        for _ in 0..count {
+            rest = TaggedField::process_named::<Validate<OM>>(cx, name, rest)?.0;
+        }
+        let list = OM::Output::bind(|| List::checked(cx, start, count, elements, rest));
+        Ok((rest, list))
     }
 }

@@ -309,9 +309,11 @@ pub(crate) fn list<S: Sink, I: Iterator>(
     let n = exact_len(first_pass);
     count(s, flexible, Some(n), field)?;
     let mut written = 0usize;
-    for item in items().into_iter().flatten() {
-        each(s, item)?;
-        written += 1;
+    if let Some(items) = items() {
+        for item in items {
+            each(s, item)?;
+            written += 1;
+        }
     }
     if written != n {
         return Err(EncodeError::new(EncodeErrorKind::InconsistentSource, field));
