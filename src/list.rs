@@ -61,7 +61,10 @@ impl<'a, T: Element<'a>> List<'a, T> {
         for _ in 0..len {
             rest = T::process::<Validate<OM>>(cx, rest)?.0;
         }
-        Ok((rest, OM::Output::bind(|| Self::checked(cx, start, len, elements, rest))))
+        Ok((
+            rest,
+            OM::Output::bind(|| Self::checked(cx, start, len, elements, rest)),
+        ))
     }
 
     /// The list of the `len` elements that lie in `elements` before `rest`, which were

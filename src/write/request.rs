@@ -93,6 +93,7 @@ struct RequestFrame<'s, R> {
 }
 
 impl<R: EncodeRequest> Emit for RequestFrame<'_, R> {
+    #[inline(always)]
     fn emit<S: Sink>(&self, s: &mut S) -> Result<(), EncodeError> {
         let (src, vx) = (self.src, self.vx);
         // Request header v1 or v2. ClientId keeps its int16 length in both.

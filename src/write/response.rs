@@ -99,6 +99,7 @@ struct ResponseFrame<'s, R> {
 }
 
 impl<R: EncodeResponse> Emit for ResponseFrame<'_, R> {
+    #[inline(always)]
     fn emit<S: Sink>(&self, s: &mut S) -> Result<(), EncodeError> {
         let (src, vx) = (self.src, self.vx);
         let flexible = vx.flexible;

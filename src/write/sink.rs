@@ -98,42 +98,52 @@ pub(crate) const fn uvarint_len(v: u32) -> usize {
 /// run past the end (only possible if the source changed between the two passes) is
 /// recorded and reported by [`Writer::finish`].
 pub(crate) struct Writer<'b> {
-    buf: &'b mut [u8],
-    pos: usize,
+    /// What is left of the buffer: each write takes its bytes off the front.
+    rest: &'b mut [u8],
+    /// The buffer's whole length.
+    len: usize,
     overflow: bool,
 }
 
 impl<'b> Writer<'b> {
     pub fn new(buf: &'b mut [u8]) -> Self {
         Writer {
-            buf,
-            pos: 0,
+            len: buf.len(),
+            rest: buf,
             overflow: false,
         }
     }
 
     /// Checks that exactly the whole buffer was written.
     pub fn finish(self) -> Result<usize, EncodeError> {
-        if self.overflow || self.pos != self.buf.len() {
+        if self.overflow || !self.rest.is_empty() {
             return Err(EncodeError::new(
                 EncodeErrorKind::InconsistentSource,
                 "frame",
             ));
         }
-        Ok(self.pos)
+        Ok(self.len)
+    }
+
+    /// The next `n` bytes of the buffer, now counted as written; `None` (and the overflow
+    /// recorded) if fewer are left. One comparison: the rest is kept as a slice.
+    #[inline(always)]
+    fn take(&mut self, n: usize) -> Option<&'b mut [u8]> {
+        if n > self.rest.len() {
+            self.overflow = true;
+            return None;
+        }
+        let (head, tail) = core::mem::take(&mut self.rest).split_at_mut(n);
+        self.rest = tail;
+        Some(head)
     }
 }
 
 impl Sink for Writer<'_> {
-    #[inline]
+    #[inline(always)]
     fn bytes(&mut self, b: &[u8]) {
-        let end = self.pos + b.len();
-        match self.buf.get_mut(self.pos..end) {
-            Some(dst) => {
-                dst.copy_from_slice(b);
-                self.pos = end;
-            }
-            None => self.overflow = true,
+        if let Some(dst) = self.take(b.len()) {
+            dst.copy_from_slice(b);
         }
     }
 
@@ -141,12 +151,8 @@ impl Sink for Writer<'_> {
     fn uvarint(&mut self, v: u32) {
         // One byte for every count and length below 128; the loop for the rest.
         if v < 0x80 {
-            match self.buf.get_mut(self.pos) {
-                Some(b) => {
-                    *b = v as u8;
-                    self.pos += 1;
-                }
-                None => self.overflow = true,
+            if let Some(dst) = self.take(1) {
+                dst[0] = v as u8;
             }
             return;
         }
@@ -167,10 +173,7 @@ impl Sink for Writer<'_> {
     /// changed since it was measured), one at a time, counting all it gives.
     #[inline]
     fn i32s(&mut self, n: usize, values: impl Iterator<Item = i32>) -> usize {
-        let dst = n
-            .checked_mul(4)
-            .and_then(|len| self.buf.get_mut(self.pos..)?.get_mut(..len));
-        let Some(dst) = dst else {
+        let Some(dst) = n.checked_mul(4).and_then(|len| self.take(len)) else {
             self.overflow = true;
             return n;
         };
@@ -189,7 +192,6 @@ impl Sink for Writer<'_> {
                 written += 1;
             }
         }
-        self.pos += 4 * n;
         written
     }
 }
