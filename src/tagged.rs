@@ -70,11 +70,11 @@ impl<'a> TaggedField<'a> {
         let (rest, tag) = wire::uvarint(cx, name).value::<OM>(input)?;
         let (rest, size) = wire::uvarint(cx, name).value::<OM>(rest)?;
         let size = size as usize;
-        let Some(data) = rest.get(..size) else {
+        if rest.len() < size {
             let needed = size - rest.len();
             return Err(cx.error(crate::ErrorKind::UnexpectedEnd { needed }, name, rest));
-        };
-        let rest = &rest[size..];
+        }
+        let (data, rest) = rest.split_at(size);
         let field = OM::Output::bind(|| TaggedField {
             tag,
             data,

@@ -122,11 +122,12 @@ fn take_array<'a, const N: usize, X>(
     name: &'static str,
     input: &'a [u8],
 ) -> Step<'a, [u8; N], X> {
-    match input.get(..N) {
-        // `get(..N)` gave exactly N bytes.
-        Some(bytes) => Ok((&input[N..], bytes.try_into().unwrap_or([0; N]))),
-        None => Err(cx.short(name, input, N)),
+    if input.len() < N {
+        return Err(cx.short(name, input, N));
     }
+    // One length check above; `split_at` and the conversion are then known to succeed.
+    let (bytes, rest) = input.split_at(N);
+    Ok((rest, bytes.try_into().unwrap_or([0; N])))
 }
 
 macro_rules! fixed_int {
@@ -289,16 +290,12 @@ impl<'a> Parser<&'a [u8]> for Str {
         if len > MAX_STRING_LEN {
             return Err(cx.error(ErrorKind::StringTooLong { len }, name, input));
         }
-        match rest.get(..len) {
-            Some(bytes) => Ok((&rest[len..], OM::Output::bind(|| Some(bytes)))),
-            None => Err(cx.error(
-                ErrorKind::UnexpectedEnd {
-                    needed: len - rest.len(),
-                },
-                name,
-                input,
-            )),
+        if rest.len() < len {
+            let needed = len - rest.len();
+            return Err(cx.error(ErrorKind::UnexpectedEnd { needed }, name, input));
         }
+        let (bytes, rest) = rest.split_at(len);
+        Ok((rest, OM::Output::bind(|| Some(bytes))))
     }
 }
 
