@@ -17,6 +17,7 @@
 //! | `walk_partitions/request` | parse, sum every partition id | — | copy of the frame |
 //! | `split/stream` | `Frames` | `Bytes::split_to` loop | copy of the stream |
 //! | `scan/stream` | `Frames` + `peek_request` | `split_to` + `RequestHeader` decode | — |
+//! | `scan/capture` (feature `scan`) | `scan_requests` over frames with other bytes between | — | copy of the capture |
 //!
 //! "Read every value" means: sum the integers (ids, codes, timeouts, every partition id) and
 //! touch every string (client id, topic names, error messages: length and first byte). Our
@@ -775,8 +776,8 @@ fn bench_stream(c: &mut Criterion) {
     });
     g.finish();
 
-    // The library has no byte scanner of its own; the nearest operation is to split the
-    // stream and peek at each request's header (API key, version, correlation id).
+    // Finding the requests in a stream that starts on a frame boundary: split it and peek at
+    // each request's header (API key, version, correlation id).
     let mut g = c.benchmark_group("scan/stream");
     g.throughput(Throughput::Bytes(stream.len() as u64));
     g.bench_function(BenchmarkId::new("ours", &name), |b| {
@@ -801,6 +802,39 @@ fn bench_stream(c: &mut Criterion) {
                 .map(|h| i64::from(h.correlation_id))
                 .sum::<i64>()
         })
+    });
+    g.finish();
+
+    #[cfg(feature = "scan")]
+    bench_capture(c, &stream);
+}
+
+/// Finding the requests in a capture that does not start on a frame boundary and has other
+/// bytes between the frames (`scan_requests`, feature `scan`). kafka-protocol has no such
+/// search; the floor is a copy of the capture.
+#[cfg(feature = "scan")]
+fn bench_capture(c: &mut Criterion, stream: &[u8]) {
+    let mut capture = Vec::with_capacity(stream.len() * 2);
+    for frame in Frames::new(stream) {
+        capture.extend_from_slice(b"\x07\x00 other traffic \x00\x2b");
+        capture.extend_from_slice(frame.expect("the stream holds whole frames"));
+    }
+    let name = format!("{STREAM_FRAMES}-frames-unaligned");
+    let found = kafka_elect_leaders::scan_requests(&capture).count();
+    assert_eq!(found, STREAM_FRAMES);
+
+    let mut g = c.benchmark_group("scan/capture");
+    g.throughput(Throughput::Bytes(capture.len() as u64));
+    g.bench_function(BenchmarkId::new("ours", &name), |b| {
+        b.iter(|| {
+            kafka_elect_leaders::scan_requests(black_box(&capture))
+                .map(|(_, r)| i64::from(r.correlation_id()))
+                .sum::<i64>()
+        })
+    });
+    let mut out = vec![0u8; capture.len()];
+    g.bench_function(BenchmarkId::new("memcpy", &name), |b| {
+        b.iter(|| copy(&capture, &mut out))
     });
     g.finish();
 }

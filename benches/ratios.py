@@ -39,7 +39,7 @@ PEER_GROUPS = [
 ]
 WALK_GROUP = "walk_partitions/request"
 WALK_TARGET = 0.5
-STREAM_GROUPS = ["split/stream", "scan/stream"]
+STREAM_GROUPS = ["split/stream", "scan/stream", "scan/capture"]
 CASE_ORDER = ["reference-v2", "typical-v0", "typical-v2", "large-v0", "large-v2"]
 
 
