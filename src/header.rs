@@ -82,6 +82,7 @@ impl<'a> RequestHeader<'a> {
 
     /// Reads an ElectLeaders request header: refuses another API key or a version outside
     /// 0-2, and returns the header with `cx` set for the body's version.
+    #[inline(always)]
     pub(crate) fn parse(end: usize, input: &'a [u8]) -> PResult<'a, (Self, Cx)> {
         let classic = Cx {
             end,
@@ -171,6 +172,7 @@ impl<'a> ResponseHeader<'a> {
         self.start..self.end
     }
 
+    #[inline(always)]
     pub(crate) fn parse(cx: Cx, input: &'a [u8]) -> PResult<'a, Self> {
         let start = cx.offset(input);
         let (rest, correlation_id) = wire::int32(cx, FIELD_RESPONSE_CORRELATION_ID).parse(input)?;
