@@ -58,8 +58,24 @@ impl<'a, T: Element<'a>> List<'a, T> {
         elements: &'a [u8],
     ) -> MResult<'a, OM, Self> {
         let mut rest = elements;
-        for _ in 0..len {
-            rest = T::process::<Validate<OM>>(cx, rest)?.0;
+        // One loop per encoding, each with `flexible` a constant the compiler folds into
+        // the element parser, rather than a test of it on every field.
+        if cx.flexible {
+            let cx = Cx {
+                flexible: true,
+                ..cx
+            };
+            for _ in 0..len {
+                rest = T::process::<Validate<OM>>(cx, rest)?.0;
+            }
+        } else {
+            let cx = Cx {
+                flexible: false,
+                ..cx
+            };
+            for _ in 0..len {
+                rest = T::process::<Validate<OM>>(cx, rest)?.0;
+            }
         }
         Ok((
             rest,
