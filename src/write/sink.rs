@@ -29,16 +29,9 @@ impl Vx {
 pub(crate) trait Sink {
     fn bytes(&mut self, b: &[u8]);
 
-    fn uvarint(&mut self, mut v: u32) {
-        let mut buf = [0u8; 5];
-        let mut n = 0;
-        while v >= 0x80 {
-            buf[n] = (v as u8) | 0x80;
-            v >>= 7;
-            n += 1;
-        }
-        buf[n] = v as u8;
-        self.bytes(&buf[..=n]);
+    fn uvarint(&mut self, v: u32) {
+        let (buf, len) = uvarint_bytes(v);
+        self.bytes(&buf[..len]);
     }
 
     fn i8(&mut self, v: i8) {
@@ -80,6 +73,20 @@ impl Sink for Counter {
         self.len = self.len.saturating_add(n.saturating_mul(4));
         n
     }
+}
+
+/// The minimal uvarint of `v`: 7 bits a byte, low bits first; the bytes and how many.
+#[inline]
+fn uvarint_bytes(mut v: u32) -> ([u8; 5], usize) {
+    let mut buf = [0u8; 5];
+    let mut n = 0;
+    while v >= 0x80 {
+        buf[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    buf[n] = v as u8;
+    (buf, n + 1)
 }
 
 /// Bytes a minimal uvarint of `v` takes.
@@ -156,16 +163,8 @@ impl Sink for Writer<'_> {
             }
             return;
         }
-        let mut buf = [0u8; 5];
-        let mut n = 0;
-        let mut v = v;
-        while v >= 0x80 {
-            buf[n] = (v as u8) | 0x80;
-            v >>= 7;
-            n += 1;
-        }
-        buf[n] = v as u8;
-        self.bytes(&buf[..=n]);
+        let (buf, len) = uvarint_bytes(v);
+        self.bytes(&buf[..len]);
     }
 
     /// One bounds check for the whole array, then a loop the compiler can vectorize when
