@@ -28,7 +28,7 @@ use sealed::Element;
 
 use nom::{Emit, Mode, OutputM, OutputMode, Streaming};
 
-use crate::wire::{MResult, Validate};
+use crate::wire::{MErr, MResult, Validate};
 
 /// A lazy list of structs (`TopicPartitions`, `ReplicaElectionResult`, tagged fields, …)
 /// whose bytes were validated when the message was parsed.
@@ -57,30 +57,46 @@ impl<'a, T: Element<'a>> List<'a, T> {
         len: usize,
         elements: &'a [u8],
     ) -> MResult<'a, OM, Self> {
-        let mut rest = elements;
-        // One loop per encoding, each with `flexible` a constant the compiler folds into
-        // the element parser, rather than a test of it on every field.
-        if cx.flexible {
-            let cx = Cx {
-                flexible: true,
-                ..cx
-            };
-            for _ in 0..len {
-                rest = T::process::<Validate<OM>>(cx, rest)?.0;
-            }
+        // The loop is inlined twice, each time with `flexible` a constant the compiler folds
+        // into the element parser, rather than a test of it on every field.
+        let rest = if cx.flexible {
+            Self::check_all::<OM>(
+                Cx {
+                    flexible: true,
+                    ..cx
+                },
+                len,
+                elements,
+            )?
         } else {
-            let cx = Cx {
-                flexible: false,
-                ..cx
-            };
-            for _ in 0..len {
-                rest = T::process::<Validate<OM>>(cx, rest)?.0;
-            }
-        }
+            Self::check_all::<OM>(
+                Cx {
+                    flexible: false,
+                    ..cx
+                },
+                len,
+                elements,
+            )?
+        };
         Ok((
             rest,
             OM::Output::bind(|| Self::checked(cx, start, len, elements, rest)),
         ))
+    }
+
+    /// Checks `len` elements from the start of `elements` and returns what follows them. A
+    /// function, not a closure, so that `#[inline(always)]` holds.
+    #[inline(always)]
+    fn check_all<OM: OutputMode>(
+        cx: Cx,
+        len: usize,
+        elements: &'a [u8],
+    ) -> Result<&'a [u8], MErr<OM>> {
+        let mut rest = elements;
+        for _ in 0..len {
+            rest = T::process::<Validate<OM>>(cx, rest)?.0;
+        }
+        Ok(rest)
     }
 
     /// The list of the `len` elements that lie in `elements` before `rest`, which were
@@ -132,19 +148,6 @@ impl<'a, T> List<'a, T> {
             start: offset,
             elements_offset: offset,
             flexible: false,
-            _element: core::marker::PhantomData,
-        }
-    }
-
-    /// An empty list whose count prefix starts at `start` and ends where `rest` begins.
-    #[inline(always)]
-    pub(crate) fn empty(cx: Cx, start: usize, rest: &'a [u8]) -> Self {
-        List {
-            bytes: &[],
-            len: 0,
-            start,
-            elements_offset: cx.offset(rest),
-            flexible: cx.flexible,
             _element: core::marker::PhantomData,
         }
     }

@@ -125,7 +125,10 @@ impl<'a> Parser<&'a [u8]> for TaggedFieldsParser {
         let (rest, count) = wire::uvarint(cx, name).value::<OM>(input)?;
         // Almost every struct has none: one byte, nothing to walk.
         if count == 0 {
-            return Ok((rest, OM::Output::bind(|| List::empty(cx, start, rest))));
+            return Ok((
+                rest,
+                OM::Output::bind(|| List::checked(cx, start, 0, rest, rest)),
+            ));
         }
         let count = wire::bounded_count(
             cx,

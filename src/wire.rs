@@ -224,7 +224,7 @@ fn long_uvarint<'a, X>(cx: Cx, name: &'static str, input: &'a [u8]) -> Step<'a, 
 }
 
 /// A length or count prefix: classic (int16 for strings, int32 for arrays) or compact
-/// (uvarint, value + 1). `None` for a negative length, which is null.
+/// (uvarint, value + 1). A negative result is null.
 #[inline(always)]
 fn length_prefix<'a, OM: OutputMode>(
     cx: Cx,
@@ -345,17 +345,6 @@ pub(crate) const fn array_count(
         nullable,
         min_size,
         name,
-    }
-}
-
-impl<'a> Parser<&'a [u8]> for ArrayCount {
-    type Output = Option<usize>;
-    type Error = Error;
-
-    #[inline(always)]
-    fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, Option<usize>> {
-        let (rest, count) = self.count::<OM>(input)?;
-        Ok((rest, OM::Output::bind(|| count)))
     }
 }
 

@@ -124,8 +124,7 @@ impl<R: EncodeRequest> Emit for RequestFrame<'_, R> {
                 match entry.partitions_wire() {
                     Some(wire) => sink::int32_array_wire(s, vx.flexible, wire, FIELD_PARTITIONS)?,
                     None => {
-                        let n = sink::exact_len(entry.partitions());
-                        sink::int32_array(s, vx.flexible, n, entry.partitions(), FIELD_PARTITIONS)?
+                        sink::int32_array(s, vx.flexible, || entry.partitions(), FIELD_PARTITIONS)?
                     }
                 }
                 sink::tagged_fields(s, vx, || entry.tagged_fields(), FIELD_ENTRY_TAGS)

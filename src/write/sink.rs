@@ -322,17 +322,17 @@ pub(crate) fn list<S: Sink, I: Iterator>(
     Ok(())
 }
 
-/// An `[]int32` of `n` values: the count, then the values.
+/// An `[]int32`: the count (from `values()`), then the values. `values` is called twice.
 #[inline]
-pub(crate) fn int32_array<S: Sink>(
+pub(crate) fn int32_array<S: Sink, I: Iterator<Item = i32>>(
     s: &mut S,
     flexible: bool,
-    n: usize,
-    values: impl Iterator<Item = i32>,
+    values: impl Fn() -> I,
     field: &'static str,
 ) -> Result<(), EncodeError> {
+    let n = exact_len(values());
     count(s, flexible, Some(n), field)?;
-    if s.i32s(n, values) != n {
+    if s.i32s(n, values()) != n {
         return Err(EncodeError::new(EncodeErrorKind::InconsistentSource, field));
     }
     Ok(())
