@@ -206,6 +206,60 @@ pub fn peek_request(buf: &[u8]) -> Result<RequestPeek, Error> {
     }
 }
 
+/// The first fields of any Kafka response frame, whatever its API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ResponsePeek {
+    /// The size prefix: bytes that follow it.
+    pub size: usize,
+    /// `CorrelationId`: the request this response answers, on the same connection.
+    pub correlation_id: i32,
+}
+
+/// Reads the correlation id from the start of any response frame without parsing the rest:
+/// 8 bytes, the frame need not be whole.
+///
+/// A response carries neither its API key nor its version: pair it, by this correlation id,
+/// with the request that asked for it on the same connection, and parse it with that
+/// request's version.
+///
+/// Streaming: fewer than 8 bytes is [`ErrorKind::Incomplete`]. A size prefix that is
+/// negative, or too small to hold the correlation id, is malformed.
+///
+/// ```
+/// use kafka_elect_leaders::peek_response;
+/// let frame = [0, 0, 0, 5, 0, 0, 1, 2, 0];
+/// let peek = peek_response(&frame).unwrap();
+/// assert_eq!((peek.size, peek.correlation_id), (5, 0x102));
+/// assert_eq!(peek_response(&frame[..6]).unwrap_err().needed(), Some(2));
+/// ```
+pub fn peek_response(buf: &[u8]) -> Result<ResponsePeek, Error> {
+    const PEEK_LEN: usize = SIZE_PREFIX_LEN + 4;
+    let size = match read_size(buf, usize::MAX) {
+        Ok(size) => size,
+        // Ask for all 8 bytes at once, not just the prefix's 4.
+        Err(e) if e.is_incomplete() => 0,
+        Err(e) => return Err(e),
+    };
+    if buf.len() < PEEK_LEN {
+        let needed = PEEK_LEN - buf.len();
+        return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));
+    }
+    let end = (SIZE_PREFIX_LEN + size).min(PEEK_LEN);
+    let cx = Cx {
+        end,
+        flexible: false,
+    };
+    let parsed: PResult<'_, _> = wire::int32(cx, crate::header::FIELD_RESPONSE_CORRELATION_ID)
+        .parse(&buf[SIZE_PREFIX_LEN..end]);
+    match parsed {
+        Ok((_, correlation_id)) => Ok(ResponsePeek {
+            size,
+            correlation_id,
+        }),
+        Err(e) => Err(wire::into_error(e, end)),
+    }
+}
+
 /// Runs `body` over the bytes after the size prefix of `input`, which must be exactly one
 /// frame: a size prefix that disagrees with the input's length, or bytes left after the
 /// body, are errors. Offsets count from the start of `input`.

@@ -15,7 +15,7 @@ pub(crate) const FIELD_API_VERSION: &str = "RequestHeader.RequestApiVersion";
 pub(crate) const FIELD_CORRELATION_ID: &str = "RequestHeader.CorrelationId";
 const FIELD_CLIENT_ID: &str = "RequestHeader.ClientId";
 const FIELD_REQUEST_TAGS: &str = "RequestHeader._tagged_fields";
-const FIELD_RESPONSE_CORRELATION_ID: &str = "ResponseHeader.CorrelationId";
+pub(crate) const FIELD_RESPONSE_CORRELATION_ID: &str = "ResponseHeader.CorrelationId";
 const FIELD_RESPONSE_TAGS: &str = "ResponseHeader._tagged_fields";
 
 /// The request header of an ElectLeaders request.

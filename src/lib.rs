@@ -7,7 +7,8 @@
 //! the frame, partition lists are decoded as they are iterated.
 //!
 //! - [`split_frame`] / [`Frames`] cut whole frames off a byte stream; [`peek_request`]
-//!   reads any request's API key, version and correlation id.
+//!   reads any request's API key, version and correlation id, [`peek_response`] any
+//!   response's correlation id.
 //! - [`parse_request`] and [`parse_response`] parse one frame into an
 //!   [`ElectLeadersRequest`] or an [`ElectLeadersResponse`].
 //! - Errors ([`Error`]) are small `Copy` values naming the field and the byte offset.
@@ -53,8 +54,8 @@ pub use election_type::ElectionType;
 pub use error::{Error, ErrorKind};
 pub use error_code::ErrorCode;
 pub use frame::{
-    peek_request, split_frame, split_frame_with_max, Frames, RequestPeek, DEFAULT_MAX_FRAME_SIZE,
-    SIZE_PREFIX_LEN,
+    peek_request, peek_response, split_frame, split_frame_with_max, Frames, RequestPeek,
+    ResponsePeek, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 pub use header::{RequestHeader, ResponseHeader};
 pub use list::{Int32Iter, Int32List, List, ListIter};

@@ -22,8 +22,8 @@ mod common;
 
 use common::{assert_display, assert_error, hex, load, patch, splice, with_size_prefix};
 use kafka_elect_leaders::{
-    parse_request, parse_response, peek_request, split_frame, split_frame_with_max,
-    ElectLeadersRequest, ErrorKind, Frames, RequestPeek, DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LEN,
+    parse_request, parse_response, peek_request, peek_response, split_frame, split_frame_with_max,
+    ElectLeadersRequest, ErrorKind, Frames, RequestPeek, ResponsePeek, DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LEN,
 };
 
 use ErrorKind::*;
@@ -106,6 +106,7 @@ fn negative_size_prefix() {
         assert_error(parse_request(&frame), NegativeLength(size), "size", 0);
         assert_error(split_frame(&frame), NegativeLength(size), "size", 0);
         assert_error(peek_request(&frame), NegativeLength(size), "size", 0);
+        assert_error(peek_response(&frame), NegativeLength(size), "size", 0);
         let response = with_size_prefix(&response_v2_min(), size);
         assert_error(
             parse_response(&response, 2),
@@ -1006,6 +1007,61 @@ fn peek_a_size_too_small_for_the_header() {
         peek_request(&frame),
         UnexpectedEnd { needed: 2 },
         "RequestHeader.RequestApiKey",
+        4,
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// peek_response
+
+#[test]
+fn peek_every_corpus_response() {
+    for frame in common::load_corpus() {
+        let common::Kind::Response { version } = frame.kind() else {
+            continue;
+        };
+        let peek = peek_response(&frame.bytes).unwrap();
+        let response = parse_response(&frame.bytes, version).unwrap();
+        assert_eq!(
+            peek,
+            ResponsePeek {
+                size: frame.bytes.len() - 4,
+                correlation_id: response.header().correlation_id(),
+            },
+            "{}",
+            frame.name
+        );
+        assert_eq!(peek_response(&frame.bytes[..8]), Ok(peek), "{}", frame.name);
+    }
+}
+
+#[test]
+fn peek_response_of_another_api() {
+    // ApiVersions v3 response (header v0 even though the body is flexible): correlation id
+    // 7, error code 35 (UNSUPPORTED_VERSION), no api keys (compact 1), throttle 0, no tags.
+    let frame = hex("0000000c 00000007 | 0023 01 00000000 00");
+    assert_eq!(
+        peek_response(&frame),
+        Ok(ResponsePeek {
+            size: 12,
+            correlation_id: 7,
+        })
+    );
+}
+
+#[test]
+fn peek_response_needs_eight_bytes_and_a_size_that_holds_them() {
+    let frame = response_v2_min();
+    for k in 0..8 {
+        let e = peek_response(&frame[..k]).unwrap_err();
+        assert!(e.is_incomplete(), "[..{k}]: {e:?}");
+        assert_eq!(e.needed(), Some(8 - k), "[..{k}]");
+    }
+    let frame = with_size_prefix(&response_v2_min(), 3);
+    assert_error(
+        peek_response(&frame),
+        UnexpectedEnd { needed: 1 },
+        "ResponseHeader.CorrelationId",
         4,
     );
 }
