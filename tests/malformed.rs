@@ -23,7 +23,8 @@ mod common;
 use common::{assert_display, assert_error, hex, load, patch, splice, with_size_prefix};
 use kafka_elect_leaders::{
     parse_request, parse_response, peek_request, peek_response, split_frame, split_frame_with_max,
-    ElectLeadersRequest, ErrorKind, Frames, RequestPeek, ResponsePeek, DEFAULT_MAX_FRAME_SIZE, MAX_STRING_LEN,
+    ElectLeadersRequest, ErrorKind, Frames, RequestPeek, ResponsePeek, DEFAULT_MAX_FRAME_SIZE,
+    MAX_STRING_LEN,
 };
 
 use ErrorKind::*;
