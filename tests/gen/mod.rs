@@ -471,7 +471,11 @@ pub fn finish_encode(
     buf
 }
 
-pub fn encode_ours_request(g: &GenRequest, ctx: &str) -> Vec<u8> {
+/// Lends `g` to `f` as the writer's plain data.
+pub fn with_request_data<R>(
+    g: &GenRequest,
+    f: impl FnOnce(&ElectLeadersRequestData<'_>) -> R,
+) -> R {
     let header_tags = tag_data(&g.header_tags);
     let body_tags = tag_data(&g.tags);
     let topic_tags: Vec<Vec<TaggedFieldData<'_>>> = g
@@ -500,14 +504,24 @@ pub fn encode_ours_request(g: &GenRequest, ctx: &str) -> Vec<u8> {
         timeout_ms: g.timeout_ms,
         tagged_fields: &body_tags,
     };
-    finish_encode(
-        data.encoded_len(g.version),
-        |buf| data.encode(g.version, buf),
-        ctx,
-    )
+    f(&data)
 }
 
-pub fn encode_ours_response(g: &GenResponse, ctx: &str) -> Vec<u8> {
+pub fn encode_ours_request(g: &GenRequest, ctx: &str) -> Vec<u8> {
+    with_request_data(g, |data| {
+        finish_encode(
+            data.encoded_len(g.version),
+            |buf| data.encode(g.version, buf),
+            ctx,
+        )
+    })
+}
+
+/// Lends `g` to `f` as the writer's plain data.
+pub fn with_response_data<R>(
+    g: &GenResponse,
+    f: impl FnOnce(&ElectLeadersResponseData<'_>) -> R,
+) -> R {
     let header_tags = tag_data(&g.header_tags);
     let body_tags = tag_data(&g.tags);
     let result_tags: Vec<Vec<TaggedFieldData<'_>>> =
@@ -553,11 +567,17 @@ pub fn encode_ours_response(g: &GenResponse, ctx: &str) -> Vec<u8> {
         replica_election_results: &results,
         tagged_fields: &body_tags,
     };
-    finish_encode(
-        data.encoded_len(g.version),
-        |buf| data.encode(g.version, buf),
-        ctx,
-    )
+    f(&data)
+}
+
+pub fn encode_ours_response(g: &GenResponse, ctx: &str) -> Vec<u8> {
+    with_response_data(g, |data| {
+        finish_encode(
+            data.encoded_len(g.version),
+            |buf| data.encode(g.version, buf),
+            ctx,
+        )
+    })
 }
 
 pub fn utf8(bytes: &[u8], what: &str, ctx: &str) -> String {
