@@ -9,6 +9,8 @@
 //! - [`split_frame`] / [`Frames`] cut whole frames off a byte stream; [`peek_request`]
 //!   reads any request's API key, version and correlation id, [`peek_response`] any
 //!   response's correlation id.
+//! - [`InFlight`] pairs the responses of a connection with their requests, whatever their
+//!   API ([`api_name`] names them), so a response is parsed with its request's version.
 //! - [`parse_request`] and [`parse_response`] parse one frame into an
 //!   [`ElectLeadersRequest`] or an [`ElectLeadersResponse`].
 //! - Errors ([`Error`]) are small `Copy` values naming the field and the byte offset.
@@ -34,6 +36,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod conn;
 mod debug;
 mod election_type;
 mod error;
@@ -50,6 +53,7 @@ mod version;
 mod wire;
 mod write;
 
+pub use conn::{api_name, Answered, InFlight, InFlightFull, Pending};
 pub use election_type::ElectionType;
 pub use error::{Error, ErrorKind};
 pub use error_code::ErrorCode;

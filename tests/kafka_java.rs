@@ -1095,3 +1095,25 @@ fn both_writers_refuse_the_same_messages() {
         assert!(ours.is_err(), "{ctx}: our writer measured it: {ours:?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// 5. Kafka's API keys, named as Kafka names them
+
+#[test]
+fn api_names_are_kafkas() {
+    let cp = peer_or_skip!();
+    let reply = &ask(cp, vec![json!({"op": "api_keys"})])[0];
+    let keys = ok(reply, "api_keys")["api_keys"].as_array().unwrap();
+    assert!(keys.len() > 90);
+    let mut highest = 0;
+    for key in keys {
+        let id = int(&key["id"]) as i16;
+        highest = highest.max(id);
+        assert_eq!(
+            kafka_elect_leaders::api_name(id),
+            key["name"].as_str(),
+            "api key {id}"
+        );
+    }
+    assert_eq!(kafka_elect_leaders::api_name(highest + 1), None);
+}

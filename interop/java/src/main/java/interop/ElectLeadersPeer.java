@@ -46,6 +46,8 @@ import java.util.List;
  *   <li>{@code {"op":"encode_request","message":M}} and {@code
  *       {"op":"encode_response","message":M}}: the generated writer ({@code
  *       RequestUtils.serialize}, which {@code serializeWithHeader} calls), header included.
+ *   <li>{@code {"op":"api_keys"}}: every API key Kafka defines, {@code
+ *       {"ok":true,"api_keys":[{"id":N,"name":S},...]}}.
  * </ul>
  *
  * <p>A frame is hex of the whole frame, int32 size prefix included. A decode answers {@code
@@ -100,9 +102,21 @@ public final class ElectLeadersPeer {
                 return encodeRequest(command.get("message"));
             case "encode_response":
                 return encodeResponse(command.get("message"));
+            case "api_keys":
+                return apiKeys();
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
+    }
+
+    private static ObjectNode apiKeys() {
+        ObjectNode reply = JSON.createObjectNode();
+        reply.put("ok", true);
+        ArrayNode keys = reply.putArray("api_keys");
+        for (ApiKeys key : ApiKeys.values()) {
+            keys.addObject().put("id", key.id).put("name", key.name);
+        }
+        return reply;
     }
 
     private static ObjectNode failure(Throwable e) {
