@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# A real Apache Kafka 4.4.0 cluster in KRaft mode on loopback, for the end-to-end tests.
+#
+#   tests/e2e/cluster.sh start            format and start: controller 1, brokers 2 and 3
+#   tests/e2e/cluster.sh stop             stop every node it started, remove the data dirs
+#   tests/e2e/cluster.sh status           which nodes run, ports, bootstrap address
+#   tests/e2e/cluster.sh stop-broker ID   stop one broker (2 or 3), keep its data
+#   tests/e2e/cluster.sh start-broker ID  start it again with the same config and data
+#   tests/e2e/cluster.sh bootstrap        print the bootstrap address (advertised)
+#
+# Environment:
+#   E2E_DIR      state root (default: <repo>/target/e2e); the cluster lives in $E2E_DIR/cluster
+#   ADVERTISE    "host:port,host:port": what brokers 2 and 3 advertise on their client
+#                listener (e.g. a tap or proxy in front of each); default: their own address
+#   KAFKA_HEAP   JVM heap per node (default 256m)
+#
+# Each broker has two listeners: CLIENT (advertised as $ADVERTISE) for clients, INTERNAL for
+# replication between brokers (never through the tap). Ports are chosen free at start and
+# written, with the pids, to $E2E_DIR/cluster/state.env. Nodes log to files
+# ($E2E_DIR/cluster/logs/node-N/server.log), never to the console.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+E2E_DIR="${E2E_DIR:-$ROOT/target/e2e}"
+DIR="$E2E_DIR/cluster"
+STATE="$DIR/state.env"
+HEAP="${KAFKA_HEAP:-256m}"
+CONTROLLER=1
+BROKERS=(2 3)
+READY_TIMEOUT="${READY_TIMEOUT:-120}"
+
+log() { echo "cluster: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+need_java() {
+    command -v java >/dev/null 2>&1 || die "java not found (Java 17+ is needed for the Kafka cluster)"
+    command -v mvn >/dev/null 2>&1 || die "mvn not found (Maven is needed to resolve the Kafka classpath)"
+}
+
+# The Kafka 4.4.0 server classpath, resolved by Maven from server/pom.xml (offline first).
+classpath() {
+    local out="$E2E_DIR/kafka-server.classpath"
+    if [[ ! -s "$out" || "$HERE/server/pom.xml" -nt "$out" ]]; then
+        mkdir -p "$E2E_DIR"
+        if ! mvn -q -B -o -f "$HERE/server/pom.xml" dependency:build-classpath \
+                -Dmdep.outputFile="$out" >"$E2E_DIR/mvn-server.log" 2>&1; then
+            mvn -q -B -f "$HERE/server/pom.xml" dependency:build-classpath \
+                -Dmdep.outputFile="$out" >"$E2E_DIR/mvn-server.log" 2>&1 \
+                || { cat "$E2E_DIR/mvn-server.log" >&2; die "could not resolve the Kafka classpath"; }
+        fi
+    fi
+    cat "$out"
+}
+
+free_ports() { # N -> N free loopback ports, space separated
+    python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks: s.close()
+EOF
+}
+
+cluster_id() {
+    python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))'
+}
+
+load_state() { [[ -f "$STATE" ]] || die "no cluster state in $STATE (not started?)"; # shellcheck disable=SC1090
+    source "$STATE"; }
+
+pid_of() { local f="$DIR/node-$1.pid"; [[ -f "$f" ]] && cat "$f" || true; }
+alive() { local p; p="$(pid_of "$1")"; [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; }
+
+write_props() { # node-id role -> props file
+    local id=$1 role=$2 f="$DIR/node-$1.properties"
+    {
+        echo "process.roles=$role"
+        echo "node.id=$id"
+        echo "controller.quorum.voters=$CONTROLLER@127.0.0.1:$CONTROLLER_PORT"
+        echo "controller.listener.names=CONTROLLER"
+        echo "log.dirs=$DIR/data/node-$id"
+        echo "num.partitions=1"
+        echo "default.replication.factor=1"
+        echo "offsets.topic.replication.factor=1"
+        echo "offsets.topic.num.partitions=1"
+        echo "transaction.state.log.replication.factor=1"
+        echo "transaction.state.log.min.isr=1"
+        echo "share.coordinator.state.topic.replication.factor=1"
+        echo "share.coordinator.state.topic.min.isr=1"
+        echo "group.initial.rebalance.delay.ms=0"
+        # The tests decide where leaders go: no automatic move back to the preferred replica.
+        echo "auto.leader.rebalance.enable=false"
+        echo "unclean.leader.election.enable=false"
+        echo "min.insync.replicas=1"
+        echo "log.segment.bytes=1048576"
+        echo "num.network.threads=2"
+        echo "num.io.threads=2"
+        echo "background.threads=2"
+        echo "num.recovery.threads.per.data.dir=1"
+        echo "log.cleaner.enable=false"
+        # Shorter timeouts so that a stopped broker is fenced and a restarted one is back fast.
+        echo "broker.session.timeout.ms=6000"
+        echo "broker.heartbeat.interval.ms=500"
+        echo "replica.lag.time.max.ms=5000"
+        echo "controlled.shutdown.enable=true"
+        echo "controller.quorum.election.timeout.ms=1000"
+        echo "controller.quorum.fetch.timeout.ms=2000"
+        if [[ $role == controller ]]; then
+            echo "listeners=CONTROLLER://127.0.0.1:$CONTROLLER_PORT"
+            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT"
+        else
+            local client_var="CLIENT_PORT_$id" internal_var="INTERNAL_PORT_$id" adv_var="ADVERTISED_$id"
+            echo "listeners=CLIENT://127.0.0.1:${!client_var},INTERNAL://127.0.0.1:${!internal_var}"
+            echo "advertised.listeners=CLIENT://${!adv_var},INTERNAL://127.0.0.1:${!internal_var}"
+            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT"
+            echo "inter.broker.listener.name=INTERNAL"
+        fi
+    } >"$f"
+    echo "$f"
+}
+
+launch() { # node-id
+    local id=$1 cp logs
+    cp="$(classpath)"
+    logs="$DIR/logs/node-$id"
+    mkdir -p "$logs"
+    # setsid: the node gets its own process group, so that the caller's Ctrl-C or trap does
+    # not reach it except through `stop`, which kills it by pid.
+    setsid java -Xms64m -Xmx"$HEAP" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k \
+        -XX:ReservedCodeCacheSize=64m -Djava.awt.headless=true \
+        -Dkafka.logs.dir="$logs" -Dlog4j2.configurationFile="$HERE/server/log4j2.xml" \
+        -cp "$cp" kafka.Kafka "$DIR/node-$id.properties" \
+        >"$logs/stdout.log" 2>&1 </dev/null &
+    echo $! >"$DIR/node-$id.pid"
+}
+
+wait_ready() { # node ids... : brokers unfenced, controller listening
+    local deadline=$((SECONDS + READY_TIMEOUT)) id
+    for id in "$@"; do
+        local logf="$DIR/logs/node-$id/server.log" marker
+        if [[ $id == "$CONTROLLER" ]]; then marker="Kafka Server started"
+        else marker="The broker has been unfenced"; fi
+        # A restarted broker appends to its log: count markers seen since this launch.
+        local before
+        before=$(cat "$DIR/node-$id.markers" 2>/dev/null || echo 0)
+        while :; do
+            alive "$id" || { tail -20 "$logf" "$DIR/logs/node-$id/stdout.log" >&2 2>/dev/null || true
+                die "node $id exited during startup (logs: $DIR/logs/node-$id)"; }
+            local n
+            n=$(grep -c "$marker" "$logf" 2>/dev/null || true)
+            [[ ${n:-0} -gt $before ]] && { echo "$n" >"$DIR/node-$id.markers"; break; }
+            ((SECONDS < deadline)) || die "node $id not ready after ${READY_TIMEOUT}s (logs: $DIR/logs/node-$id)"
+            sleep 0.3
+        done
+    done
+}
+
+kill_node() { # node-id [timeout]
+    local id=$1 t=${2:-20} p
+    p="$(pid_of "$id")"
+    [[ -n "$p" ]] || return 0
+    if kill -0 "$p" 2>/dev/null; then
+        kill -TERM "$p" 2>/dev/null || true
+        local deadline=$((SECONDS + t))
+        while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+        if kill -0 "$p" 2>/dev/null; then
+            log "node $id (pid $p) still up after ${t}s: KILL"
+            kill -KILL "$p" 2>/dev/null || true
+            sleep 0.2
+        fi
+    fi
+    rm -f "$DIR/node-$id.pid"
+}
+
+bootstrap() { load_state; echo "$BOOTSTRAP"; }
+
+start() {
+    need_java
+    if [[ -f "$STATE" ]]; then
+        local id
+        for id in $CONTROLLER "${BROKERS[@]}"; do
+            alive "$id" && die "a cluster is already running in $DIR (run: $0 stop)"
+        done
+        rm -rf "$DIR"
+    fi
+    mkdir -p "$DIR/data" "$DIR/logs"
+    local t0=$SECONDS cp
+    cp="$(classpath)"
+    local ports
+    read -r -a ports <<<"$(free_ports 5)"
+    CONTROLLER_PORT=${ports[0]}
+    CLIENT_PORT_2=${ports[1]}; INTERNAL_PORT_2=${ports[2]}
+    CLIENT_PORT_3=${ports[3]}; INTERNAL_PORT_3=${ports[4]}
+    local adv
+    IFS=, read -r -a adv <<<"${ADVERTISE:-}"
+    if [[ ${#adv[@]} -gt 0 && ${#adv[@]} -ne ${#BROKERS[@]} ]]; then
+        die "ADVERTISE must name ${#BROKERS[@]} host:port, one per broker (got '${ADVERTISE}')"
+    fi
+    ADVERTISED_2=${adv[0]:-127.0.0.1:$CLIENT_PORT_2}
+    ADVERTISED_3=${adv[1]:-127.0.0.1:$CLIENT_PORT_3}
+    BOOTSTRAP="$ADVERTISED_2,$ADVERTISED_3"
+    CLUSTER_ID="$(cluster_id)"
+    cat >"$STATE" <<EOF
+CLUSTER_ID=$CLUSTER_ID
+CONTROLLER_PORT=$CONTROLLER_PORT
+CLIENT_PORT_2=$CLIENT_PORT_2
+INTERNAL_PORT_2=$INTERNAL_PORT_2
+CLIENT_PORT_3=$CLIENT_PORT_3
+INTERNAL_PORT_3=$INTERNAL_PORT_3
+ADVERTISED_2=$ADVERTISED_2
+ADVERTISED_3=$ADVERTISED_3
+BOOTSTRAP=$BOOTSTRAP
+DIRECT_BOOTSTRAP=127.0.0.1:$CLIENT_PORT_2,127.0.0.1:$CLIENT_PORT_3
+EOF
+    write_props $CONTROLLER controller >/dev/null
+    for id in "${BROKERS[@]}"; do write_props "$id" broker >/dev/null; done
+    # Format the three storage dirs in parallel (one short JVM each).
+    local fpids=() id
+    for id in $CONTROLLER "${BROKERS[@]}"; do
+        java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+            -Dlog4j2.configurationFile="$HERE/server/log4j2.xml" -Dkafka.logs.dir="$DIR/logs" \
+            -cp "$cp" kafka.tools.StorageTool format -t "$CLUSTER_ID" -c "$DIR/node-$id.properties" \
+            >"$DIR/logs/format-$id.log" 2>&1 &
+        fpids+=($!)
+    done
+    for p in "${fpids[@]}"; do wait "$p" || { cat "$DIR"/logs/format-*.log >&2; die "storage format failed"; }; done
+    for id in $CONTROLLER "${BROKERS[@]}"; do launch "$id"; done
+    wait_ready $CONTROLLER "${BROKERS[@]}"
+    log "Kafka 4.4.0 KRaft cluster up in $((SECONDS - t0))s: controller 1 on 127.0.0.1:$CONTROLLER_PORT," \
+        "broker 2 on 127.0.0.1:$CLIENT_PORT_2 (advertised $ADVERTISED_2)," \
+        "broker 3 on 127.0.0.1:$CLIENT_PORT_3 (advertised $ADVERTISED_3)"
+    echo "$BOOTSTRAP"
+}
+
+stop() {
+    [[ -d "$DIR" ]] || { log "nothing to stop"; return 0; }
+    # Brokers first (controlled shutdown needs the controller), then the controller.
+    local id
+    for id in "${BROKERS[@]}"; do kill_node "$id" 15 & done
+    wait
+    kill_node $CONTROLLER 15
+    rm -rf "$DIR/data"
+    rm -f "$DIR"/node-*.markers
+    log "stopped (logs kept in $DIR/logs)"
+}
+
+status() {
+    load_state
+    local id
+    for id in $CONTROLLER "${BROKERS[@]}"; do
+        if alive "$id"; then echo "node $id: running (pid $(pid_of "$id"))"
+        else echo "node $id: stopped"; fi
+    done
+    echo "controller: 127.0.0.1:$CONTROLLER_PORT"
+    echo "broker 2: 127.0.0.1:$CLIENT_PORT_2 advertised $ADVERTISED_2"
+    echo "broker 3: 127.0.0.1:$CLIENT_PORT_3 advertised $ADVERTISED_3"
+    echo "bootstrap: $BOOTSTRAP"
+}
+
+broker_arg() {
+    local id=${1:-}
+    [[ " ${BROKERS[*]} " == *" $id "* ]] || die "broker id must be one of: ${BROKERS[*]}"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    status) status ;;
+    bootstrap) bootstrap ;;
+    stop-broker)
+        broker_arg "${2:-}"; load_state
+        kill_node "$2" 30
+        log "broker $2 stopped" ;;
+    start-broker)
+        broker_arg "${2:-}"; load_state
+        alive "$2" && die "broker $2 is already running"
+        launch "$2"; wait_ready "$2"
+        log "broker $2 started" ;;
+    *) echo "usage: $0 start|stop|status|bootstrap|stop-broker ID|start-broker ID" >&2; exit 2 ;;
+esac

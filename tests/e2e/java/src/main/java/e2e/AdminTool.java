@@ -1,0 +1,337 @@
+package e2e;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ElectLeadersOptions;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Kafka's own Admin client behind a small command line, for the end-to-end tests. Every
+ * command prints exactly one JSON line on stdout and exits 0 when the command ran (whatever the
+ * cluster answered), non-zero when it could not run.
+ *
+ * <pre>
+ * AdminTool elect    --bootstrap B --type preferred|unclean [--partition topic:N ...] [--client-id ID] [--timeout-ms N]
+ *                    (no --partition: all partitions, a null TopicPartitions)
+ * AdminTool create   --bootstrap B --topic T --assignment 2,3[/3,2...] [--config k=v ...]
+ * AdminTool reassign --bootstrap B --partition topic:N --replicas 3,2
+ * AdminTool describe --bootstrap B --topic T ...
+ * AdminTool produce  --bootstrap B --partition topic:N [--count N]
+ * AdminTool delete   --bootstrap B --topic T ...
+ * </pre>
+ */
+public final class AdminTool {
+    private AdminTool() {}
+
+    public static void main(String[] argv) throws Exception {
+        if (argv.length == 0) {
+            System.err.println("usage: AdminTool elect|create|reassign|describe|produce|delete --bootstrap B ...");
+            System.exit(2);
+        }
+        String cmd = argv[0];
+        Map<String, List<String>> opts = parse(argv);
+        String bootstrap = one(opts, "bootstrap", null);
+        if (bootstrap == null) {
+            fail("--bootstrap is required");
+        }
+        String clientId = one(opts, "client-id", "e2e-java-setup");
+        int code;
+        if (cmd.equals("produce")) {
+            code = produce(bootstrap, clientId, opts);
+        } else {
+            Properties p = new Properties();
+            p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId);
+            p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "20000");
+            p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+            try (Admin admin = Admin.create(p)) {
+                switch (cmd) {
+                    case "elect": code = elect(admin, opts); break;
+                    case "create": code = create(admin, opts); break;
+                    case "reassign": code = reassign(admin, opts); break;
+                    case "describe": code = describe(admin, opts); break;
+                    case "delete": code = delete(admin, opts); break;
+                    default: fail("unknown command " + cmd); code = 2;
+                }
+            }
+        }
+        System.out.flush();
+        System.exit(code);
+    }
+
+    // elect: {"op":"elect","type":"PREFERRED","client_id":..,"requested":[..]|null,
+    //         "results":[{"topic","partition","error":null|{"code","name","class","message"}}],
+    //         "error":null|{...}}  (error: the whole request failed)
+    static int elect(Admin admin, Map<String, List<String>> opts) throws Exception {
+        String type = one(opts, "type", "preferred");
+        ElectionType et = type.equalsIgnoreCase("unclean") ? ElectionType.UNCLEAN : ElectionType.PREFERRED;
+        Set<TopicPartition> parts = null;
+        if (opts.containsKey("partition")) {
+            parts = new HashSet<>();
+            for (String s : opts.get("partition")) {
+                parts.add(tp(s));
+            }
+        }
+        ElectLeadersOptions o = new ElectLeadersOptions();
+        o.timeoutMs(Integer.parseInt(one(opts, "timeout-ms", "30000")));
+        StringBuilder out = new StringBuilder("{\"op\":\"elect\",\"type\":").append(q(et.name()));
+        out.append(",\"requested\":");
+        if (parts == null) {
+            out.append("null");
+        } else {
+            out.append('[');
+            boolean first = true;
+            for (TopicPartition t : parts) {
+                out.append(first ? "" : ",").append("{\"topic\":").append(q(t.topic()))
+                        .append(",\"partition\":").append(t.partition()).append('}');
+                first = false;
+            }
+            out.append(']');
+        }
+        try {
+            Map<TopicPartition, Optional<Throwable>> r = admin.electLeaders(et, parts, o).partitions().get();
+            out.append(",\"error\":null,\"results\":[");
+            boolean first = true;
+            for (Map.Entry<TopicPartition, Optional<Throwable>> e : r.entrySet()) {
+                out.append(first ? "" : ",").append("{\"topic\":").append(q(e.getKey().topic()))
+                        .append(",\"partition\":").append(e.getKey().partition())
+                        .append(",\"error\":").append(e.getValue().map(AdminTool::err).orElse("null")).append('}');
+                first = false;
+            }
+            out.append("]}");
+        } catch (ExecutionException e) {
+            out.append(",\"error\":").append(err(e.getCause())).append(",\"results\":null}");
+        }
+        System.out.println(out);
+        return 0;
+    }
+
+    static int create(Admin admin, Map<String, List<String>> opts) throws Exception {
+        String topic = one(opts, "topic", null);
+        Map<Integer, List<Integer>> assignment = new LinkedHashMap<>();
+        int p = 0;
+        for (String replicas : one(opts, "assignment", "2,3").split("/")) {
+            assignment.put(p++, ints(replicas));
+        }
+        NewTopic nt = new NewTopic(topic, assignment);
+        Map<String, String> configs = new HashMap<>();
+        for (String kv : opts.getOrDefault("config", List.of())) {
+            String[] s = kv.split("=", 2);
+            configs.put(s[0], s[1]);
+        }
+        nt.configs(configs);
+        admin.createTopics(List.of(nt)).all().get(30, TimeUnit.SECONDS);
+        // Wait until every partition has its leader, as seen through metadata.
+        long deadline = System.currentTimeMillis() + 30000;
+        while (true) {
+            TopicDescription d = describeOne(admin, topic);
+            if (d != null && d.partitions().size() == assignment.size()
+                    && d.partitions().stream().allMatch(i -> i.leader() != null && !i.leader().isEmpty())) {
+                break;
+            }
+            if (System.currentTimeMillis() > deadline) {
+                fail("topic " + topic + " has no leader after 30s");
+            }
+            Thread.sleep(100);
+        }
+        System.out.println("{\"op\":\"create\",\"topic\":" + q(topic) + "}");
+        return 0;
+    }
+
+    static int reassign(Admin admin, Map<String, List<String>> opts) throws Exception {
+        TopicPartition t = tp(one(opts, "partition", null));
+        List<Integer> replicas = ints(one(opts, "replicas", null));
+        admin.alterPartitionReassignments(Map.of(t, Optional.of(new NewPartitionReassignment(replicas))))
+                .all().get(30, TimeUnit.SECONDS);
+        long deadline = System.currentTimeMillis() + 30000;
+        while (!admin.listPartitionReassignments(Set.of(t)).reassignments().get().isEmpty()) {
+            if (System.currentTimeMillis() > deadline) {
+                fail("reassignment of " + t + " still running after 30s");
+            }
+            Thread.sleep(100);
+        }
+        // Also wait until the new replica order is what metadata reports.
+        while (true) {
+            TopicDescription d = describeOne(admin, t.topic());
+            List<Integer> now = new ArrayList<>();
+            for (Node n : d.partitions().get(t.partition()).replicas()) {
+                now.add(n.id());
+            }
+            if (now.equals(replicas)) {
+                break;
+            }
+            if (System.currentTimeMillis() > deadline) {
+                fail("replicas of " + t + " are " + now + ", not " + replicas);
+            }
+            Thread.sleep(100);
+        }
+        System.out.println("{\"op\":\"reassign\",\"topic\":" + q(t.topic()) + ",\"partition\":" + t.partition()
+                + ",\"replicas\":" + replicas + "}");
+        return 0;
+    }
+
+    // describe: {"op":"describe","topics":{"t":[{"partition","leader","replicas","isr","elr","last_known_elr"}]}}
+    // A topic that does not exist: null.
+    static int describe(Admin admin, Map<String, List<String>> opts) throws Exception {
+        StringBuilder out = new StringBuilder("{\"op\":\"describe\",\"topics\":{");
+        boolean first = true;
+        for (String topic : opts.getOrDefault("topic", List.of())) {
+            out.append(first ? "" : ",").append(q(topic)).append(':');
+            first = false;
+            TopicDescription d = describeOne(admin, topic);
+            if (d == null) {
+                out.append("null");
+                continue;
+            }
+            out.append('[');
+            boolean firstP = true;
+            for (TopicPartitionInfo i : d.partitions()) {
+                out.append(firstP ? "" : ",").append("{\"partition\":").append(i.partition())
+                        .append(",\"leader\":").append(i.leader() == null || i.leader().isEmpty() ? "null" : i.leader().id())
+                        .append(",\"replicas\":").append(ids(i.replicas()))
+                        .append(",\"isr\":").append(ids(i.isr()))
+                        .append(",\"elr\":").append(ids(i.elr()))
+                        .append(",\"last_known_elr\":").append(ids(i.lastKnownElr())).append('}');
+                firstP = false;
+            }
+            out.append(']');
+        }
+        System.out.println(out.append("}}"));
+        return 0;
+    }
+
+    static int delete(Admin admin, Map<String, List<String>> opts) throws Exception {
+        admin.deleteTopics(opts.getOrDefault("topic", List.of())).all().get(30, TimeUnit.SECONDS);
+        System.out.println("{\"op\":\"delete\"}");
+        return 0;
+    }
+
+    static int produce(String bootstrap, String clientId, Map<String, List<String>> opts) throws Exception {
+        TopicPartition t = tp(one(opts, "partition", null));
+        int count = Integer.parseInt(one(opts, "count", "10"));
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ProducerConfig.ACKS_CONFIG, "1");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "20000");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        try (KafkaProducer<String, String> prod = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < count; i++) {
+                prod.send(new ProducerRecord<>(t.topic(), t.partition(), "k" + i, "v" + i)).get(20, TimeUnit.SECONDS);
+            }
+        }
+        System.out.println("{\"op\":\"produce\",\"topic\":" + q(t.topic()) + ",\"partition\":" + t.partition()
+                + ",\"count\":" + count + "}");
+        return 0;
+    }
+
+    static TopicDescription describeOne(Admin admin, String topic) throws Exception {
+        try {
+            return admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
+        } catch (ExecutionException e) {
+            if (Errors.forException(e.getCause()) == Errors.UNKNOWN_TOPIC_OR_PARTITION) {
+                return null;
+            }
+            throw e;
+        }
+    }
+
+    static String err(Throwable t) {
+        Errors e = Errors.forException(t);
+        return "{\"code\":" + e.code() + ",\"name\":" + q(e.name()) + ",\"class\":" + q(t.getClass().getName())
+                + ",\"message\":" + q(t.getMessage()) + "}";
+    }
+
+    static String ids(Collection<Node> nodes) {
+        StringBuilder b = new StringBuilder("[");
+        boolean first = true;
+        for (Node n : nodes) {
+            b.append(first ? "" : ",").append(n.id());
+            first = false;
+        }
+        return b.append(']').toString();
+    }
+
+    static List<Integer> ints(String s) {
+        List<Integer> r = new ArrayList<>();
+        for (String x : s.split(",")) {
+            r.add(Integer.parseInt(x.trim()));
+        }
+        return r;
+    }
+
+    static TopicPartition tp(String s) {
+        int i = s.lastIndexOf(':');
+        return new TopicPartition(s.substring(0, i), Integer.parseInt(s.substring(i + 1)));
+    }
+
+    static String q(String s) {
+        if (s == null) {
+            return "null";
+        }
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            switch (c) {
+                case '"': b.append("\\\""); break;
+                case '\\': b.append("\\\\"); break;
+                case '\n': b.append("\\n"); break;
+                case '\r': b.append("\\r"); break;
+                case '\t': b.append("\\t"); break;
+                default:
+                    if (c < 0x20) {
+                        b.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    static Map<String, List<String>> parse(String[] argv) {
+        Map<String, List<String>> m = new HashMap<>();
+        for (int i = 1; i < argv.length; i++) {
+            if (!argv[i].startsWith("--") || i + 1 >= argv.length) {
+                fail("bad argument " + argv[i]);
+            }
+            m.computeIfAbsent(argv[i].substring(2), k -> new ArrayList<>()).add(argv[++i]);
+        }
+        return m;
+    }
+
+    static String one(Map<String, List<String>> m, String k, String dflt) {
+        List<String> v = m.get(k);
+        return v == null || v.isEmpty() ? dflt : v.get(v.size() - 1);
+    }
+
+    static void fail(String msg) {
+        System.err.println("AdminTool: " + msg);
+        System.exit(2);
+    }
+}
