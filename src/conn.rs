@@ -139,6 +139,33 @@ pub fn api_name(api_key: i16) -> Option<&'static str> {
         .copied()
 }
 
+/// The newest version of each API key that Apache Kafka 4.4 reads, by key; for the keys 4.x
+/// no longer serves (inter-broker APIs of the ZooKeeper era), the newest version they had.
+const API_LATEST: [i16; 95] = [
+    13, 18, 11, 13, 7, 4, 8, 3, 10, 10, 6, 9, 4, 5, 5, 6, 5, 1, 5, 7, 6, 2, 6, 4, 5, 4, 5, 2, 6, 3,
+    3, 3, 4, 2, 2, 5, 2, 3, 3, 2, 2, 3, 3, 2, 1, 1, 0, 0, 1, 1, 0, 0, 2, 1, 1, 2, 3, 2, 0, 1, 2, 0,
+    4, 2, 0, 0, 2, 0, 1, 1, 0, 0, 0, 0, 1, 0, 1, 1, 2, 2, 1, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 0, 0, 0,
+    0,
+];
+
+/// Whether a request header with this API key and version could have been sent by a Kafka
+/// client or broker: the key is one Kafka defines, the version between 0 and the newest
+/// Kafka 4.4 knows for that key. Tools use it to tell a request of another API from bytes
+/// that are not a request at all (a response read as a request, or garbage).
+///
+/// ```
+/// use kafka_elect_leaders::is_known_request;
+/// assert!(is_known_request(18, 3)); // ApiVersions v3
+/// assert!(!is_known_request(18, 99));
+/// assert!(!is_known_request(1000, 0));
+/// ```
+pub fn is_known_request(api_key: i16, api_version: i16) -> bool {
+    usize::try_from(api_key)
+        .ok()
+        .and_then(|key| API_LATEST.get(key))
+        .is_some_and(|&latest| (0..=latest).contains(&api_version))
+}
+
 /// What is kept of a request until its response comes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pending {
@@ -319,6 +346,14 @@ mod tests {
         assert_eq!(api_name(95), None);
         assert_eq!(api_name(i16::MIN), None);
         assert_eq!(api_name(i16::MAX), None);
+    }
+
+    #[test]
+    fn known_requests() {
+        assert_eq!(API_LATEST.len(), API_NAMES.len());
+        assert!(is_known_request(43, 0) && is_known_request(43, 2) && !is_known_request(43, 3));
+        assert!(is_known_request(0, 13) && !is_known_request(0, 14));
+        assert!(!is_known_request(-1, 0) && !is_known_request(95, 0) && !is_known_request(3, -1));
     }
 
     #[test]

@@ -53,7 +53,7 @@ mod version;
 mod wire;
 mod write;
 
-pub use conn::{api_name, Answered, InFlight, InFlightFull, Pending};
+pub use conn::{api_name, is_known_request, Answered, InFlight, InFlightFull, Pending};
 pub use election_type::ElectionType;
 pub use error::{Error, ErrorKind};
 pub use error_code::ErrorCode;

@@ -1114,6 +1114,17 @@ fn api_names_are_kafkas() {
             key["name"].as_str(),
             "api key {id}"
         );
+        // Every version Kafka serves counts as a known request; the next one does not.
+        let latest = int(&key["latest"]) as i16;
+        if latest >= 0 {
+            for v in int(&key["oldest"]) as i16..=latest {
+                assert!(kafka_elect_leaders::is_known_request(id, v), "{id} v{v}");
+            }
+            assert!(
+                !kafka_elect_leaders::is_known_request(id, latest + 1),
+                "{id}"
+            );
+        }
     }
     assert_eq!(kafka_elect_leaders::api_name(highest + 1), None);
 }

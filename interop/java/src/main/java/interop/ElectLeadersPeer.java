@@ -114,7 +114,11 @@ public final class ElectLeadersPeer {
         reply.put("ok", true);
         ArrayNode keys = reply.putArray("api_keys");
         for (ApiKeys key : ApiKeys.values()) {
-            keys.addObject().put("id", key.id).put("name", key.name);
+            keys.addObject()
+                    .put("id", key.id)
+                    .put("name", key.name)
+                    .put("oldest", key.oldestVersion())
+                    .put("latest", key.latestVersion(true));
         }
         return reply;
     }
