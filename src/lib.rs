@@ -14,6 +14,11 @@
 //! - [`parse_request`] and [`parse_response`] parse one frame into an
 //!   [`ElectLeadersRequest`] or an [`ElectLeadersResponse`].
 //! - Errors ([`Error`]) are small `Copy` values naming the field and the byte offset.
+//! - For proxies: [`set_request_correlation_id`] and [`set_response_correlation_id`]
+//!   rewrite a frame's correlation id in place; [`OwnedRequest`] and [`OwnedResponse`] keep
+//!   a validated frame across an `.await`; with the `bytes` feature `encode_buf`
+//!   (`EncodeRequestExt`) puts a frame into a `bytes::BufMut`, and with `tokio`
+//!   `KafkaFrameCodec` cuts a socket's bytes into frames of every API.
 //!
 //! ```
 //! use kafka_elect_leaders::{parse_request, ElectionType};
@@ -36,6 +41,8 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "tokio")]
+mod codec;
 mod conn;
 mod debug;
 mod election_type;
@@ -44,8 +51,10 @@ mod error_code;
 mod frame;
 mod header;
 mod list;
+mod owned;
 mod request;
 mod response;
+mod rewrite;
 #[cfg(feature = "scan")]
 mod scan;
 mod tagged;
@@ -53,6 +62,8 @@ mod version;
 mod wire;
 mod write;
 
+#[cfg(feature = "tokio")]
+pub use codec::{CodecError, KafkaFrameCodec, RequestAt, ResponseAt};
 pub use conn::{api_name, is_known_request, Answered, InFlight, InFlightFull, Pending};
 pub use election_type::ElectionType;
 pub use error::{Error, ErrorKind};
@@ -63,8 +74,10 @@ pub use frame::{
 };
 pub use header::{RequestHeader, ResponseHeader};
 pub use list::{Int32Iter, Int32List, List, ListIter};
+pub use owned::{FrameStorage, OwnedParseError, OwnedRequest, OwnedResponse};
 pub use request::{parse_request, ElectLeadersRequest, TopicPartitions};
 pub use response::{parse_response, ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
+pub use rewrite::{set_request_correlation_id, set_response_correlation_id};
 #[cfg(feature = "scan")]
 pub use scan::{scan_requests, scan_responses, RequestScanner, ResponseScanner};
 pub use tagged::{TaggedField, TaggedFields};
@@ -79,6 +92,8 @@ pub use write::{
     ErrorResponse, PartitionResultData, ReplicaElectionResultData, RequestEdit, ResponseEdit,
     TaggedFieldData, TopicPartitionsData, DEFAULT_TIMEOUT_MS,
 };
+#[cfg(any(feature = "bytes", feature = "std"))]
+pub use write::{EncodeRequestExt, EncodeResponseExt};
 
 // The README's example is compiled and run as a doc test.
 #[cfg(doctest)]

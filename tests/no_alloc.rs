@@ -279,3 +279,86 @@ fn measuring_and_encoding_allocate_nothing() {
     assert_eq!(n, 0, "allocations while measuring and encoding");
     black_box(sum);
 }
+
+#[test]
+fn rewriting_correlation_ids_allocates_nothing() {
+    use kafka_elect_leaders::{set_request_correlation_id, set_response_correlation_id};
+    let mut corpus = load_corpus();
+    let mut short = common::load("request-v0.bin")[..7].to_vec();
+    let mut sum = 0i64;
+    let n = allocations_in(|| {
+        for frame in &mut corpus {
+            let kind = frame.kind();
+            let bytes = black_box(&mut frame.bytes[..]);
+            sum ^= i64::from(match kind {
+                Kind::Request => set_request_correlation_id(bytes, 5).unwrap(),
+                Kind::Response { .. } => set_response_correlation_id(bytes, 5).unwrap(),
+            });
+        }
+        // Refused, on the error path.
+        let e = set_request_correlation_id(black_box(&mut short), 5).unwrap_err();
+        sum ^= e.needed().unwrap() as i64;
+    });
+    assert_eq!(n, 0, "allocations while rewriting correlation ids");
+    black_box(sum);
+}
+
+/// Into a `BytesMut` reserved beforehand: the `BufMut` sink, the exact-length encoder (and
+/// its truncation on a wrong length), and the views of owned frames allocate nothing.
+#[cfg(feature = "bytes")]
+#[test]
+fn encoding_into_a_reserved_bytes_mut_allocates_nothing() {
+    use bytes::{Bytes, BytesMut};
+    use kafka_elect_leaders::{EncodeRequestExt, EncodeResponseExt, OwnedRequest};
+
+    let corpus = load_corpus();
+    let owned: Vec<OwnedRequest<Bytes>> = corpus
+        .iter()
+        .filter(|f| f.is_request())
+        .map(|f| OwnedRequest::new(Bytes::from(f.bytes.clone())).unwrap())
+        .collect();
+    let mut out = BytesMut::with_capacity(1 << 16);
+    let mut slice = vec![0u8; 1 << 16];
+    let capacity = out.capacity();
+
+    let mut sum = 0usize;
+    let n = allocations_in(|| {
+        for frame in &corpus {
+            let bytes = black_box(&frame.bytes[..]);
+            out.clear();
+            match frame.kind() {
+                Kind::Request => {
+                    let parsed = parse_request(bytes).unwrap();
+                    let v = parsed.version();
+                    sum ^= parsed.encode_buf(v, &mut out).unwrap();
+                    let edit = parsed
+                        .edit()
+                        .correlation_id(1)
+                        .retain_partitions(|_, p| p > 0);
+                    sum ^= edit.encode_buf(v, &mut out).unwrap();
+                    let refusal = parsed.error_response(ErrorCode::NOT_CONTROLLER, Some(b"no"));
+                    sum ^= refusal.encode_buf(v, &mut out).unwrap();
+                    let len = parsed.encoded_len(v).unwrap();
+                    sum ^= parsed.encode_with_len(v, len, &mut out).unwrap();
+                    // A wrong length: refused and truncated back, still no allocation.
+                    let e = parsed.encode_with_len(v, len + 1, &mut out).unwrap_err();
+                    sum ^= e.field.len();
+                    sum ^= parsed.encode_buf(v, &mut &mut slice[..]).unwrap();
+                }
+                Kind::Response { version } => {
+                    let parsed = parse_response(bytes, version).unwrap();
+                    sum ^= parsed.encode_buf(version, &mut out).unwrap();
+                    let len = parsed.encoded_len(version).unwrap();
+                    sum ^= parsed.encode_with_len(version, len, &mut out).unwrap();
+                    sum ^= parsed.encode_buf(version, &mut &mut slice[..]).unwrap();
+                }
+            }
+        }
+        for request in &owned {
+            sum ^= walk_request(&request.view()) as usize;
+        }
+    });
+    assert_eq!(n, 0, "allocations while encoding into a reserved BytesMut");
+    assert_eq!(out.capacity(), capacity);
+    black_box(sum);
+}

@@ -47,6 +47,14 @@ pub enum EncodeErrorKind {
         /// The length after the size prefix.
         size: usize,
     },
+    /// The length given to an `encode_with_len` (`EncodeRequestExt`, `EncodeResponseExt`) is
+    /// not the frame's length; no bytes of the frame were kept.
+    LengthMismatch {
+        /// The length given.
+        expected: usize,
+        /// The frame's actual length, size prefix included.
+        actual: usize,
+    },
     /// The source gave different data when it was read a second time (or an iterator's
     /// `size_hint` was wrong), so the frame's counts or length would not match its bytes.
     InconsistentSource,
@@ -98,6 +106,9 @@ impl fmt::Display for EncodeErrorKind {
             }
             EncodeErrorKind::FrameTooLarge { size } => {
                 write!(f, "frame of {size} bytes is too large for its size prefix")
+            }
+            EncodeErrorKind::LengthMismatch { expected, actual } => {
+                write!(f, "the frame is {actual} bytes, not the {expected} given")
             }
             EncodeErrorKind::InconsistentSource => {
                 f.write_str("the source changed between measuring and writing")

@@ -12,12 +12,19 @@
 //! - [`RequestEdit`] and [`ResponseEdit`], a parsed view with some values changed or some
 //!   topics and partitions dropped;
 //! - [`ErrorResponse`], the answer that refuses a parsed request.
+//!
+//! With the `bytes` feature a frame can also be put into a `bytes::BufMut`, and with `std`
+//! into a new `Vec` ([`EncodeRequestExt`], [`EncodeResponseExt`]).
 
+#[cfg(any(feature = "bytes", feature = "std"))]
+mod append;
 mod error;
 mod request;
 mod response;
 mod sink;
 
+#[cfg(any(feature = "bytes", feature = "std"))]
+pub use append::{EncodeRequestExt, EncodeResponseExt};
 pub use error::{EncodeError, EncodeErrorKind};
 pub use request::{
     EditedTopicPartitions, ElectLeadersRequestData, EncodeRequest, EncodeTopicPartitions,

@@ -87,9 +87,9 @@ pub trait EncodeTopicPartitions {
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_;
 }
 
-struct RequestFrame<'s, R> {
-    src: &'s R,
-    vx: Vx,
+pub(crate) struct RequestFrame<'s, R> {
+    pub(crate) src: &'s R,
+    pub(crate) vx: Vx,
 }
 
 impl<R: EncodeRequest> Emit for RequestFrame<'_, R> {

@@ -93,9 +93,9 @@ pub trait EncodePartitionResult {
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_;
 }
 
-struct ResponseFrame<'s, R> {
-    src: &'s R,
-    vx: Vx,
+pub(crate) struct ResponseFrame<'s, R> {
+    pub(crate) src: &'s R,
+    pub(crate) vx: Vx,
 }
 
 impl<R: EncodeResponse> Emit for ResponseFrame<'_, R> {
