@@ -8,6 +8,8 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod pcap;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 

@@ -103,3 +103,15 @@ pub fn malformed(
         kind = error.kind,
     )
 }
+
+/// What to add to the error line of a frame read as a request that is no request of any
+/// API Kafka defines: it may well be a response.
+pub fn not_a_request_hint(frame: &[u8]) -> &'static str {
+    match kafka_elect_leaders::peek_request(frame) {
+        Ok(peek) if peek.api_key != kafka_elect_leaders::API_KEY => {
+            " (not a request of any Kafka API; if the input holds responses, read it with \
+             --response --version N)"
+        }
+        _ => "",
+    }
+}

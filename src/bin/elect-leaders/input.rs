@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use kafka_elect_leaders::{split_frame, Error, SIZE_PREFIX_LEN};
 
+use crate::capture::{self, Capture};
 use crate::fail::Failure;
 
 /// The sample frames `inspect` shows when given no file: the reference page's two frames.
@@ -88,8 +89,8 @@ impl Source {
 
     /// Opens the input as a byte stream; hex text is decoded as it is read. A file that
     /// cannot be opened is a usage error (exit 2).
-    pub fn open(&self, command: &'static str, hex: bool) -> Result<Box<dyn Read>, Failure> {
-        let raw: Box<dyn BufRead> = match self {
+    pub fn open(&self, command: &'static str, hex: bool) -> Result<Box<dyn Read + Send>, Failure> {
+        let raw: Box<dyn BufRead + Send> = match self {
             Source::Stdin => Box::new(BufReader::new(io::stdin())),
             Source::File(path) => {
                 let file = File::open(path).map_err(|e| {
@@ -107,6 +108,26 @@ impl Source {
         })
     }
 
+    /// Opens the input and tells a capture (pcap or pcapng, by its magic number) from a
+    /// stream of frames. Hex text is always a stream.
+    pub fn open_any(&self, command: &'static str, hex: bool) -> Result<Opened, Failure> {
+        let mut reader = self.open(command, hex)?;
+        if hex {
+            return Ok(Opened::Stream(reader));
+        }
+        let mut head = [0u8; 4];
+        let got = read_full(&mut reader, &mut head)
+            .map_err(|e| Failure::Input(format!("{}: {e}", self.name())))?;
+        let reader: Box<dyn Read + Send> =
+            Box::new(io::Cursor::new(head[..got].to_vec()).chain(reader));
+        if got == head.len() && capture::is_capture(&head) {
+            let capture = Capture::new(reader)
+                .map_err(|e| Failure::Input(format!("{}: {e}", self.name())))?;
+            return Ok(Opened::Capture(Box::new(capture)));
+        }
+        Ok(Opened::Stream(reader))
+    }
+
     /// Reads the whole input (for `scan`, which searches it).
     pub fn read_all(&self, command: &'static str, hex: bool) -> Result<Vec<u8>, Failure> {
         let mut reader = self.open(command, hex)?;
@@ -116,6 +137,14 @@ impl Source {
             .map_err(|e| Failure::Input(format!("{}: {e}", self.name())))?;
         Ok(bytes)
     }
+}
+
+/// An input, opened.
+pub enum Opened {
+    /// A pcap or pcapng capture.
+    Capture(Box<Capture<Box<dyn Read + Send>>>),
+    /// Frames back to back (binary, or hex text decoded).
+    Stream(Box<dyn Read + Send>),
 }
 
 /// One frame as read: its offset in the input and its bytes, size prefix included. The

@@ -9,19 +9,21 @@
 use std::io::{self, Write};
 
 use kafka_elect_leaders::{
-    parse_request, parse_response, peek_request, request_header_version, response_header_version,
-    split_frame_with_max, ElectLeadersRequest, ElectLeadersResponse, Error, ErrorKind, API_KEY,
-    SIZE_PREFIX_LEN,
+    is_known_request, parse_request, parse_response, peek_request, request_header_version,
+    response_header_version, split_frame_with_max, ElectLeadersRequest, ElectLeadersResponse,
+    Error, ErrorKind, API_KEY, SIZE_PREFIX_LEN,
 };
 
-use crate::fail::{malformed, Failure};
+use crate::capture::Capture;
+use crate::fail::{malformed, not_a_request_hint, Failure};
 use crate::fields::{
     frame_node, request_tree, response_tree, ABOUT_API_KEY, ABOUT_API_VERSION,
     ABOUT_REQUEST_CORRELATION_ID, ABOUT_SIZE,
 };
 use crate::hexdump::hex_layout;
-use crate::input::{FrameReader, Kind, ReadFailure, Source, BUNDLED};
+use crate::input::{FrameReader, Kind, Opened, ReadFailure, Source, BUNDLED};
 use crate::style::{Palette, Region};
+use crate::traffic::{self, Item, What};
 use crate::tree::{group, leaf, paint, render, with_region, Node};
 use crate::Options;
 
@@ -45,11 +47,27 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
     for source in &sources {
         let name = source.name();
         let kind = options.kind_of(source);
-        let reader = match source.open("inspect", options.hex) {
-            Ok(reader) => reader,
+        let reader = match source.open_any("inspect", options.hex) {
+            Ok(Opened::Stream(reader)) => reader,
+            Ok(Opened::Capture(mut capture)) => {
+                match inspect_capture(options, &palette, &name, &mut capture, out) {
+                    Ok(()) => {}
+                    Err(Failure::Input(message)) => {
+                        warn(out, &message)?;
+                        bad_input = true;
+                    }
+                    Err(other) => return Err(other),
+                }
+                continue;
+            }
             Err(Failure::Usage { message, .. }) => {
                 warn(out, &message)?;
                 bad_usage = true;
+                continue;
+            }
+            Err(Failure::Input(message)) => {
+                warn(out, &message)?;
+                bad_input = true;
                 continue;
             }
             Err(other) => return Err(other),
@@ -66,9 +84,34 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
                 }
                 Ok(Some(frame)) => {
                     index += 1;
+                    if kind == Kind::Request {
+                        if let Ok(peek) = peek_request(&frame.bytes) {
+                            if peek.api_key != API_KEY
+                                && is_known_request(peek.api_key, peek.api_version)
+                            {
+                                if options.all {
+                                    writeln!(
+                                        out,
+                                        "== {name}: frame {index} at input byte {}: {} v{} \
+                                         request, correlation id {}, {} bytes (passed over) ==\n",
+                                        frame.offset,
+                                        traffic::api_label(peek.api_key),
+                                        peek.api_version,
+                                        peek.correlation_id,
+                                        frame.bytes.len()
+                                    )?;
+                                }
+                                continue;
+                            }
+                        }
+                    }
                     banner(out, &palette, &name, index, frame.offset)?;
                     if let Some(error) = inspect_frame(out, &palette, kind, &frame.bytes)? {
-                        warn(out, &malformed(&name, index, frame.offset, &error))?;
+                        let mut message = malformed(&name, index, frame.offset, &error);
+                        if kind == Kind::Request {
+                            message.push_str(not_a_request_hint(&frame.bytes));
+                        }
+                        warn(out, &message)?;
                         bad_input = true;
                         break;
                     }
@@ -95,6 +138,93 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
     }
     if bad_usage || bad_input {
         return Err(Failure::Reported { usage: bad_usage });
+    }
+    Ok(())
+}
+
+/// A capture: the tree of every ElectLeaders frame of every connection, headed by where it
+/// was found; frames of other APIs in one line each with `--all`.
+fn inspect_capture<R: io::Read>(
+    options: &Options,
+    p: &Palette,
+    name: &str,
+    capture: &mut Capture<R>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut bad_frames = 0u64;
+    let summary = traffic::walk(name, capture, options.port, &mut |item| {
+        let found = match item {
+            Item::Note(note) => {
+                warn(out, &traffic::note_line(name, &note))?;
+                return Ok(());
+            }
+            Item::Frame(found) => found,
+            Item::Closed(_) => return Ok(()),
+        };
+        let o = &found.origin;
+        let packets = if o.first_packet == o.last_packet {
+            format!("packet {}", o.first_packet)
+        } else {
+            format!("packets {}-{}", o.first_packet, o.last_packet)
+        };
+        let place = format!(
+            "{name}: {packets} at {}, connection {} {} -> {}, stream offset {}, frame {}",
+            o.time, o.conn.0, o.from, o.to, o.offset, o.index
+        );
+        let kind = match found.what {
+            What::ElectRequest => Kind::Request,
+            What::ElectResponse { version } => Kind::Response(version),
+            What::Other {
+                role,
+                api_key,
+                api_version,
+                correlation_id,
+            } => {
+                if options.all {
+                    let role = match role {
+                        traffic::Role::Requests => "request",
+                        traffic::Role::Responses => "response",
+                    };
+                    writeln!(
+                        out,
+                        "== {place}: {} v{api_version} {role}, correlation id {correlation_id}, \
+                         {} bytes (passed over) ==\n",
+                        traffic::api_label(api_key),
+                        found.frame.len()
+                    )?;
+                }
+                return Ok(());
+            }
+            What::Unpaired { correlation_id } => {
+                if options.all {
+                    writeln!(
+                        out,
+                        "== {place}: response with correlation id {correlation_id}, whose \
+                         request was not seen, {} bytes (passed over) ==\n",
+                        found.frame.len()
+                    )?;
+                }
+                return Ok(());
+            }
+        };
+        writeln!(out, "{}== {place} =={}", p.bold(), p.reset())?;
+        if let Some(error) = inspect_frame(out, p, kind, &found.frame)? {
+            bad_frames += 1;
+            warn(
+                out,
+                &format!(
+                    "{place}: {} at frame byte {}: {}",
+                    error.field, error.offset, error.kind
+                ),
+            )?;
+        }
+        Ok(())
+    })?;
+    let problems = summary.partial + bad_frames;
+    if problems > 0 {
+        return Err(Failure::Input(format!(
+            "{name}: the output is partial: {problems} problem(s) reported above"
+        )));
     }
     Ok(())
 }

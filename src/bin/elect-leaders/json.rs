@@ -9,15 +9,17 @@
 use std::io::{BufRead, BufReader, Write};
 
 use kafka_elect_leaders::{
-    parse_request, parse_response, ElectLeadersRequest, ElectLeadersRequestData,
-    ElectLeadersResponse, ElectLeadersResponseData, ElectionType, EncodeError, EncodeRequest,
-    EncodeResponse, ErrorCode, PartitionResultData, ReplicaElectionResultData, TaggedFieldData,
-    TaggedFields, TopicPartitionsData, API_KEY,
+    is_known_request, parse_request, parse_response, peek_request, ElectLeadersRequest,
+    ElectLeadersRequestData, ElectLeadersResponse, ElectLeadersResponseData, ElectionType,
+    EncodeError, EncodeRequest, EncodeResponse, ErrorCode, PartitionResultData,
+    ReplicaElectionResultData, TaggedFieldData, TaggedFields, TopicPartitionsData, API_KEY,
 };
 use serde_json::{Map, Value};
 
-use crate::fail::{malformed, Failure};
-use crate::input::{from_hex, to_hex, FrameReader, Kind, ReadFailure, Source};
+use crate::capture::Capture;
+use crate::fail::{malformed, not_a_request_hint, Failure};
+use crate::input::{from_hex, to_hex, FrameReader, Kind, Opened, ReadFailure, Source};
+use crate::traffic::{self, Item, What};
 use crate::Options;
 
 // ---------------------------------------------------------------------------------------
@@ -28,37 +30,229 @@ pub fn decode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
     let source = Source::from_args_or_stdin(&options.files);
     let kind = options.kind_of(&source);
     let name = source.name();
-    let mut frames = FrameReader::new(source.open("decode", options.hex)?);
+    match source.open_any("decode", options.hex)? {
+        Opened::Capture(mut capture) => decode_capture(options, &name, &mut capture, out),
+        Opened::Stream(reader) => decode_stream(options, &name, kind, reader, out),
+    }
+}
+
+/// Frames back to back. A stream of requests may hold frames of any API (a recorded
+/// connection): those are passed over, or listed with `--all`. When the first frame is of
+/// another API the input is a connection, and every object says where its frame was
+/// (`"source"`); a file of ElectLeaders frames prints exactly the frames' objects.
+fn decode_stream(
+    options: &Options,
+    name: &str,
+    kind: Kind,
+    reader: Box<dyn std::io::Read + Send>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut frames = FrameReader::new(reader);
     let mut line = String::new();
     let mut index = 0;
+    let mut connection = false;
+    let mut passed: Vec<(i16, usize)> = Vec::new();
     loop {
         let frame = match frames.next_frame() {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Ok(()),
+            Ok(None)
+                if passed.iter().map(|p| p.1).sum::<usize>() < index
+                    || options.all
+                    || passed.is_empty() =>
+            {
+                return Ok(())
+            }
+            Ok(None) => {
+                // Frames, none of them ElectLeaders: say what they were, and what to try.
+                let apis: Vec<String> = passed
+                    .iter()
+                    .map(|&(key, n)| format!("{} x{n}", traffic::api_label(key)))
+                    .collect();
+                return Err(Failure::Input(format!(
+                    "{name}: no ElectLeaders request in {index} frame(s), read as requests of \
+                     other APIs ({}); if the input holds responses, read it with --response \
+                     --version N (--all lists the frames)",
+                    apis.join(", ")
+                )));
+            }
             Err(ReadFailure::Io(e)) => return Err(Failure::Input(format!("{name}: {e}"))),
             Err(ReadFailure::Size { offset, error, .. }) => {
-                return Err(Failure::Input(malformed(&name, index + 1, offset, &error)));
+                return Err(Failure::Input(malformed(name, index + 1, offset, &error)));
             }
         };
         index += 1;
         line.clear();
         let parsed = match kind {
-            Kind::Request => parse_request(&frame.bytes).map(|r| write_request(&mut line, &r)),
+            Kind::Request => match peek_request(&frame.bytes) {
+                Ok(peek)
+                    if peek.api_key != API_KEY
+                        && is_known_request(peek.api_key, peek.api_version) =>
+                {
+                    connection |= index == 1;
+                    match passed.iter_mut().find(|(key, _)| *key == peek.api_key) {
+                        Some((_, n)) => *n += 1,
+                        None => passed.push((peek.api_key, 1)),
+                    }
+                    if options.all {
+                        write_other(
+                            &mut line,
+                            "request",
+                            Some((peek.api_key, peek.api_version)),
+                            peek.correlation_id,
+                            frame.bytes.len(),
+                        );
+                    }
+                    Ok(())
+                }
+                _ => parse_request(&frame.bytes).map(|r| write_request(&mut line, &r)),
+            },
             Kind::Response(version) => {
                 parse_response(&frame.bytes, version).map(|r| write_response(&mut line, &r))
             }
         };
         if let Err(error) = parsed {
-            return Err(Failure::Input(malformed(
-                &name,
-                index,
-                frame.offset,
-                &error,
-            )));
+            let mut message = malformed(name, index, frame.offset, &error);
+            if kind == Kind::Request {
+                message.push_str(not_a_request_hint(&frame.bytes));
+            }
+            return Err(Failure::Input(message));
+        }
+        if line.is_empty() {
+            continue;
+        }
+        if connection {
+            line.pop();
+            line.push_str(&format!(
+                ",\"source\":{{\"frame\":{index},\"offset\":{}}}}}",
+                frame.offset
+            ));
         }
         line.push('\n');
         out.write_all(line.as_bytes())?;
     }
+}
+
+/// A pcap or pcapng capture: every connection's ElectLeaders frames, responses parsed with
+/// their requests' versions, each with its `"source"`. What cannot be decoded is reported on
+/// stderr as it is met, the rest is still decoded, and the exit status says the output is
+/// partial.
+fn decode_capture<R: std::io::Read>(
+    options: &Options,
+    name: &str,
+    capture: &mut Capture<R>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut line = String::new();
+    let mut bad_frames = 0u64;
+    let summary = traffic::walk(name, capture, options.port, &mut |item| {
+        let found = match item {
+            Item::Note(note) => {
+                out.flush()?;
+                eprintln!("elect-leaders: {}", traffic::note_line(name, &note));
+                return Ok(());
+            }
+            Item::Frame(found) => found,
+            Item::Closed(_) => return Ok(()),
+        };
+        line.clear();
+        let parsed = match found.what {
+            What::ElectRequest => parse_request(&found.frame).map(|r| write_request(&mut line, &r)),
+            What::ElectResponse { version } => {
+                parse_response(&found.frame, version).map(|r| write_response(&mut line, &r))
+            }
+            What::Other {
+                role,
+                api_key,
+                api_version,
+                correlation_id,
+            } => {
+                if options.all {
+                    let kind = match role {
+                        traffic::Role::Requests => "request",
+                        traffic::Role::Responses => "response",
+                    };
+                    write_other(
+                        &mut line,
+                        kind,
+                        Some((api_key, api_version)),
+                        correlation_id,
+                        found.frame.len(),
+                    );
+                }
+                Ok(())
+            }
+            What::Unpaired { correlation_id } => {
+                if options.all {
+                    write_other(
+                        &mut line,
+                        "response",
+                        None,
+                        correlation_id,
+                        found.frame.len(),
+                    );
+                }
+                Ok(())
+            }
+        };
+        if let Err(error) = parsed {
+            bad_frames += 1;
+            out.flush()?;
+            let o = &found.origin;
+            eprintln!(
+                "elect-leaders: {name}: packet {}: connection {} ({} -> {}): frame at stream \
+                 offset {}: {} at frame byte {}: {}",
+                o.last_packet,
+                o.conn.0,
+                o.from,
+                o.to,
+                o.offset,
+                error.field,
+                error.offset,
+                error.kind
+            );
+            return Ok(());
+        }
+        if line.is_empty() {
+            return Ok(());
+        }
+        line.pop();
+        line.push_str(&traffic::source_json(&found.origin));
+        line.push_str("}\n");
+        out.write_all(line.as_bytes())?;
+        Ok(())
+    })?;
+    let problems = summary.partial + bad_frames;
+    if problems > 0 {
+        return Err(Failure::Input(format!(
+            "{name}: the output is partial: {problems} problem(s) reported above"
+        )));
+    }
+    Ok(())
+}
+
+/// A frame of another API (or a response whose request was not seen), for `--all`.
+fn write_other(
+    o: &mut String,
+    kind: &str,
+    api: Option<(i16, i16)>,
+    correlation_id: i32,
+    size: usize,
+) {
+    o.push_str(&format!("{{\"kind\":\"{kind}\""));
+    match api {
+        Some((api_key, api_version)) => {
+            push_field(o, "api_key", api_key);
+            o.push_str(&format!(
+                ",\"api_name\":\"{}\"",
+                traffic::api_label(api_key)
+            ));
+            push_field(o, "api_version", api_version);
+        }
+        None => o.push_str(",\"api_key\":null,\"api_name\":null"),
+    }
+    push_field(o, "correlation_id", correlation_id);
+    push_field(o, "bytes", size);
+    o.push('}');
 }
 
 /// A request as one JSON object (no newline).

@@ -6,6 +6,7 @@
 //! need a framework) and maps failures to exit statuses: 0 success, 1 malformed or
 //! unreadable input, 2 usage error.
 
+mod capture;
 mod fail;
 mod fields;
 mod hexdump;
@@ -14,6 +15,7 @@ mod inspect;
 mod json;
 mod scan;
 mod style;
+mod traffic;
 mod tree;
 
 use std::ffi::{OsStr, OsString};
@@ -38,19 +40,24 @@ Commands:
   help    [COMMAND]            this text, or a command's
 
 Input is binary frames (an int32 size prefix, then that many bytes), from FILE or from
-standard input (-), read one frame at a time. --hex reads hex text instead: whitespace
+standard input (-), read one frame at a time; a recorded connection may hold frames of
+every Kafka API (the others are passed over). --hex reads hex text instead: whitespace
 is ignored, and so is everything from '#' to the end of a line (corpus/src/*.hex works).
+A pcap or pcapng capture is recognised by its magic number: its TCP connections are
+reassembled and every ElectLeaders frame in them is decoded, each response with the
+version of its request.
 
 Exit status: 0 success; 1 malformed or unreadable input (one line on stderr naming the
-field and the byte offset, after whatever came before it was printed); 2 usage error,
-including a FILE that cannot be opened.
+field and the byte offset, after whatever came before it was printed; for a capture, one
+line per problem, naming the packet and the connection, and the rest still decoded);
+2 usage error, including a FILE that cannot be opened.
 
 Run 'elect-leaders <COMMAND> --help' for the options of a command.
 ";
 
 const INSPECT_USAGE: &str = "\
-Usage: elect-leaders inspect [--request | --response --version N] [--hex]
-                             [--color auto|always|never] [FILE...]
+Usage: elect-leaders inspect [--request | --response --version N] [--hex] [--all]
+                             [--port N] [--color auto|always|never] [FILE...]
 
 Prints, for each frame, the annotated tree of its fields (name, type, value, byte offset
 and size within the frame, and what the schema says the field is) and its bytes, 16 to a
@@ -68,9 +75,16 @@ are responses:
   (neither)                a file named response-vN-... (as in corpus/) holds responses
                            of version N; anything else holds requests
 
+A recorded connection's frames of other APIs are passed over (one line each with
+--all). A pcap or pcapng capture is read as decode reads it (see 'decode --help'): each
+tree is headed by the packets, time, connection, addresses and stream offset of its
+frame.
+
 Options:
   --hex             the input is hex text (whitespace and # comments ignored); the
                     bundled samples are read as binary regardless
+  --all             one line for each frame of another API
+  --port N          a capture's broker port (default 9092)
   --color WHEN      colours: auto (the default: only when standard output is a terminal
                     and NO_COLOR is not set), always, never
   -h, --help        this text
@@ -81,7 +95,8 @@ and finally exits with status 1.
 ";
 
 const DECODE_USAGE: &str = "\
-Usage: elect-leaders decode [--request | --response --version N] [--hex] [FILE|-]
+Usage: elect-leaders decode [--request | --response --version N] [--hex] [--all]
+                            [--port N] [FILE|-]
 
 Reads frames from FILE (or standard input) one at a time and prints one JSON object per
 frame, one per line, with the field names of DESIGN.md's contract:
@@ -98,12 +113,31 @@ Requests need no flags: the header says the version. A response does not, so:
   (neither)                a file named response-vN-... holds responses of version N;
                            anything else holds requests
 
+A stream of requests may be a whole recorded connection: frames of other APIs
+(ApiVersions, Metadata, ...) are passed over. When its first frame is of another API,
+every object gets one more member, \"source\":{\"frame\":N,\"offset\":BYTE}.
+
+A pcap or pcapng capture needs no flag. Each connection's two directions are
+reassembled; the broker's side is the one on --port (default 9092), else the side that
+received the SYN, else the side the first request header was sent to. Every request is
+remembered, whatever its API, so each ElectLeaders response is decoded with its
+request's version. Every object gets \"source\": the packet (or \"packets\":[FIRST,LAST])
+that carried the frame, the capture \"time\" of the last one, the \"connection\" number,
+\"src\" and \"dst\" (address:port), the frame's \"stream_offset\" in its direction and its
+\"frame\" number there. Gaps, cut packets and malformed frames are reported on stderr
+(packet, connection), decoding goes on at the next frame boundary that can be proven,
+and the exit status is 1 (the output is partial).
+
 Options:
   --hex         the input is hex text (whitespace and # comments ignored)
+  --all         also list frames of other APIs: {\"kind\",\"api_key\",\"api_name\",
+                \"api_version\",\"correlation_id\",\"bytes\"} (a response whose request
+                was not seen has null api_key and api_name)
+  --port N      a capture's broker port (default 9092)
   -h, --help    this text
 
-On a malformed frame, prints the frames before it, then one line on stderr naming the
-field and the byte offset, and exits with status 1.
+On a malformed frame of a file, prints the frames before it, then one line on stderr
+naming the field and the byte offset, and exits with status 1.
 ";
 
 const ENCODE_USAGE: &str = "\
@@ -129,7 +163,8 @@ the field, and exits with status 1.
 ";
 
 const SCAN_USAGE: &str = "\
-Usage: elect-leaders scan [--hex] REQUESTS_FILE [RESPONSES_FILE]
+Usage: elect-leaders scan [--hex] [--json] REQUESTS_FILE [RESPONSES_FILE]
+       elect-leaders scan [--json] [--port N] CAPTURE
 
 Finds ElectLeaders request frames inside arbitrary bytes: a capture of one direction of a
 connection that need not start on a frame boundary, with other Kafka traffic around the
@@ -140,14 +175,23 @@ Prints one line per request: offset in the capture, size, version, correlation i
 client id, election type, topic and partition counts.
 
 With RESPONSES_FILE (the other direction of the same connection), also finds each
-request's response: the frame whose correlation id matches, parsed at the request's
-version. Each response is used once, in the order of the requests.
+request's response, in one pass over that file: a place where a waiting request's
+correlation id follows a size prefix, parsed at that request's version. A response
+answers the oldest waiting request with its correlation id and is used once.
 
-Scanning is a search, so each file is read whole into memory. Use - for standard input
+Such raw files are searched, so each is read whole into memory. Use - for standard input
 (for one of the files).
+
+A pcap or pcapng CAPTURE (recognised by its magic number) is read as a stream instead,
+connection by connection, as 'decode' reads it: one line per ElectLeaders request and
+per response, as they come, with the packet and the connection.
 
 Options:
   --hex         the files are hex text (whitespace and # comments ignored)
+  --json        one JSON object per request: {\"request\":{...},\"response\":{...}}, each
+                as 'decode' prints it with its \"source\"; \"response\" is null when none
+                was found
+  --port N      a capture's broker port (default 9092)
   -h, --help    this text
 ";
 
@@ -216,6 +260,12 @@ pub struct Options {
     pub version: Option<i16>,
     /// `--color WHEN`.
     pub color: ColorWhen,
+    /// `--all`: list the frames of other APIs too.
+    pub all: bool,
+    /// `--port N`: the broker's TCP port in a capture.
+    pub port: Option<u16>,
+    /// `--json` (scan): one JSON object per request, with its response.
+    pub json: bool,
     /// The positional arguments.
     pub files: Vec<OsString>,
 }
@@ -300,6 +350,9 @@ fn parse_options(
         response: false,
         version: None,
         color: ColorWhen::Auto,
+        all: false,
+        port: None,
+        json: false,
         files: Vec::new(),
     };
     let mut only_files = false;
@@ -341,6 +394,19 @@ fn parse_options(
                     }
                 }
             }
+            "--all" if command != Command::Encode => options.all = true,
+            "--json" if command == Command::Scan => options.json = true,
+            "--port" if command != Command::Encode => {
+                let text = value("a TCP port")?;
+                match text.parse::<u16>() {
+                    Ok(port) if port > 0 => options.port = Some(port),
+                    _ => {
+                        return Err(usage(format!(
+                            "--port: expected a TCP port (1-65535), got '{text}'"
+                        )))
+                    }
+                }
+            }
             "--color" | "--colour" if command == Command::Inspect => {
                 options.color = match value("auto, always or never")?.as_str() {
                     "auto" => ColorWhen::Auto,
@@ -355,7 +421,12 @@ fn parse_options(
             }
             _ => return Err(usage(format!("unknown option '{name}'"))),
         }
-        if inline_value.is_some() && matches!(name.as_str(), "--hex" | "--request" | "--response") {
+        if inline_value.is_some()
+            && matches!(
+                name.as_str(),
+                "--hex" | "--request" | "--response" | "--all" | "--json"
+            )
+        {
             return Err(usage(format!("{name} takes no value")));
         }
     }

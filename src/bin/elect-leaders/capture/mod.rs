@@ -1,0 +1,946 @@
+//! Packet captures (pcap and pcapng) turned into reassembled TCP byte streams, read as a stream:
+//! memory is bounded by the open connections times a per-direction reassembly limit, never by
+//! the size of the capture.
+//!
+//! [`Capture`] reads blocks with `pcap-parser`'s streaming readers, decodes the link layer, IP
+//! and TCP ([`decode`]), and follows each TCP connection ([`reasm`]), producing [`Event`]s in
+//! capture order: a connection opens, bytes of each direction arrive in stream order (with
+//! gaps where the capture lost some), the connection closes. Nothing here knows about Kafka.
+
+
+mod decode;
+mod reasm;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, Cursor, Read};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use pcap_parser::pcapng::{Block, OptionCode};
+use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
+use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
+
+use decode::Decoded;
+use reasm::{Key, Sink, Tracker};
+
+/// The read buffer to start with.
+const BUFFER: usize = 64 << 10;
+/// The largest block (pcapng) or packet record (pcap) read: the buffer grows to hold one up to
+/// this; a larger one is skipped (pcapng) or ends the reading (pcap, whose records cannot be
+/// skipped safely: such a length is far more likely a corrupt file than a packet).
+const BLOCK_LIMIT: usize = 16 << 20;
+/// Room in the buffer beyond the block being read.
+const SLACK: usize = 4096;
+/// A section header larger than this is not a real one.
+const SECTION_HEADER_LIMIT: usize = 64 << 10;
+/// Interfaces per pcapng section, at most.
+const INTERFACE_LIMIT: usize = 1 << 16;
+
+const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+const PCAPNG_BOM: u32 = 0x1a2b_3c4d;
+/// pcapng block types that carry a packet: obsolete Packet Block, Simple, Enhanced.
+const PB_TYPE: u32 = 2;
+const SPB_TYPE: u32 = 3;
+const EPB_TYPE: u32 = 6;
+
+/// True when `head` (the first bytes of an input, at least 4) starts with the magic number of a
+/// pcap file (either byte order; microsecond a1b2c3d4 or nanosecond a1b23c4d) or a pcapng file
+/// (0a0d0d0a).
+pub fn is_capture(head: &[u8]) -> bool {
+    matches!(
+        head.get(..4),
+        Some(
+            [0xa1, 0xb2, 0xc3, 0xd4]
+                | [0xd4, 0xc3, 0xb2, 0xa1]
+                | [0xa1, 0xb2, 0x3c, 0x4d]
+                | [0x4d, 0x3c, 0xb2, 0xa1]
+                | [0x0a, 0x0d, 0x0d, 0x0a]
+        )
+    )
+}
+
+/// One end of a TCP connection.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct Endpoint {
+    pub ip: IpAddr,
+    pub port: u16,
+}
+
+impl fmt::Display for Endpoint {
+    /// `127.0.0.1:9092`, `[::1]:9092`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&SocketAddr::new(self.ip, self.port), f)
+    }
+}
+
+/// A capture time: seconds since the Unix epoch (UTC) and nanoseconds (below 10^9).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
+pub struct Timestamp {
+    pub secs: u64,
+    pub nanos: u32,
+}
+
+impl Timestamp {
+    /// Seconds and a fraction of `units_per_sec` units, normalised.
+    fn from_parts(secs: u64, frac: u64, units_per_sec: u64) -> Timestamp {
+        let secs = secs.saturating_add(frac / units_per_sec);
+        let frac = frac % units_per_sec;
+        let nanos = (u128::from(frac) * 1_000_000_000 / u128::from(units_per_sec)) as u32;
+        Timestamp { secs, nanos }
+    }
+}
+
+impl fmt::Display for Timestamp {
+    /// RFC 3339 in UTC with nine fraction digits: `2026-11-30T22:35:17.123456789Z`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let days = self.secs / 86_400;
+        let rem = self.secs % 86_400;
+        let (year, month, day) = civil_from_days(days);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
+            rem / 3600,
+            rem / 60 % 60,
+            rem % 60,
+            self.nanos
+        )
+    }
+}
+
+/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, for days on or after the epoch).
+fn civil_from_days(days: u64) -> (u64, u32, u32) {
+    let z = days + 719_468; // days since 0000-03-01
+    let era = z / 146_097;
+    let doe = z % 146_097; // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365], from March 1st
+    let mp = (5 * doy + 2) / 153; // [0, 11], March = 0
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+/// A TCP connection: numbered from 1 in order of first appearance in the capture.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct ConnId(pub u32);
+
+impl fmt::Display for ConnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// What a capture says, in capture order.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Event {
+    /// A connection seen for the first time. `a` sent the first packet seen (the SYN's sender
+    /// when `syn_seen`).
+    Open {
+        conn: ConnId,
+        a: Endpoint,
+        b: Endpoint,
+        syn_seen: bool,
+        packet: u64,
+        time: Timestamp,
+    },
+    /// Bytes of one direction, in stream order, without holes or repeats: `from` -> `to`,
+    /// starting at `offset` in that direction's stream (0 = first byte after the SYN; or the
+    /// first byte seen when the capture began mid-connection). `packet` is the (1-based, as
+    /// Wireshark numbers them) packet that completed these bytes, `time` its capture time
+    /// (for bytes flushed at the end of the capture: the last packet read). Consecutive Data
+    /// of one direction continue each other.
+    Data {
+        conn: ConnId,
+        from: Endpoint,
+        to: Endpoint,
+        offset: u64,
+        bytes: Vec<u8>,
+        packet: u64,
+        time: Timestamp,
+    },
+    /// `len` bytes of one direction, from `offset`, were never captured (lost segment, or cut
+    /// by the snap length); the next Data of that direction starts at `offset + len`.
+    /// `packet` is where this was noticed.
+    Gap {
+        conn: ConnId,
+        from: Endpoint,
+        to: Endpoint,
+        offset: u64,
+        len: u64,
+        packet: u64,
+    },
+    /// The connection ended: FIN seen both ways, RST, a new SYN on its 4-tuple, or the end of
+    /// the capture (`packet` None). Any bytes still held out of order are flushed first (as
+    /// Data after a Gap), and so is a gap before a FIN whose bytes never came.
+    Close {
+        conn: ConnId,
+        packet: Option<u64>,
+        reason: &'static str,
+    },
+    /// A packet that could not be used and why, or a problem with the capture itself. For a
+    /// problem that is not about one packet (an unreadable block, the end of the file),
+    /// `packet` is the number the next packet would have had.
+    Note { packet: u64, message: String },
+}
+
+/// Counts so far.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct CaptureStats {
+    /// Packets read (every packet record, whatever it holds).
+    pub packets: u64,
+    /// Packets skipped silently because they are not TCP over IP (ARP, UDP, ICMP...).
+    pub not_tcp: u64,
+    /// Note events emitted.
+    pub notes: u64,
+    /// TCP segments decoded.
+    pub tcp: u64,
+    /// Packets skipped because their interface's link type is not supported (one Note per
+    /// interface).
+    pub unsupported_link: u64,
+    /// TCP connections opened.
+    pub connections: u32,
+}
+
+/// The input, with the bytes already read to recognise it put back in front, and the last
+/// I/O error kept (pcap-parser only says that a read failed).
+struct Source<R> {
+    head: Cursor<Vec<u8>>,
+    inner: R,
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl<R: Read> Read for Source<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if (self.head.position() as usize) < self.head.get_ref().len() {
+            return self.head.read(buf);
+        }
+        loop {
+            match self.inner.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if let Ok(mut slot) = self.error.lock() {
+                        *slot = Some(e.to_string());
+                    }
+                    return Err(e);
+                }
+                ok => return ok,
+            }
+        }
+    }
+}
+
+enum Reader<R: Read> {
+    Legacy(LegacyPcapReader<Source<R>>),
+    Ng(PcapNGReader<Source<R>>),
+}
+
+impl<R: Read> Reader<R> {
+    fn it(&mut self) -> &mut dyn PcapReaderIterator {
+        match self {
+            Reader::Legacy(r) => r,
+            Reader::Ng(r) => r,
+        }
+    }
+}
+
+/// A timestamp resolution: units per second as 10^n or 2^n.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Resolution {
+    Pow10(u32),
+    Pow2(u32),
+}
+
+impl Resolution {
+    /// From pcapng's `if_tsresol` byte; None when out of range.
+    fn from_tsresol(b: u8) -> Option<Resolution> {
+        if b & 0x80 == 0 {
+            (b <= 19).then_some(Resolution::Pow10(u32::from(b)))
+        } else {
+            let e = u32::from(b & 0x7f);
+            (e <= 63).then_some(Resolution::Pow2(e))
+        }
+    }
+
+    fn time(self, ticks: u64, offset_secs: i64) -> Timestamp {
+        let t = match self {
+            Resolution::Pow10(e) => {
+                let unit = 10u64.pow(e);
+                Timestamp::from_parts(ticks / unit, ticks % unit, unit)
+            }
+            Resolution::Pow2(e) => {
+                let frac = ticks & ((1u64 << e) - 1);
+                let nanos = ((u128::from(frac) * 1_000_000_000) >> e) as u32;
+                Timestamp {
+                    secs: ticks >> e,
+                    nanos,
+                }
+            }
+        };
+        let secs = i128::from(t.secs) + i128::from(offset_secs);
+        Timestamp {
+            secs: secs.clamp(0, i128::from(u64::MAX)) as u64,
+            nanos: t.nanos,
+        }
+    }
+}
+
+/// One capture interface (the only one of a pcap file; one per IDB of a pcapng section).
+struct Interface {
+    linktype: u32,
+    snaplen: u32,
+    resolution: Resolution,
+    offset_secs: i64,
+    /// Whether its unsupported link type was noted already.
+    noted: bool,
+}
+
+/// Everything but the reader: what blocks are turned into.
+struct Decoder {
+    ng: bool,
+    /// Byte order of the pcap file or of the current pcapng section.
+    big_endian: bool,
+    /// A pcap file of the "modified" format (24-byte record headers).
+    modified: bool,
+    interfaces: Vec<Interface>,
+    tracker: Tracker,
+    stats: CaptureStats,
+    last_time: Timestamp,
+}
+
+enum Phase {
+    Reading,
+    /// The end was reached: closing the connections still open, last key first.
+    Closing(Vec<Key>),
+    Done,
+}
+
+/// A pcap or pcapng capture read as TCP events.
+pub struct Capture<R: Read> {
+    reader: Reader<R>,
+    io_error: Arc<Mutex<Option<String>>>,
+    capacity: usize,
+    /// Bytes of an unusable block still to skip.
+    skip: u64,
+    dec: Decoder,
+    queue: VecDeque<Event>,
+    phase: Phase,
+}
+
+impl<R: Read> fmt::Debug for Capture<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capture")
+            .field("pcapng", &self.dec.ng)
+            .field("stats", &self.stats())
+            .field("queued", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the reader said, without its borrow of the buffer.
+enum Step {
+    Consume(usize),
+    Eof,
+    Incomplete,
+    UnexpectedEof,
+    TooSmall,
+    Corrupt,
+    NotRecognized,
+    ReadError,
+}
+
+impl<R: Read> Capture<R> {
+    /// Reads the file header / section header. Errors when the input is not a capture it can
+    /// read.
+    pub fn new(mut reader: R) -> Result<Self, String> {
+        let mut head = Vec::new();
+        read_up_to(&mut reader, &mut head, 12)?;
+        if !is_capture(&head) {
+            return Err("not a pcap or pcapng capture (unknown magic number)".into());
+        }
+        let ng = head[..4] == PCAPNG_MAGIC;
+        if ng {
+            // Read the whole section header block, so that the parser sees it at once.
+            let len = ng_block_len(&head, None).unwrap_or(0) as usize;
+            if len > SECTION_HEADER_LIMIT {
+                return Err(format!(
+                    "the pcapng section header block is {len} bytes long: not a capture this reads"
+                ));
+            }
+            read_up_to(&mut reader, &mut head, len)?;
+        } else {
+            read_up_to(&mut reader, &mut head, 24)?;
+        }
+        let io_error = Arc::new(Mutex::new(None));
+        let source = Source {
+            head: Cursor::new(head),
+            inner: reader,
+            error: Arc::clone(&io_error),
+        };
+        let opened = if ng {
+            PcapNGReader::new(BUFFER, source).map(Reader::Ng)
+        } else {
+            LegacyPcapReader::new(BUFFER, source).map(Reader::Legacy)
+        };
+        let reader = opened.map_err(|e| match e {
+            PcapError::Incomplete(_) | PcapError::UnexpectedEof | PcapError::Eof => {
+                "the capture ends inside its file header".to_string()
+            }
+            PcapError::ReadError => format!(
+                "cannot read the capture: {}",
+                io_error
+                    .lock()
+                    .ok()
+                    .and_then(|e| e.clone())
+                    .unwrap_or_default()
+            ),
+            _ => "unreadable capture file header".to_string(),
+        })?;
+        Ok(Capture {
+            reader,
+            io_error,
+            capacity: BUFFER,
+            skip: 0,
+            dec: Decoder {
+                ng,
+                big_endian: false,
+                modified: false,
+                interfaces: Vec::new(),
+                tracker: Tracker::default(),
+                stats: CaptureStats::default(),
+                last_time: Timestamp::default(),
+            },
+            queue: VecDeque::new(),
+            phase: Phase::Reading,
+        })
+    }
+
+    /// The next event; Ok(None) at the end (after the final Close events for every open
+    /// connection). An unreadable block is a Note; when the reading cannot resynchronise after
+    /// it, the capture ends there. Err only for an I/O error of the underlying reader.
+    pub fn next_event(&mut self) -> Result<Option<Event>, String> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Ok(Some(event));
+            }
+            match &mut self.phase {
+                Phase::Done => return Ok(None),
+                Phase::Closing(keys) => match keys.pop() {
+                    Some(key) => {
+                        let at = (self.dec.stats.packets, self.dec.last_time);
+                        let mut sink = Sink {
+                            events: &mut self.queue,
+                            notes: &mut self.dec.stats.notes,
+                        };
+                        self.dec.tracker.close_at_end(key, at, &mut sink);
+                    }
+                    None => self.phase = Phase::Done,
+                },
+                Phase::Reading => self.step()?,
+            }
+        }
+    }
+
+    /// Packets read, packets skipped as not TCP, notes emitted (and a few more counts).
+    pub fn stats(&self) -> CaptureStats {
+        CaptureStats {
+            connections: self.dec.tracker.connections(),
+            ..self.dec.stats
+        }
+    }
+
+    fn finish(&mut self) {
+        self.phase = Phase::Closing(self.dec.tracker.open_keys());
+    }
+
+    fn note(&mut self, packet: u64, message: String) {
+        self.dec.stats.notes += 1;
+        self.queue.push_back(Event::Note { packet, message });
+    }
+
+    fn io_error(&self) -> String {
+        let detail = self
+            .io_error
+            .lock()
+            .ok()
+            .and_then(|e| e.clone())
+            .unwrap_or_else(|| "read error".into());
+        format!("cannot read the capture: {detail}")
+    }
+
+    /// One step of the reader: a block handled, or the buffer refilled, grown or skipped.
+    fn step(&mut self) -> Result<(), String> {
+        if self.skip > 0 {
+            return self.skip_step();
+        }
+        let r = self.reader.it();
+        let step = match r.next() {
+            Ok((len, block)) => {
+                self.dec.block(block, &mut self.queue);
+                Step::Consume(len)
+            }
+            Err(PcapError::Eof) => Step::Eof,
+            Err(PcapError::Incomplete(_)) => Step::Incomplete,
+            Err(PcapError::UnexpectedEof) => Step::UnexpectedEof,
+            Err(PcapError::BufferTooSmall) => Step::TooSmall,
+            Err(PcapError::NomError(..)) | Err(PcapError::OwnedNomError(..)) => Step::Corrupt,
+            Err(PcapError::HeaderNotRecognized) => Step::NotRecognized,
+            Err(PcapError::ReadError) => Step::ReadError,
+        };
+        let next_packet = self.dec.stats.packets + 1;
+        match step {
+            Step::Consume(len) => self.reader.it().consume(len),
+            Step::Eof => self.finish(),
+            Step::Incomplete => {
+                if self.dec.ng {
+                    // A block that is all in the buffer and still "incomplete" contradicts
+                    // its own length: corrupt.
+                    let r = self.reader.it();
+                    if let Some(len) = ng_block_len(r.data(), Some(self.dec.big_endian)) {
+                        if len as usize <= r.data().len() {
+                            self.bad_block(len, "its contents overrun its length");
+                            return Ok(());
+                        }
+                    }
+                }
+                let r = self.reader.it();
+                let before = r.data().len();
+                if r.refill().is_err() {
+                    return Err(self.io_error());
+                }
+                let r = self.reader.it();
+                if r.data().len() == before && !r.reader_exhausted() {
+                    self.too_small();
+                }
+            }
+            Step::UnexpectedEof => {
+                let left = self.reader.it().data().len();
+                let what = if self.dec.ng {
+                    "block"
+                } else {
+                    "packet record"
+                };
+                self.note(
+                    next_packet,
+                    format!(
+                        "the capture ends in the middle of a {what} ({left} bytes of it are there)"
+                    ),
+                );
+                self.finish();
+            }
+            Step::TooSmall => self.too_small(),
+            Step::Corrupt => {
+                let len = self
+                    .dec
+                    .ng
+                    .then(|| ng_block_len(self.reader.it().data(), Some(self.dec.big_endian)))
+                    .flatten();
+                match len {
+                    Some(len) => self.bad_block(len, "it does not parse"),
+                    None => {
+                        let what = if self.dec.ng {
+                            "pcapng block"
+                        } else {
+                            "packet record"
+                        };
+                        self.note(
+                            next_packet,
+                            format!("unreadable {what}: the rest of the capture cannot be read"),
+                        );
+                        self.finish();
+                    }
+                }
+            }
+            Step::NotRecognized => {
+                self.note(
+                    next_packet,
+                    "unreadable pcapng section header: the rest of the capture cannot be read"
+                        .into(),
+                );
+                self.finish();
+            }
+            Step::ReadError => return Err(self.io_error()),
+        }
+        Ok(())
+    }
+
+    /// The buffer cannot hold the next block: grow it, or skip the block (pcapng), or stop.
+    fn too_small(&mut self) {
+        let data = self.reader.it().data();
+        let needed = if self.dec.ng {
+            ng_block_len(data, Some(self.dec.big_endian)).map(|len| len as usize)
+        } else {
+            data.get(8..12)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(|b| {
+                    if self.dec.big_endian {
+                        u32::from_be_bytes(b)
+                    } else {
+                        u32::from_le_bytes(b)
+                    }
+                })
+                .map(|caplen| {
+                    let header = if self.dec.modified { 24 } else { 16 };
+                    (caplen as usize).saturating_add(header)
+                })
+        };
+        let grow_to = match needed {
+            Some(n) if n <= BLOCK_LIMIT => Some((n + SLACK).max(self.capacity * 2)),
+            None if !self.dec.ng && self.capacity < BLOCK_LIMIT => Some(self.capacity * 2),
+            _ => None,
+        };
+        if let Some(size) = grow_to.map(|s| s.min(BLOCK_LIMIT + SLACK)) {
+            if size > self.capacity {
+                self.reader.it().grow(size);
+                self.capacity = size;
+                return;
+            }
+        }
+        if self.dec.ng {
+            if let Some(len) = ng_block_len(self.reader.it().data(), Some(self.dec.big_endian)) {
+                self.bad_block(len, "it is larger than the 16 MiB this reads");
+                return;
+            }
+        }
+        let message = match needed {
+            Some(n) if !self.dec.ng => {
+                let header = if self.dec.modified { 24 } else { 16 };
+                format!(
+                    "a packet record of {} bytes is larger than the 16 MiB this reads: the rest of the capture cannot be read",
+                    n - header
+                )
+            }
+            _ => "a pcapng block with an impossible length: the rest of the capture cannot be read"
+                .to_string(),
+        };
+        let next_packet = self.dec.stats.packets + 1;
+        self.note(next_packet, message);
+        self.finish();
+    }
+
+    /// Skips a pcapng block of `len` bytes that cannot be used, with a Note.
+    fn bad_block(&mut self, len: u32, why: &str) {
+        let data = self.reader.it().data();
+        let kind = ng_block_type(data, self.dec.big_endian).unwrap_or(0);
+        let available = data.len();
+        let packet = if matches!(kind, PB_TYPE | SPB_TYPE | EPB_TYPE) {
+            // A packet all the same: it keeps its number.
+            self.dec.stats.packets += 1;
+            self.dec.stats.packets
+        } else {
+            self.dec.stats.packets + 1
+        };
+        self.note(
+            packet,
+            format!("unusable pcapng block (type {kind:#x}, {len} bytes), skipped: {why}"),
+        );
+        let now = (len as usize).min(available);
+        self.reader.it().consume(now);
+        self.skip = u64::from(len) - now as u64;
+    }
+
+    fn skip_step(&mut self) -> Result<(), String> {
+        let r = self.reader.it();
+        let available = r.data().len() as u64;
+        if available > 0 {
+            let n = available.min(self.skip);
+            r.consume(n as usize);
+            self.skip -= n;
+            return Ok(());
+        }
+        if r.reader_exhausted() {
+            self.skip = 0;
+            let next_packet = self.dec.stats.packets + 1;
+            self.note(
+                next_packet,
+                "the capture ends in the middle of a skipped block".into(),
+            );
+            self.finish();
+            return Ok(());
+        }
+        if r.refill().is_err() {
+            return Err(self.io_error());
+        }
+        Ok(())
+    }
+}
+
+/// Reads until `buf` holds `len` bytes or the input ends.
+fn read_up_to<R: Read>(reader: &mut R, buf: &mut Vec<u8>, len: usize) -> Result<(), String> {
+    if buf.len() >= len {
+        return Ok(());
+    }
+    let want = (len - buf.len()) as u64;
+    reader
+        .by_ref()
+        .take(want)
+        .read_to_end(buf)
+        .map(|_| ())
+        .map_err(|e| format!("cannot read the capture: {e}"))
+}
+
+/// The type of the pcapng block at the start of `data`, in the section's byte order.
+fn ng_block_type(data: &[u8], big_endian: bool) -> Option<u32> {
+    let b: [u8; 4] = data.get(..4)?.try_into().ok()?;
+    Some(if big_endian {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    })
+}
+
+/// The total length of the pcapng block at the start of `data`, when it is plausible (at
+/// least 12, a multiple of 4). A section header says its own byte order; other blocks use
+/// `big_endian` (None: only a section header is expected).
+fn ng_block_len(data: &[u8], big_endian: Option<bool>) -> Option<u32> {
+    let raw: [u8; 4] = data.get(4..8)?.try_into().ok()?;
+    let big_endian = if data.get(..4)? == PCAPNG_MAGIC {
+        let bom: [u8; 4] = data.get(8..12)?.try_into().ok()?;
+        if u32::from_le_bytes(bom) == PCAPNG_BOM {
+            false
+        } else if u32::from_be_bytes(bom) == PCAPNG_BOM {
+            true
+        } else {
+            return None;
+        }
+    } else {
+        big_endian?
+    };
+    let len = if big_endian {
+        u32::from_be_bytes(raw)
+    } else {
+        u32::from_le_bytes(raw)
+    };
+    (len >= 12 && len % 4 == 0).then_some(len)
+}
+
+impl Decoder {
+    fn note(&mut self, queue: &mut VecDeque<Event>, packet: u64, message: String) {
+        self.stats.notes += 1;
+        queue.push_back(Event::Note { packet, message });
+    }
+
+    fn block(&mut self, block: PcapBlockOwned<'_>, queue: &mut VecDeque<Event>) {
+        match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                self.big_endian = h.is_bigendian();
+                self.modified = h.is_modified_format();
+                let resolution = if h.is_nanosecond_precision() {
+                    Resolution::Pow10(9)
+                } else {
+                    Resolution::Pow10(6)
+                };
+                self.interfaces = vec![Interface {
+                    // The upper bits hold the FCS length, not the link type.
+                    linktype: (h.network.0 as u32) & 0xffff,
+                    snaplen: h.snaplen,
+                    resolution,
+                    offset_secs: 0,
+                    noted: false,
+                }];
+            }
+            PcapBlockOwned::Legacy(b) => {
+                let time = match self.interfaces.first().map(|i| i.resolution) {
+                    Some(Resolution::Pow10(9)) => Timestamp::from_parts(
+                        u64::from(b.ts_sec),
+                        u64::from(b.ts_usec),
+                        1_000_000_000,
+                    ),
+                    _ => {
+                        Timestamp::from_parts(u64::from(b.ts_sec), u64::from(b.ts_usec), 1_000_000)
+                    }
+                };
+                self.packet(Some(0), time, b.data, b.origlen, queue);
+            }
+            PcapBlockOwned::NG(block) => self.ng_block(block, queue),
+        }
+    }
+
+    fn ng_block(&mut self, block: Block<'_>, queue: &mut VecDeque<Event>) {
+        match block {
+            Block::SectionHeader(shb) => {
+                self.big_endian = shb.big_endian();
+                self.interfaces.clear();
+            }
+            Block::InterfaceDescription(idb) => {
+                let next_packet = self.stats.packets + 1;
+                if self.interfaces.len() >= INTERFACE_LIMIT {
+                    self.note(
+                        queue,
+                        next_packet,
+                        format!("more than {INTERFACE_LIMIT} interfaces in one section: ignored"),
+                    );
+                    return;
+                }
+                let index = self.interfaces.len();
+                let resolution = match Resolution::from_tsresol(idb.if_tsresol) {
+                    Some(r) => r,
+                    None => {
+                        self.note(
+                            queue,
+                            next_packet,
+                            format!(
+                                "interface {index}: invalid timestamp resolution {:#04x}, microseconds assumed",
+                                idb.if_tsresol
+                            ),
+                        );
+                        Resolution::Pow10(6)
+                    }
+                };
+                // if_tsoffset, read in the section's byte order.
+                let offset_secs = idb
+                    .options
+                    .iter()
+                    .filter(|o| o.code == OptionCode::IfTsoffset)
+                    .find_map(|o| o.as_bytes().ok()?.get(..8)?.try_into().ok())
+                    .map(|b: [u8; 8]| {
+                        if self.big_endian {
+                            i64::from_be_bytes(b)
+                        } else {
+                            i64::from_le_bytes(b)
+                        }
+                    })
+                    .unwrap_or(0);
+                self.interfaces.push(Interface {
+                    linktype: u32::from(idb.linktype.0 as u16),
+                    snaplen: idb.snaplen,
+                    resolution,
+                    offset_secs,
+                    noted: false,
+                });
+            }
+            Block::EnhancedPacket(epb) => {
+                let ticks = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
+                let index = epb.if_id as usize;
+                let time = match self.interfaces.get(index) {
+                    Some(i) => i.resolution.time(ticks, i.offset_secs),
+                    None => self.last_time,
+                };
+                self.packet(Some(index), time, epb.packet_data(), epb.origlen, queue);
+            }
+            Block::SimplePacket(spb) => {
+                // No timestamp: the previous packet's time stands in.
+                let mut data = spb.packet_data();
+                if let Some(snaplen) = self.interfaces.first().map(|i| i.snaplen as usize) {
+                    if snaplen > 0 && data.len() > snaplen {
+                        data = &data[..snaplen];
+                    }
+                }
+                self.packet(Some(0), self.last_time, data, spb.origlen, queue);
+            }
+            Block::Unknown(ub) => {
+                let kind = if self.big_endian {
+                    ub.block_type.swap_bytes()
+                } else {
+                    ub.block_type
+                };
+                if kind == PB_TYPE {
+                    self.obsolete_packet(ub.data, queue);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The obsolete Packet Block (type 2): interface (u16), drops (u16), timestamp, captured
+    /// and original lengths, data.
+    fn obsolete_packet(&mut self, body: &[u8], queue: &mut VecDeque<Event>) {
+        let u32_at = |at: usize| -> Option<u32> {
+            let b: [u8; 4] = body.get(at..at + 4)?.try_into().ok()?;
+            Some(if self.big_endian {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            })
+        };
+        let fields = (|| {
+            let b: [u8; 2] = body.get(..2)?.try_into().ok()?;
+            let index = if self.big_endian {
+                u16::from_be_bytes(b)
+            } else {
+                u16::from_le_bytes(b)
+            };
+            let ticks = (u64::from(u32_at(4)?) << 32) | u64::from(u32_at(8)?);
+            let caplen = u32_at(12)? as usize;
+            let origlen = u32_at(16)?;
+            let data = body.get(20..20 + caplen)?;
+            Some((usize::from(index), ticks, data, origlen))
+        })();
+        match fields {
+            Some((index, ticks, data, origlen)) => {
+                let time = match self.interfaces.get(index) {
+                    Some(i) => i.resolution.time(ticks, i.offset_secs),
+                    None => self.last_time,
+                };
+                self.packet(Some(index), time, data, origlen, queue);
+            }
+            None => {
+                self.stats.packets += 1;
+                let packet = self.stats.packets;
+                self.note(queue, packet, "malformed pcapng packet block".into());
+            }
+        }
+    }
+
+    /// One packet record, on interface `index`.
+    fn packet(
+        &mut self,
+        index: Option<usize>,
+        time: Timestamp,
+        data: &[u8],
+        origlen: u32,
+        queue: &mut VecDeque<Event>,
+    ) {
+        self.stats.packets += 1;
+        let packet = self.stats.packets;
+        self.last_time = time;
+        let Some(interface) = index.and_then(|i| self.interfaces.get_mut(i)) else {
+            self.note(
+                queue,
+                packet,
+                format!(
+                    "packet on interface {} that no interface description declared: skipped",
+                    index.unwrap_or(0)
+                ),
+            );
+            return;
+        };
+        let linktype = interface.linktype;
+        if !decode::link_supported(linktype) {
+            self.stats.unsupported_link += 1;
+            if !interface.noted {
+                interface.noted = true;
+                // pcap-parser knows the names of the registered link types.
+                let name = pcap_parser::Linktype(linktype as i32).to_string();
+                let name = if name.starts_with("Linktype(") {
+                    String::new()
+                } else {
+                    format!(" ({name})")
+                };
+                let message = format!(
+                    "link type {linktype}{name} is not supported: packets of interface {} are skipped",
+                    index.unwrap_or(0)
+                );
+                self.note(queue, packet, message);
+            }
+            return;
+        }
+        let cut = u64::from(origlen).saturating_sub(data.len() as u64);
+        match decode::decode(linktype, data, cut) {
+            Decoded::Tcp(segment) => {
+                self.stats.tcp += 1;
+                let mut sink = Sink {
+                    events: queue,
+                    notes: &mut self.stats.notes,
+                };
+                self.tracker.segment(&segment, packet, time, &mut sink);
+            }
+            Decoded::NotTcp => self.stats.not_tcp += 1,
+            Decoded::Bad(message) => self.note(queue, packet, message),
+        }
+    }
+}

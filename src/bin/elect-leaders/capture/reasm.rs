@@ -1,0 +1,583 @@
+//! TCP reassembly: connections keyed by their unordered pair of endpoints, and per direction a
+//! stream offset, the out-of-order segments held until the hole before them is filled, and a
+//! short window of the bytes last delivered (to tell a faithful retransmission from one whose
+//! bytes disagree).
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use super::decode::{Segment, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN};
+use super::{ConnId, Endpoint, Event, Timestamp};
+
+/// Out-of-order bytes held per direction, at most; past this the lowest hole is declared a gap.
+pub(super) const HELD_LIMIT: usize = 8 << 20;
+/// What one held piece costs beyond its bytes (map node, bookkeeping), so that a flood of tiny
+/// segments is bounded too.
+const PIECE_OVERHEAD: usize = 64;
+/// Bytes last delivered per direction, kept to compare retransmissions with.
+const RECENT_LIMIT: usize = 64 << 10;
+/// Closed connections remembered (so that their last ACKs do not open new ones), at most.
+const CLOSED_LIMIT: usize = 1 << 16;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) struct Key(Endpoint, Endpoint);
+
+impl Key {
+    fn new(x: Endpoint, y: Endpoint) -> Key {
+        if x <= y {
+            Key(x, y)
+        } else {
+            Key(y, x)
+        }
+    }
+}
+
+enum Piece {
+    Bytes(Vec<u8>),
+    /// Bytes the capture never had (cut by the snap length).
+    Lost(u64),
+}
+
+impl Piece {
+    fn len(&self) -> u64 {
+        match self {
+            Piece::Bytes(b) => b.len() as u64,
+            Piece::Lost(n) => *n,
+        }
+    }
+
+    fn cost(&self) -> usize {
+        match self {
+            Piece::Bytes(b) => b.len() + PIECE_OVERHEAD,
+            Piece::Lost(_) => PIECE_OVERHEAD,
+        }
+    }
+}
+
+/// One direction of a connection.
+#[derive(Default)]
+struct Direction {
+    /// The sequence number of stream offset 0, once known.
+    base: Option<u32>,
+    /// Everything before this offset has been delivered (as Data or Gap).
+    next: u64,
+    /// Out-of-order pieces, by stream offset; they do not overlap and all start at or after
+    /// `next`.
+    held: BTreeMap<u64, Piece>,
+    held_cost: usize,
+    /// The last bytes delivered: offsets `next - recent.len() .. next`.
+    recent: VecDeque<u8>,
+    /// The stream offset where the FIN sits, once seen.
+    fin: Option<u64>,
+    /// The end of the furthest segment seen (counting the FIN's sequence number).
+    seen_end: u64,
+    /// How far the peer acknowledged (as a stream offset; the FIN counts one).
+    acked: u64,
+}
+
+impl Direction {
+    /// The stream offset of a sequence number, taken as the one nearest to `next` (so that
+    /// sequence numbers wrap around 2^32 transparently). Negative: before the stream began.
+    fn offset(&self, base: u32, seq: u32) -> i128 {
+        let rel = seq.wrapping_sub(base);
+        let diff = rel.wrapping_sub(self.next as u32) as i32;
+        i128::from(self.next) + i128::from(diff)
+    }
+
+    fn complete(&self) -> bool {
+        self.held.is_empty() && self.fin.is_some_and(|fin| self.next >= fin)
+    }
+
+    fn remember(&mut self, bytes: &[u8]) {
+        let tail = &bytes[bytes.len().saturating_sub(RECENT_LIMIT)..];
+        let excess = (self.recent.len() + tail.len()).saturating_sub(RECENT_LIMIT);
+        self.recent.drain(..excess);
+        self.recent.extend(tail);
+    }
+
+    /// Whether `bytes`, found at stream offset `start` (below `next`), agree with what was
+    /// delivered there, as far as the recent window remembers it.
+    fn agrees_with_delivered(&self, start: u64, bytes: &[u8]) -> bool {
+        let window_start = self.next - self.recent.len() as u64;
+        let from = start.max(window_start);
+        let to = (start + bytes.len() as u64).min(self.next);
+        if from >= to {
+            return true;
+        }
+        let theirs = self
+            .recent
+            .range((from - window_start) as usize..(to - window_start) as usize);
+        let ours = &bytes[(from - start) as usize..(to - start) as usize];
+        theirs.eq(ours.iter())
+    }
+}
+
+struct Conn {
+    id: ConnId,
+    a: Endpoint,
+    b: Endpoint,
+    dirs: [Direction; 2],
+}
+
+/// What a direction's delivery produced, before it is turned into events.
+enum Out {
+    Data(u64, Vec<u8>),
+    Gap(u64, u64),
+}
+
+/// All connections of a capture.
+#[derive(Default)]
+pub(super) struct Tracker {
+    conns: HashMap<Key, Conn>,
+    closed: HashSet<Key>,
+    closed_order: VecDeque<Key>,
+    last_id: u32,
+}
+
+/// Where events and notes go.
+pub(super) struct Sink<'a> {
+    pub events: &'a mut VecDeque<Event>,
+    pub notes: &'a mut u64,
+}
+
+impl Sink<'_> {
+    fn push(&mut self, event: Event) {
+        if matches!(event, Event::Note { .. }) {
+            *self.notes += 1;
+        }
+        self.events.push_back(event);
+    }
+}
+
+impl Tracker {
+    /// How many connections were opened so far.
+    pub fn connections(&self) -> u32 {
+        self.last_id
+    }
+
+    /// The open connections, last opened first (pop them to close in order).
+    pub fn open_keys(&self) -> Vec<Key> {
+        let mut open: Vec<(ConnId, Key)> = self.conns.iter().map(|(k, c)| (c.id, *k)).collect();
+        open.sort_unstable_by_key(|x| std::cmp::Reverse(x.0));
+        open.into_iter().map(|(_, k)| k).collect()
+    }
+
+    /// Closes one connection at the end of the capture; `at` is the last packet read.
+    pub fn close_at_end(&mut self, key: Key, at: (u64, Timestamp), sink: &mut Sink<'_>) {
+        self.close(key, at, None, sink);
+    }
+
+    pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, time: Timestamp, sink: &mut Sink) {
+        let key = Key::new(seg.src, seg.dst);
+        let syn = seg.flags & TCP_SYN != 0;
+        let pure_syn = syn && seg.flags & TCP_ACK == 0;
+        let carries = !seg.payload.is_empty() || seg.missing > 0;
+
+        let reused = self.conns.get(&key).is_some_and(|conn| {
+            let dir = &conn.dirs[usize::from(seg.src != conn.a)];
+            // A SYN with a new initial sequence number on a connection that has seen traffic:
+            // a new connection on the same 4-tuple (the old one's end was not captured).
+            pure_syn
+                && dir.base != Some(seg.seq.wrapping_add(1))
+                && (dir.base.is_some()
+                    || conn
+                        .dirs
+                        .iter()
+                        .any(|d| d.next > 0 || !d.held.is_empty() || d.fin.is_some()))
+        });
+        if reused {
+            self.close(
+                key,
+                (packet, time),
+                Some("the 4-tuple was reused by a new SYN"),
+                sink,
+            );
+            self.open(key, seg, true, packet, time, sink);
+        } else if self.conns.contains_key(&key) {
+            // Carry on below.
+        } else if self.closed.contains(&key) {
+            if !pure_syn {
+                if carries {
+                    sink.push(Event::Note {
+                        packet,
+                        message: format!(
+                            "TCP data {} -> {} after the connection closed: ignored",
+                            seg.src, seg.dst
+                        ),
+                    });
+                }
+                return;
+            }
+            self.closed.remove(&key);
+            self.open(key, seg, true, packet, time, sink);
+        } else if syn || carries {
+            self.open(key, seg, pure_syn, packet, time, sink);
+        } else {
+            // A pure ACK, FIN or RST of a connection never seen: nothing to follow.
+            return;
+        }
+
+        let Some(conn) = self.conns.get_mut(&key) else {
+            return;
+        };
+        let d = usize::from(seg.src != conn.a);
+        let (from, to) = (seg.src, seg.dst);
+        let mut start_seq = seg.seq;
+        {
+            let dir = &mut conn.dirs[d];
+            if syn {
+                start_seq = seg.seq.wrapping_add(1);
+                match dir.base {
+                    None => dir.base = Some(start_seq),
+                    Some(base) if base == start_seq => {}
+                    Some(_) if dir.next == 0 && dir.held.is_empty() => dir.base = Some(start_seq),
+                    Some(_) => {
+                        sink.push(Event::Note {
+                            packet,
+                            message: format!(
+                                "SYN {from} -> {to} with a new initial sequence number on an open connection: ignored"
+                            ),
+                        });
+                        return;
+                    }
+                }
+            } else if dir.base.is_none() && (carries || seg.flags & TCP_FIN != 0) {
+                // The capture began mid-connection: the first byte seen is offset 0.
+                dir.base = Some(start_seq);
+            }
+        }
+
+        if seg.flags & TCP_RST != 0 {
+            self.close(key, (packet, time), Some("RST"), sink);
+            return;
+        }
+
+        let dir = &mut conn.dirs[d];
+        let Some(base) = dir.base else {
+            return;
+        };
+        let start = dir.offset(base, start_seq);
+        let len = seg.payload.len() as u64 + seg.missing;
+        let mut out = Vec::new();
+        let keepalive = len <= 1 && start == i128::from(dir.next) - 1;
+        if len > 0 && !keepalive && !accept(dir, start, seg.payload, seg.missing, &mut out) {
+            sink.push(Event::Note {
+                packet,
+                message: format!(
+                    "TCP bytes {from} -> {to} at stream offsets {}..{} disagree with the bytes captured first there: kept the first",
+                    start.max(0),
+                    start + i128::from(len)
+                ),
+            });
+        }
+        let end = start + i128::from(len);
+        let fin = seg.flags & TCP_FIN != 0;
+        if fin && dir.fin.is_none() && end >= 0 {
+            dir.fin = Some(end as u64);
+        }
+        let seen = end + i128::from(fin);
+        if seen > i128::from(dir.seen_end) {
+            dir.seen_end = seen as u64;
+        }
+        while dir.held_cost > HELD_LIMIT {
+            // Give up on the lowest hole.
+            let Some((&first, _)) = dir.held.first_key_value() else {
+                break;
+            };
+            gap(dir, first - dir.next, &mut out);
+            drain(dir, &mut out);
+        }
+        emit(conn.id, from, to, out, packet, time, sink);
+
+        if seg.flags & TCP_ACK != 0 {
+            // What the peer acknowledged and the capture does not have was lost by the
+            // capture, not by the network: it will not come again.
+            let other = &mut conn.dirs[1 - d];
+            if let Some(base) = other.base {
+                let acked = other.offset(base, seg.ack);
+                if acked > i128::from(other.acked) && acked <= i128::from(other.seen_end) {
+                    other.acked = acked as u64;
+                    let mut out = Vec::new();
+                    confirm_lost(other, &mut out);
+                    emit(conn.id, to, from, out, packet, time, sink);
+                }
+            }
+        }
+
+        if conn.dirs.iter().all(Direction::complete) {
+            self.close(key, (packet, time), Some("FIN"), sink);
+        }
+    }
+
+    fn open(
+        &mut self,
+        key: Key,
+        seg: &Segment<'_>,
+        syn_seen: bool,
+        packet: u64,
+        time: Timestamp,
+        sink: &mut Sink,
+    ) {
+        self.last_id = self.last_id.saturating_add(1);
+        let id = ConnId(self.last_id);
+        self.conns.insert(
+            key,
+            Conn {
+                id,
+                a: seg.src,
+                b: seg.dst,
+                dirs: Default::default(),
+            },
+        );
+        sink.push(Event::Open {
+            conn: id,
+            a: seg.src,
+            b: seg.dst,
+            syn_seen,
+            packet,
+            time,
+        });
+    }
+
+    /// Flushes what is held (gaps for the holes), then closes. `at` is the packet (and its
+    /// time) that the flushed events name; `reason` is None at the end of the capture.
+    fn close(
+        &mut self,
+        key: Key,
+        at: (u64, Timestamp),
+        reason: Option<&'static str>,
+        sink: &mut Sink,
+    ) {
+        let Some(mut conn) = self.conns.remove(&key) else {
+            return;
+        };
+        let ends = [(conn.a, conn.b), (conn.b, conn.a)];
+        for (dir, (from, to)) in conn.dirs.iter_mut().zip(ends) {
+            let mut out = Vec::new();
+            while let Some((&first, _)) = dir.held.first_key_value() {
+                gap(dir, first - dir.next, &mut out);
+                drain(dir, &mut out);
+            }
+            if let Some(fin) = dir.fin {
+                if fin > dir.next {
+                    gap(dir, fin - dir.next, &mut out);
+                }
+            }
+            emit(conn.id, from, to, out, at.0, at.1, sink);
+        }
+        sink.push(Event::Close {
+            conn: conn.id,
+            packet: reason.map(|_| at.0),
+            reason: reason.unwrap_or("end of capture"),
+        });
+        if reason.is_some() {
+            if self.closed_order.len() >= CLOSED_LIMIT {
+                if let Some(old) = self.closed_order.pop_front() {
+                    self.closed.remove(&old);
+                }
+            }
+            if self.closed.insert(key) {
+                self.closed_order.push_back(key);
+            }
+        }
+    }
+}
+
+/// Takes in a segment's bytes at stream offset `start` (may be negative: before the stream
+/// began): drops what was delivered already, holds what is ahead, and delivers what is now in
+/// order. False when some of its bytes disagree with bytes captured first.
+fn accept(
+    dir: &mut Direction,
+    start: i128,
+    bytes: &[u8],
+    missing: u64,
+    out: &mut Vec<Out>,
+) -> bool {
+    let next = i128::from(dir.next);
+    let end = start + bytes.len() as i128 + i128::from(missing);
+    if end <= next {
+        return start < 0 || dir.agrees_with_delivered(start as u64, bytes);
+    }
+    let mut agrees = true;
+    let (start, bytes, missing) = if start < next {
+        let skip = (next - start) as u64;
+        if start >= 0 {
+            agrees &= dir.agrees_with_delivered(start as u64, bytes);
+        }
+        let skip_bytes = skip.min(bytes.len() as u64) as usize;
+        let skip_missing = skip - skip_bytes as u64;
+        (dir.next, &bytes[skip_bytes..], missing - skip_missing)
+    } else {
+        (start as u64, bytes, missing)
+    };
+    if start == dir.next && dir.held.is_empty() {
+        // The common case: in order, nothing held.
+        if !bytes.is_empty() {
+            dir.next += bytes.len() as u64;
+            dir.remember(bytes);
+            out.push(Out::Data(start, bytes.to_vec()));
+        }
+        if missing > 0 {
+            gap(dir, missing, out);
+        }
+        return agrees;
+    }
+    if !bytes.is_empty() {
+        agrees &= hold(dir, start, PieceRef::Bytes(bytes));
+    }
+    if missing > 0 {
+        hold(dir, start + bytes.len() as u64, PieceRef::Lost(missing));
+    }
+    drain(dir, out);
+    agrees
+}
+
+#[derive(Clone, Copy)]
+enum PieceRef<'a> {
+    Bytes(&'a [u8]),
+    Lost(u64),
+}
+
+impl PieceRef<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            PieceRef::Bytes(b) => b.len() as u64,
+            PieceRef::Lost(n) => *n,
+        }
+    }
+
+    fn slice(&self, from: u64, to: u64) -> Piece {
+        match self {
+            PieceRef::Bytes(b) => Piece::Bytes(b[from as usize..to as usize].to_vec()),
+            PieceRef::Lost(_) => Piece::Lost(to - from),
+        }
+    }
+}
+
+/// Holds the parts of a piece (at `start`, at or after `next`) that no held piece covers
+/// already; where both have bytes, compares them. False when they disagree.
+fn hold(dir: &mut Direction, start: u64, piece: PieceRef<'_>) -> bool {
+    let end = start + piece.len();
+    // Held pieces overlapping start..end: they do not overlap each other, so walking back from
+    // the last one starting before `end` finds them all.
+    let mut overlaps: Vec<(u64, u64)> = Vec::new();
+    for (&s, p) in dir.held.range(..end).rev() {
+        let e = s + p.len();
+        if e <= start {
+            break;
+        }
+        overlaps.push((s, e));
+    }
+    overlaps.reverse();
+    let mut agrees = true;
+    let mut cursor = start;
+    let mut uncovered = Vec::new();
+    for (s, e) in overlaps {
+        if s > cursor {
+            uncovered.push((cursor, s));
+        }
+        if let (PieceRef::Bytes(new), Some(Piece::Bytes(old))) = (piece, dir.held.get(&s)) {
+            let from = s.max(start);
+            let to = e.min(end);
+            if from < to {
+                let a = &new[(from - start) as usize..(to - start) as usize];
+                let b = &old[(from - s) as usize..(to - s) as usize];
+                agrees &= a == b;
+            }
+        }
+        cursor = cursor.max(e);
+    }
+    if cursor < end {
+        uncovered.push((cursor, end));
+    }
+    for (s, e) in uncovered {
+        let part = piece.slice(s - start, e - start);
+        dir.held_cost += part.cost();
+        dir.held.insert(s, part);
+    }
+    agrees
+}
+
+/// Declares lost the holes below what the peer acknowledged, delivering what was held after
+/// them.
+fn confirm_lost(dir: &mut Direction, out: &mut Vec<Out>) {
+    let upto = dir.fin.map_or(dir.acked, |fin| fin.min(dir.acked));
+    while dir.next < upto {
+        match dir.held.first_key_value() {
+            Some((&first, _)) if first < upto => {
+                gap(dir, first - dir.next, out);
+                drain(dir, out);
+            }
+            _ => gap(dir, upto - dir.next, out),
+        }
+    }
+}
+
+/// Delivers the held pieces that now continue the stream.
+fn drain(dir: &mut Direction, out: &mut Vec<Out>) {
+    while let Some(entry) = dir.held.first_entry() {
+        if *entry.key() > dir.next {
+            break;
+        }
+        let piece = entry.remove();
+        dir.held_cost = dir.held_cost.saturating_sub(piece.cost());
+        match piece {
+            Piece::Bytes(bytes) => {
+                dir.remember(&bytes);
+                let at = dir.next;
+                dir.next += bytes.len() as u64;
+                match out.last_mut() {
+                    Some(Out::Data(s, b)) if *s + b.len() as u64 == at => {
+                        b.extend_from_slice(&bytes)
+                    }
+                    _ => out.push(Out::Data(at, bytes)),
+                }
+            }
+            Piece::Lost(n) => gap(dir, n, out),
+        }
+    }
+}
+
+/// Declares `len` bytes from `next` lost.
+fn gap(dir: &mut Direction, len: u64, out: &mut Vec<Out>) {
+    if len == 0 {
+        return;
+    }
+    dir.recent.clear();
+    match out.last_mut() {
+        Some(Out::Gap(s, n)) if *s + *n == dir.next => *n += len,
+        _ => out.push(Out::Gap(dir.next, len)),
+    }
+    dir.next += len;
+}
+
+fn emit(
+    conn: ConnId,
+    from: Endpoint,
+    to: Endpoint,
+    out: Vec<Out>,
+    packet: u64,
+    time: Timestamp,
+    sink: &mut Sink,
+) {
+    for o in out {
+        sink.push(match o {
+            Out::Data(offset, bytes) => Event::Data {
+                conn,
+                from,
+                to,
+                offset,
+                bytes,
+                packet,
+                time,
+            },
+            Out::Gap(offset, len) => Event::Gap {
+                conn,
+                from,
+                to,
+                offset,
+                len,
+                packet,
+            },
+        });
+    }
+}

@@ -1,0 +1,670 @@
+//! Whole Kafka connections out of a capture: each TCP direction cut into frames, the broker
+//! side told apart from the client side, every request remembered (whatever its API) until
+//! its response comes, and every ElectLeaders frame handed on with where it was found.
+//!
+//! The capture layer (`capture`) delivers reassembled bytes and gaps; this layer knows
+//! Kafka: size prefixes, request headers, correlation ids. It does not decode ElectLeaders
+//! itself: it hands whole frames to the library's parsers (through the commands).
+//!
+//! Memory: per open connection, at most one frame per direction (bounded by the maximum
+//! frame size) and a fixed-size table of requests in flight.
+
+use std::collections::{HashMap, VecDeque};
+
+use kafka_elect_leaders::{
+    api_name, is_known_request, parse_request, parse_response, peek_request, peek_response,
+    split_frame_with_max, InFlight, Pending, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
+};
+
+use crate::capture::{ConnId, Endpoint, Event, Timestamp};
+
+/// Requests that may wait for their responses on one connection.
+pub const IN_FLIGHT: usize = 1024;
+
+/// The broker's port, unless `--port` says otherwise.
+pub const DEFAULT_PORT: u16 = 9092;
+
+/// Which way a direction's frames go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Role {
+    /// Client to broker.
+    Requests,
+    /// Broker to client.
+    Responses,
+}
+
+/// Where a frame of a capture was found.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub conn: ConnId,
+    pub from: Endpoint,
+    pub to: Endpoint,
+    /// The packets that carried the frame's first and last bytes.
+    pub first_packet: u64,
+    pub last_packet: u64,
+    /// The capture time of the packet that completed the frame.
+    pub time: Timestamp,
+    /// The frame's first byte in its direction's stream.
+    pub offset: u64,
+    /// The frame's number in its direction, from 1.
+    pub index: u64,
+}
+
+/// What a frame is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum What {
+    /// An ElectLeaders request (v0-v2): `parse_request`.
+    ElectRequest,
+    /// An ElectLeaders response, of its request's version: `parse_response`.
+    ElectResponse { version: i16 },
+    /// A frame of another API (or an ElectLeaders version this crate does not read).
+    Other {
+        role: Role,
+        api_key: i16,
+        api_version: i16,
+        correlation_id: i32,
+    },
+    /// A response whose request was not seen (the capture began after it, or it was lost).
+    Unpaired { correlation_id: i32 },
+}
+
+/// A frame, whole, size prefix included.
+pub struct Found {
+    pub origin: Origin,
+    pub what: What,
+    pub frame: Vec<u8>,
+}
+
+/// Something the reader of the output should know: where, and what. `partial` when it
+/// means some traffic could not be decoded (a gap, a malformed frame, a cut capture).
+pub struct Note {
+    pub conn: Option<(ConnId, Endpoint, Endpoint)>,
+    pub packet: Option<u64>,
+    pub message: String,
+    pub partial: bool,
+}
+
+/// What the analyser hands on.
+pub enum Item {
+    Frame(Found),
+    Note(Note),
+    /// A connection ended: nothing more will come from it.
+    Closed(ConnId),
+}
+
+/// One direction of a connection.
+struct Dir {
+    from: Endpoint,
+    to: Endpoint,
+    /// Bytes not yet cut into a frame; `buf[pos..]` is live, starting at stream offset
+    /// `start`.
+    buf: Vec<u8>,
+    pos: usize,
+    start: u64,
+    /// Which packet delivered the bytes up to each stream offset (exclusive end).
+    packets: VecDeque<(u64, u64, Timestamp)>,
+    /// False at a mid-stream start and after a gap or a bad size prefix: the next frame
+    /// boundary must be proven before frames are cut again.
+    synced: bool,
+    /// While not synced: the first live position not yet rejected as a boundary.
+    scan: usize,
+    frames: u64,
+}
+
+impl Dir {
+    fn new(from: Endpoint, to: Endpoint, synced: bool) -> Dir {
+        Dir {
+            from,
+            to,
+            buf: Vec::new(),
+            pos: 0,
+            start: 0,
+            packets: VecDeque::new(),
+            synced,
+            scan: 0,
+            frames: 0,
+        }
+    }
+
+    fn live(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Drops `n` live bytes from the front.
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+        self.start += n as u64;
+        self.scan = self.scan.saturating_sub(n);
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 64 * 1024 && self.pos * 2 > self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        while self
+            .packets
+            .front()
+            .is_some_and(|&(end, _, _)| end <= self.start)
+        {
+            self.packets.pop_front();
+        }
+    }
+
+    /// The packets that carried stream bytes `[from, to)`, and the last one's time.
+    fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp) {
+        let mut first = None;
+        let mut last = (0, Timestamp::default());
+        for &(end, packet, time) in &self.packets {
+            if end > from && first.is_none() {
+                first = Some(packet);
+            }
+            last = (packet, time);
+            if end >= to {
+                break;
+            }
+        }
+        (first.unwrap_or(last.0), last.0, last.1)
+    }
+}
+
+struct Conn {
+    a: Endpoint,
+    syn_seen: bool,
+    /// The broker's side, once known.
+    server: Option<Endpoint>,
+    dirs: [Dir; 2],
+    in_flight: Box<InFlight<IN_FLIGHT>>,
+}
+
+impl Conn {
+    fn dir_index(&self, from: Endpoint) -> usize {
+        usize::from(from != self.a)
+    }
+
+    fn role(&self, index: usize) -> Option<Role> {
+        let server = self.server?;
+        Some(if self.dirs[index].to == server {
+            Role::Requests
+        } else {
+            Role::Responses
+        })
+    }
+}
+
+/// The connections of one capture.
+pub struct Analyzer {
+    port: u16,
+    max_frame: usize,
+    conns: HashMap<ConnId, Conn>,
+}
+
+impl Analyzer {
+    pub fn new(port: Option<u16>) -> Analyzer {
+        Analyzer {
+            port: port.unwrap_or(DEFAULT_PORT),
+            max_frame: DEFAULT_MAX_FRAME_SIZE,
+            conns: HashMap::new(),
+        }
+    }
+
+    /// Takes one capture event; hands on what it completes.
+    pub fn feed(&mut self, event: Event, out: &mut dyn FnMut(Item)) {
+        match event {
+            Event::Open {
+                conn,
+                a,
+                b,
+                syn_seen,
+                ..
+            } => {
+                let server = if b.port == self.port {
+                    Some(b)
+                } else if a.port == self.port {
+                    Some(a)
+                } else if syn_seen {
+                    Some(b)
+                } else {
+                    None
+                };
+                self.conns.insert(
+                    conn,
+                    Conn {
+                        a,
+                        syn_seen,
+                        server,
+                        dirs: [Dir::new(a, b, syn_seen), Dir::new(b, a, syn_seen)],
+                        in_flight: Box::new(InFlight::new()),
+                    },
+                );
+            }
+            Event::Data {
+                conn,
+                from,
+                offset,
+                bytes,
+                packet,
+                time,
+                ..
+            } => {
+                let max_frame = self.max_frame;
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let i = c.dir_index(from);
+                let d = &mut c.dirs[i];
+                if d.buf.len() == d.pos {
+                    d.start = offset;
+                }
+                d.buf.extend_from_slice(&bytes);
+                d.packets
+                    .push_back((offset + bytes.len() as u64, packet, time));
+                if c.server.is_none() {
+                    decide_server(c, i);
+                }
+                // Requests first: a response direction may be waiting for a request, to pair
+                // a frame or to prove a boundary.
+                let requests = usize::from(c.role(0) != Some(Role::Requests));
+                drain(conn, c, requests, max_frame, out);
+                drain(conn, c, 1 - requests, max_frame, out);
+            }
+            Event::Gap {
+                conn,
+                from,
+                offset,
+                len,
+                packet,
+                ..
+            } => {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let i = c.dir_index(from);
+                let d = &mut c.dirs[i];
+                let held = d.live().len();
+                let mut message = format!(
+                    "{len} bytes missing from the capture at stream offset {offset} ({} -> {})",
+                    d.from, d.to
+                );
+                if held > 0 {
+                    message.push_str(&format!(
+                        "; the frame in progress at offset {} ({held} bytes held) is lost",
+                        d.start
+                    ));
+                }
+                message
+                    .push_str("; decoding resumes at the next frame boundary that can be proven");
+                let (from, to) = (d.from, d.to);
+                out(Item::Note(Note {
+                    conn: Some((conn, from, to)),
+                    packet: Some(packet),
+                    message,
+                    partial: true,
+                }));
+                let d = &mut c.dirs[i];
+                d.buf.clear();
+                d.pos = 0;
+                d.scan = 0;
+                d.packets.clear();
+                d.start = offset + len;
+                d.synced = false;
+            }
+            Event::Close { conn, packet, .. } => {
+                let Some(c) = self.conns.remove(&conn) else {
+                    return;
+                };
+                for d in &c.dirs {
+                    let held = d.live().len();
+                    if held > 0 {
+                        out(Item::Note(Note {
+                            conn: Some((conn, d.from, d.to)),
+                            packet,
+                            message: format!(
+                                "the stream ends inside a frame: {held} bytes from stream \
+                                 offset {} are not a whole frame",
+                                d.start
+                            ),
+                            partial: true,
+                        }));
+                    }
+                }
+                out(Item::Closed(conn));
+            }
+            Event::Note { packet, message } => out(Item::Note(Note {
+                conn: None,
+                packet: Some(packet),
+                message,
+                partial: true,
+            })),
+        }
+    }
+}
+
+/// Without a SYN or the broker's port (a capture that began mid-connection): the client is
+/// the side where an ElectLeaders request is found at a boundary that can be proven. A
+/// weaker sign is not enough: a response with a small correlation id reads as a request
+/// header of api key 0.
+fn decide_server(c: &mut Conn, i: usize) {
+    let d = &c.dirs[i];
+    if let Boundary::At(_) = find_boundary(
+        d,
+        Role::Requests,
+        &InFlight::new(),
+        DEFAULT_MAX_FRAME_SIZE,
+        true,
+    ) {
+        c.server = Some(d.to);
+    }
+}
+
+/// Cuts what it can of direction `i` into frames.
+fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn FnMut(Item)) {
+    let Some(role) = c.role(i) else {
+        return;
+    };
+    loop {
+        if !c.dirs[i].synced {
+            match find_boundary(&c.dirs[i], role, &c.in_flight, max_frame, false) {
+                Boundary::At(p) => {
+                    let d = &mut c.dirs[i];
+                    if p > 0 && (d.frames > 0 || c.syn_seen) {
+                        let note = format!(
+                            "{p} bytes at stream offset {} passed over to the next frame \
+                             boundary that could be proven",
+                            d.start
+                        );
+                        out(Item::Note(Note {
+                            conn: Some((conn, d.from, d.to)),
+                            packet: None,
+                            message: note,
+                            partial: true,
+                        }));
+                    }
+                    d.consume(p);
+                    d.synced = true;
+                }
+                Boundary::NotYet(p) => {
+                    let d = &mut c.dirs[i];
+                    d.scan = p;
+                    // Keep at most one frame's worth while searching.
+                    let excess = d.live().len().saturating_sub(max_frame + SIZE_PREFIX_LEN);
+                    if excess > 0 {
+                        d.consume(excess);
+                    }
+                    return;
+                }
+            }
+        }
+        let d = &mut c.dirs[i];
+        let frame_len = match split_frame_with_max(d.live(), max_frame) {
+            Ok((frame, _)) => frame.len(),
+            Err(e) if e.is_incomplete() => return,
+            Err(e) => {
+                out(Item::Note(Note {
+                    conn: Some((conn, d.from, d.to)),
+                    packet: None,
+                    message: format!("stream offset {}: not a frame: {e}", d.start),
+                    partial: true,
+                }));
+                d.synced = false;
+                d.scan = 1;
+                continue;
+            }
+        };
+        d.frames += 1;
+        let offset = d.start;
+        let (first_packet, last_packet, time) = d.packets_of(offset, offset + frame_len as u64);
+        let frame = d.live()[..frame_len].to_vec();
+        let origin = Origin {
+            conn,
+            from: d.from,
+            to: d.to,
+            first_packet,
+            last_packet,
+            time,
+            offset,
+            index: d.frames,
+        };
+        d.consume(frame_len);
+        let what = match role {
+            Role::Requests => match peek_request(&frame) {
+                Ok(peek) => {
+                    let pending = Pending::from(peek);
+                    if let Err(full) = c.in_flight.push(pending) {
+                        out(Item::Note(Note {
+                            conn: Some((conn, origin.from, origin.to)),
+                            packet: Some(origin.last_packet),
+                            message: format!("{full}: the oldest are forgotten"),
+                            partial: true,
+                        }));
+                        c.in_flight.clear();
+                        let _ = c.in_flight.push(pending);
+                    }
+                    if pending.is_elect_leaders() {
+                        What::ElectRequest
+                    } else {
+                        What::Other {
+                            role,
+                            api_key: peek.api_key,
+                            api_version: peek.api_version,
+                            correlation_id: peek.correlation_id,
+                        }
+                    }
+                }
+                Err(e) => {
+                    out(Item::Note(Note {
+                        conn: Some((conn, origin.from, origin.to)),
+                        packet: Some(origin.last_packet),
+                        message: format!(
+                            "request frame at stream offset {offset}: {} at frame byte {}: {}",
+                            e.field, e.offset, e.kind
+                        ),
+                        partial: true,
+                    }));
+                    continue;
+                }
+            },
+            Role::Responses => match peek_response(&frame) {
+                Ok(peek) => match c.in_flight.answer(peek.correlation_id) {
+                    Some(answered) if answered.request.is_elect_leaders() => What::ElectResponse {
+                        version: answered.request.api_version,
+                    },
+                    Some(answered) => What::Other {
+                        role,
+                        api_key: answered.request.api_key,
+                        api_version: answered.request.api_version,
+                        correlation_id: peek.correlation_id,
+                    },
+                    None => What::Unpaired {
+                        correlation_id: peek.correlation_id,
+                    },
+                },
+                Err(e) => {
+                    out(Item::Note(Note {
+                        conn: Some((conn, origin.from, origin.to)),
+                        packet: Some(origin.last_packet),
+                        message: format!(
+                            "response frame at stream offset {offset}: {} at frame byte {}: {}",
+                            e.field, e.offset, e.kind
+                        ),
+                        partial: true,
+                    }));
+                    continue;
+                }
+            },
+        };
+        out(Item::Frame(Found {
+            origin,
+            what,
+            frame,
+        }));
+    }
+}
+
+enum Boundary {
+    /// A frame provably starts at this live position.
+    At(usize),
+    /// None proven yet; positions before this one are ruled out.
+    NotYet(usize),
+}
+
+fn be_i32(b: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be_i16(b: &[u8], at: usize) -> Option<i16> {
+    Some(i16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+/// Could a request frame start at `b[0]`: a size that holds a request header, a known API
+/// key, a sane version, a client id length that fits.
+fn plausible_request(b: &[u8], max_frame: usize) -> bool {
+    let (Some(size), Some(key), Some(version), Some(client_id)) =
+        (be_i32(b, 0), be_i16(b, 4), be_i16(b, 6), be_i16(b, 12))
+    else {
+        return false;
+    };
+    (10..=max_frame as i64).contains(&i64::from(size))
+        && is_known_request(key, version)
+        && (client_id == -1 || (0..=size - 10).contains(&i32::from(client_id)))
+}
+
+/// Could a response to one of the requests waiting start at `b[0]`?
+fn plausible_response(b: &[u8], in_flight: &InFlight<IN_FLIGHT>, max_frame: usize) -> bool {
+    let (Some(size), Some(correlation_id)) = (be_i32(b, 0), be_i32(b, 4)) else {
+        return false;
+    };
+    (4..=max_frame as i64).contains(&i64::from(size))
+        && in_flight.iter().any(|p| p.correlation_id == correlation_id)
+}
+
+/// The first live position where a frame provably starts: the frame there is plausible
+/// and either parses as ElectLeaders or (unless `strong_only`) is followed by another
+/// plausible frame.
+fn find_boundary(
+    d: &Dir,
+    role: Role,
+    in_flight: &InFlight<IN_FLIGHT>,
+    max_frame: usize,
+    strong_only: bool,
+) -> Boundary {
+    let b = d.live();
+    let plausible = |at: &[u8]| match role {
+        Role::Requests => plausible_request(at, max_frame),
+        Role::Responses => plausible_response(at, in_flight, max_frame),
+    };
+    // The first candidate that needs more bytes before it can be judged: the search
+    // resumes there. A candidate proven further on wins meanwhile.
+    let mut waiting = None;
+    let mut p = d.scan;
+    while p + SIZE_PREFIX_LEN + 10 <= b.len() || (role == Role::Responses && p + 8 <= b.len()) {
+        let here = &b[p..];
+        if plausible(here) {
+            let size = be_i32(here, 0).unwrap_or(0) as usize;
+            let end = SIZE_PREFIX_LEN + size;
+            if end > here.len() {
+                waiting.get_or_insert(p);
+                p += 1;
+                continue;
+            }
+            let frame = &here[..end];
+            let proven = match role {
+                Role::Requests => peek_request(frame)
+                    .is_ok_and(|peek| peek.is_elect_leaders() && parse_request(frame).is_ok()),
+                Role::Responses => {
+                    let correlation_id = be_i32(here, 4).unwrap_or(0);
+                    in_flight.iter().any(|q| {
+                        q.correlation_id == correlation_id
+                            && q.is_elect_leaders()
+                            && parse_response(frame, q.api_version).is_ok()
+                    })
+                }
+            };
+            if proven {
+                return Boundary::At(p);
+            }
+            let next = &here[end..];
+            if strong_only {
+                // Only an ElectLeaders frame proves anything here.
+            } else if next.len() >= SIZE_PREFIX_LEN + 10
+                || (role == Role::Responses && next.len() >= 8)
+            {
+                if plausible(next) {
+                    return Boundary::At(p);
+                }
+            } else {
+                waiting.get_or_insert(p);
+            }
+        }
+        p += 1;
+    }
+    Boundary::NotYet(waiting.unwrap_or(p))
+}
+
+/// What a walk through a capture saw.
+#[derive(Default)]
+pub struct Summary {
+    /// Notes that mean some traffic was not decoded.
+    pub partial: u64,
+}
+
+/// Reads every event of `capture` through an [`Analyzer`], handing each item to `each` as
+/// soon as it is complete.
+pub fn walk<R: std::io::Read>(
+    name: &str,
+    capture: &mut crate::capture::Capture<R>,
+    port: Option<u16>,
+    each: &mut dyn FnMut(Item) -> Result<(), crate::fail::Failure>,
+) -> Result<Summary, crate::fail::Failure> {
+    let mut analyzer = Analyzer::new(port);
+    let mut summary = Summary::default();
+    let mut items = Vec::new();
+    loop {
+        let event = capture
+            .next_event()
+            .map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
+        let Some(event) = event else {
+            return Ok(summary);
+        };
+        analyzer.feed(event, &mut |item| items.push(item));
+        for item in items.drain(..) {
+            if let Item::Note(note) = &item {
+                summary.partial += u64::from(note.partial);
+            }
+            each(item)?;
+        }
+    }
+}
+
+/// A note as one line: where (input, packet, connection), then what.
+pub fn note_line(name: &str, note: &Note) -> String {
+    let mut line = name.to_owned();
+    if let Some(packet) = note.packet {
+        line.push_str(&format!(": packet {packet}"));
+    }
+    if let Some((conn, from, to)) = note.conn {
+        line.push_str(&format!(": connection {} ({from} -> {to})", conn.0));
+    }
+    line.push_str(": ");
+    line.push_str(&note.message);
+    line
+}
+
+/// The `"source"` member of a frame found in a capture (with its leading comma).
+pub fn source_json(o: &Origin) -> String {
+    let packets = if o.first_packet == o.last_packet {
+        format!("\"packet\":{}", o.first_packet)
+    } else {
+        format!("\"packets\":[{},{}]", o.first_packet, o.last_packet)
+    };
+    format!(
+        ",\"source\":{{{packets},\"time\":\"{}\",\"connection\":{},\"src\":\"{}\",\
+         \"dst\":\"{}\",\"stream_offset\":{},\"frame\":{}}}",
+        o.time, o.conn.0, o.from, o.to, o.offset, o.index
+    )
+}
+
+/// Kafka's name of an API key, or `"unknown"`.
+pub fn api_label(api_key: i16) -> &'static str {
+    api_name(api_key).unwrap_or("unknown")
+}

@@ -1,0 +1,791 @@
+//! Whole connections and packet captures through the `elect-leaders` tool: the real
+//! captures of `corpus/captures/` (Apache Kafka 4.4.0 and three real clients, recorded by
+//! `tests/e2e/run.sh`), recorded connection streams, and tshark's reading of the same
+//! packets where it reads them right.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn captures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/captures")
+}
+
+const PCAP: &str = "elect-leaders-kafka-4.4.pcap";
+const PCAPNG: &str = "elect-leaders-kafka-4.4.pcapng";
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(args)
+        .current_dir(captures_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
+}
+
+#[track_caller]
+fn ok_lines(output: &Output) -> Vec<Value> {
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr: {err}");
+    assert!(err.is_empty(), "stderr: {err}");
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// What the clients asked for and reported, per `corpus/captures/README.md`: each client
+/// elected one partition of topic `capture`, first with success, then again (not needed).
+const ELECTIONS: [(&str, i64); 3] = [
+    ("e2e-java-admin", 0),
+    ("e2e-confluent", 1),
+    ("e2e-kafka-python", 2),
+];
+
+fn check_real_capture(objects: &[Value]) {
+    let requests: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "request").collect();
+    let responses: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "response").collect();
+    assert_eq!((requests.len(), responses.len()), (6, 6), "{objects:#?}");
+    for (client, partition) in ELECTIONS {
+        let mine: Vec<&&Value> = requests
+            .iter()
+            .filter(|r| r["client_id"] == client)
+            .collect();
+        assert_eq!(mine.len(), 2, "{client}");
+        let mut codes = Vec::new();
+        for request in mine {
+            assert_eq!(request["api_key"], 43);
+            assert_eq!(request["api_version"], 2);
+            assert_eq!(request["election_type"], 0);
+            assert_eq!(
+                request["topic_partitions"],
+                serde_json::json!([{"topic": "capture", "partitions": [partition]}])
+            );
+            // Its response: same connection, the other way, same correlation id.
+            let src = &request["source"];
+            let answer: Vec<&&Value> = responses
+                .iter()
+                .filter(|r| {
+                    r["correlation_id"] == request["correlation_id"]
+                        && r["source"]["connection"] == src["connection"]
+                })
+                .collect();
+            assert_eq!(answer.len(), 1, "{client}: {request}");
+            let answer = answer[0];
+            assert_eq!(answer["source"]["src"], src["dst"]);
+            assert_eq!(answer["source"]["dst"], src["src"]);
+            assert!(answer["source"]["packet"].as_u64() > src["packet"].as_u64());
+            // Parsed with its request's version.
+            assert_eq!(answer["api_version"], 2);
+            assert_eq!(answer["error_code"], 0);
+            let results = &answer["replica_election_results"];
+            assert_eq!(results[0]["topic"], "capture");
+            assert_eq!(results[0]["partition_result"][0]["partition_id"], partition);
+            codes.push(
+                results[0]["partition_result"][0]["error_code"]
+                    .as_i64()
+                    .unwrap(),
+            );
+        }
+        // NONE, then ELECTION_NOT_NEEDED.
+        assert_eq!(codes, [0, 84], "{client}");
+    }
+}
+
+#[test]
+fn real_pcap_and_pcapng_captures_decode_to_what_the_clients_reported() {
+    let pcap = ok_lines(&run(&["decode", PCAP], b""));
+    let pcapng = ok_lines(&run(&["decode", PCAPNG], b""));
+    check_real_capture(&pcap);
+    check_real_capture(&pcapng);
+    // The same packets in both files: the same objects, but for the clock's resolution.
+    let strip = |objects: &[Value]| -> Vec<Value> {
+        objects
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                o["source"].as_object_mut().unwrap().remove("time");
+                o
+            })
+            .collect()
+    };
+    assert_eq!(strip(&pcap), strip(&pcapng));
+    // And from standard input, recognised by the magic number alone.
+    let bytes = std::fs::read(captures_dir().join(PCAPNG)).unwrap();
+    assert_eq!(ok_lines(&run(&["decode", "-"], &bytes)), pcapng);
+}
+
+#[test]
+fn all_lists_every_api_of_every_connection() {
+    let objects = ok_lines(&run(&["decode", "--all", PCAP], b""));
+    let names: std::collections::BTreeSet<&str> = objects
+        .iter()
+        .filter_map(|o| o["api_name"].as_str())
+        .collect();
+    assert!(
+        names.contains("ApiVersions") && names.contains("Metadata"),
+        "{names:?}"
+    );
+    // Every connection starts with ApiVersions, answered at its version.
+    for o in &objects {
+        if o["source"]["frame"] == 1 {
+            assert_eq!(o["api_name"], "ApiVersions", "{o}");
+        }
+        if o["api_name"].is_string() {
+            assert!(o["bytes"].as_u64().unwrap() >= 8, "{o}");
+        }
+    }
+    let elect = objects.iter().filter(|o| o["api_key"] == 43).count();
+    assert_eq!(elect, 6, "the requests; responses carry no api key");
+    // Requests and responses of other APIs come in pairs.
+    let other_requests = objects
+        .iter()
+        .filter(|o| o["kind"] == "request" && o["api_name"].is_string())
+        .count();
+    let other_responses = objects
+        .iter()
+        .filter(|o| o["kind"] == "response" && o["api_name"].is_string())
+        .count();
+    assert_eq!(other_requests, other_responses);
+}
+
+#[test]
+fn scan_json_pairs_every_request_with_its_response() {
+    let pairs = ok_lines(&run(&["scan", "--json", PCAPNG], b""));
+    assert_eq!(pairs.len(), 6);
+    for pair in &pairs {
+        let (request, response) = (&pair["request"], &pair["response"]);
+        assert_eq!(
+            request["correlation_id"], response["correlation_id"],
+            "{pair}"
+        );
+        assert_eq!(
+            request["source"]["connection"],
+            response["source"]["connection"]
+        );
+    }
+    let text = run(&["scan", PCAP], b"");
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.ends_with("6 ElectLeaders requests in elect-leaders-kafka-4.4.pcap; 6 answered\n"));
+}
+
+#[test]
+fn inspect_heads_each_tree_with_where_the_frame_was() {
+    let output = run(&["inspect", "--color", "never", PCAP], b"");
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("== ")).collect();
+    assert_eq!(heads.len(), 12, "{heads:#?}");
+    assert!(heads[0].contains("packet 18") && heads[0].contains("connection 2"));
+    assert_eq!(text.matches("ElectLeadersRequest v2,").count(), 6);
+    assert_eq!(text.matches("ElectLeadersResponse v2,").count(), 6);
+}
+
+/// tshark 4.0 reads the request headers of every API right (it gets ElectLeaders v2 bodies
+/// wrong, and leaves responses undecoded): where it reads them, it agrees with us.
+#[test]
+fn tshark_reads_the_same_request_headers() {
+    let Ok(version) = Command::new("tshark").arg("--version").output() else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "captures: skipped the tshark comparison: tshark is not installed"
+        );
+        return;
+    };
+    assert!(version.status.success());
+    let ours = ok_lines(&run(&["decode", "--all", PCAP], b""));
+    let ours: Vec<Value> = ours
+        .iter()
+        .filter(|o| o["kind"] == "request")
+        .map(|o| {
+            let packet = o["source"]["packet"]
+                .as_u64()
+                .or_else(|| o["source"]["packets"][1].as_u64())
+                .unwrap();
+            serde_json::json!([packet, o["api_key"], o["api_version"], o["correlation_id"]])
+        })
+        .collect();
+    // The broker ports: the destinations of the requests.
+    let mut ports: Vec<String> = ok_lines(&run(&["decode", PCAP], b""))
+        .iter()
+        .filter(|o| o["kind"] == "request")
+        .map(|o| {
+            let dst = o["source"]["dst"].as_str().unwrap();
+            dst.rsplit(':').next().unwrap().to_owned()
+        })
+        .collect();
+    ports.sort();
+    ports.dedup();
+    let mut args = vec![
+        "-r".to_owned(),
+        captures_dir().join(PCAP).display().to_string(),
+    ];
+    for port in &ports {
+        args.push("-d".into());
+        args.push(format!("tcp.port=={port},kafka"));
+    }
+    args.extend(
+        [
+            "-Y",
+            // Requests: tshark shows an api_version only for them.
+            "kafka.api_version",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "kafka.api_key",
+            "-e",
+            "kafka.api_version",
+            "-e",
+            "kafka.correlation_id",
+        ]
+        .map(String::from),
+    );
+    let out = Command::new("tshark").args(&args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .flat_map(|l| {
+            // One packet may carry several requests: their fields come comma-separated.
+            let f: Vec<Vec<i64>> = l
+                .split('\t')
+                .map(|x| x.split(',').map(|v| v.parse().unwrap()).collect())
+                .collect();
+            (0..f[1].len())
+                .map(|i| serde_json::json!([f[0][0], f[1][i], f[2][i], f[3][i]]))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!theirs.is_empty());
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn a_recorded_connection_stream_passes_other_apis_over() {
+    // A client's side of a connection: ApiVersions v3, then an ElectLeaders request.
+    let api_versions = common::hex(
+        "00000021 0012 0003 00000001 0004 6b616661 00 \
+         0d 6b61666b612d707974686f6e 04 332e30 00",
+    );
+    let elect = common::load("request-v2-multi.bin");
+    let mut stream = api_versions.clone();
+    stream.extend_from_slice(&elect);
+    let objects = ok_lines(&run(&["decode", "-"], &stream));
+    assert_eq!(objects.len(), 1);
+    assert_eq!(objects[0]["api_key"], 43);
+    assert_eq!(
+        objects[0]["source"],
+        serde_json::json!({"frame": 2, "offset": api_versions.len()})
+    );
+    let all = ok_lines(&run(&["decode", "--all", "-"], &stream));
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["api_name"], "ApiVersions");
+    assert_eq!(all[0]["correlation_id"], 1);
+    // A plain frame file prints exactly what it did: no "source".
+    let plain = ok_lines(&run(&["decode", "-"], &elect));
+    assert!(plain[0].get("source").is_none());
+    assert_eq!(plain[0], {
+        let mut o = objects[0].clone();
+        o.as_object_mut().unwrap().remove("source");
+        o
+    });
+}
+
+// ---------------------------------------------------------------------------------------
+// Hand-made captures: every link type, TCP's troubles, bad captures
+
+use common::pcap::{self as cap, ACK, FIN, PSH, SYN};
+use kafka_elect_leaders::{
+    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest, EncodeResponse,
+    ErrorCode, PartitionResultData, ReplicaElectionResultData, TopicPartitionsData,
+};
+
+const CLIENT: [u8; 4] = [10, 0, 0, 1];
+const SERVER: [u8; 4] = [10, 0, 0, 2];
+const CLIENT_PORT: u16 = 50123;
+/// The client's initial sequence number; the server's wraps past 2^32 mid-stream.
+const CLIENT_ISN: u32 = 1000;
+const SERVER_ISN: u32 = 0xffff_ff00;
+
+/// ApiVersions v3 request (correlation id 1) and its response (header v0, empty list).
+const API_VERSIONS_REQUEST: &str = "00000021 0012 0003 00000001 0004 6b616661 00 \
+     0d 6b61666b612d707974686f6e 04 332e30 00";
+const API_VERSIONS_RESPONSE: &str = "0000000c 00000001 0000 01 00000000 00";
+
+fn elect_request(correlation_id: i32, topic: &str) -> Vec<u8> {
+    let partitions = [0, 1];
+    let topics = [TopicPartitionsData::new(topic.as_bytes(), &partitions)];
+    let data = ElectLeadersRequestData {
+        correlation_id,
+        client_id: Some(b"synthetic"),
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: Some(&topics),
+        timeout_ms: 30_000,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+fn elect_response(correlation_id: i32, topic: &str) -> Vec<u8> {
+    let partitions = [PartitionResultData {
+        partition_id: 0,
+        error_code: ErrorCode(84),
+        error_message: Some(b"Leader election not needed for topic partition."),
+        tagged_fields: &[],
+    }];
+    let results = [ReplicaElectionResultData {
+        topic: topic.as_bytes(),
+        partition_result: &partitions,
+        tagged_fields: &[],
+    }];
+    let data = ElectLeadersResponseData {
+        correlation_id,
+        replica_election_results: &results,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+/// One TCP segment of the conversation.
+#[derive(Clone, Debug)]
+struct Seg {
+    to_server: bool,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: Vec<u8>,
+}
+
+/// A client's whole conversation with a broker on `port`: handshake, ApiVersions, three
+/// ElectLeaders requests each answered, FIN both ways; every frame cut into `mss`-byte
+/// segments.
+fn conversation(port: u16, mss: usize) -> Vec<Seg> {
+    let _ = port;
+    let mut exchanges = vec![(
+        common::hex(API_VERSIONS_REQUEST),
+        common::hex(API_VERSIONS_RESPONSE),
+    )];
+    for (id, topic) in [(2, "t-two"), (3, "t-three"), (4, "t-four")] {
+        exchanges.push((elect_request(id, topic), elect_response(id, topic)));
+    }
+    let mut segs = vec![
+        Seg {
+            to_server: true,
+            seq: CLIENT_ISN,
+            ack: 0,
+            flags: SYN,
+            payload: vec![],
+        },
+        Seg {
+            to_server: false,
+            seq: SERVER_ISN,
+            ack: CLIENT_ISN + 1,
+            flags: SYN | ACK,
+            payload: vec![],
+        },
+    ];
+    let (mut cseq, mut sseq) = (CLIENT_ISN.wrapping_add(1), SERVER_ISN.wrapping_add(1));
+    for (request, response) in exchanges {
+        for chunk in request.chunks(mss) {
+            segs.push(Seg {
+                to_server: true,
+                seq: cseq,
+                ack: sseq,
+                flags: ACK | PSH,
+                payload: chunk.to_vec(),
+            });
+            cseq = cseq.wrapping_add(chunk.len() as u32);
+        }
+        for chunk in response.chunks(mss) {
+            segs.push(Seg {
+                to_server: false,
+                seq: sseq,
+                ack: cseq,
+                flags: ACK | PSH,
+                payload: chunk.to_vec(),
+            });
+            sseq = sseq.wrapping_add(chunk.len() as u32);
+        }
+    }
+    segs.push(Seg {
+        to_server: true,
+        seq: cseq,
+        ack: sseq,
+        flags: FIN | ACK,
+        payload: vec![],
+    });
+    segs.push(Seg {
+        to_server: false,
+        seq: sseq,
+        ack: cseq.wrapping_add(1),
+        flags: FIN | ACK,
+        payload: vec![],
+    });
+    segs
+}
+
+/// The IPv4 packets of `segs`, broker on `port`.
+fn ipv4_packets(segs: &[Seg], port: u16) -> Vec<Vec<u8>> {
+    segs.iter()
+        .map(|s| {
+            let (src, dst, sport, dport) = if s.to_server {
+                (CLIENT, SERVER, CLIENT_PORT, port)
+            } else {
+                (SERVER, CLIENT, port, CLIENT_PORT)
+            };
+            cap::ipv4_tcp(src, dst, sport, dport, s.seq, s.ack, s.flags, &s.payload)
+        })
+        .collect()
+}
+
+fn ipv6_packets(segs: &[Seg], port: u16) -> Vec<Vec<u8>> {
+    let (c, s6) = (
+        [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+        [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+    );
+    segs.iter()
+        .map(|s| {
+            let (src, dst, sport, dport) = if s.to_server {
+                (c, s6, CLIENT_PORT, port)
+            } else {
+                (s6, c, port, CLIENT_PORT)
+            };
+            // A destination-options extension header before TCP.
+            cap::ipv6_tcp(
+                src,
+                dst,
+                &[60],
+                sport,
+                dport,
+                s.seq,
+                s.ack,
+                s.flags,
+                &s.payload,
+            )
+        })
+        .collect()
+}
+
+/// A legacy pcap (little-endian, microseconds) of link-layer frames, 1 ms apart.
+fn pcap_of(linktype: u32, frames: &[Vec<u8>]) -> Vec<u8> {
+    let packets: Vec<cap::Packet<'_>> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (1_700_000_000, i as u32 * 1_000_000, &f[..], f.len() as u32))
+        .collect();
+    cap::pcap_file(linktype, false, false, &packets)
+}
+
+/// What decoding the conversation must give: each ElectLeaders request and its response,
+/// as (kind, correlation id, topic).
+fn expected(ids: &[i64]) -> Vec<(String, i64, String)> {
+    let topic = |id| match id {
+        2 => "t-two",
+        3 => "t-three",
+        _ => "t-four",
+    };
+    ids.iter()
+        .flat_map(|&id| {
+            [
+                ("request".to_owned(), id, topic(id).to_owned()),
+                ("response".to_owned(), id, topic(id).to_owned()),
+            ]
+        })
+        .collect()
+}
+
+fn summary(objects: &[Value]) -> Vec<(String, i64, String)> {
+    objects
+        .iter()
+        .map(|o| {
+            let topic = if o["kind"] == "request" {
+                &o["topic_partitions"][0]["topic"]
+            } else {
+                assert_eq!(o["api_version"], 2, "{o}");
+                &o["replica_election_results"][0]["topic"]
+            };
+            (
+                o["kind"].as_str().unwrap().to_owned(),
+                o["correlation_id"].as_i64().unwrap(),
+                topic.as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Decodes a capture given on standard input: (objects, stderr, exit status).
+fn decode(capture: &[u8], extra: &[&str]) -> (Vec<Value>, String, Option<i32>) {
+    let mut args = vec!["decode"];
+    args.extend_from_slice(extra);
+    args.push("-");
+    let output = run(&args, capture);
+    let objects = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (
+        objects,
+        String::from_utf8(output.stderr).unwrap(),
+        output.status.code(),
+    )
+}
+
+#[track_caller]
+fn assert_clean(capture: &[u8], extra: &[&str], what: &str) -> Vec<Value> {
+    let (objects, err, status) = decode(capture, extra);
+    assert_eq!((status, err.as_str()), (Some(0), ""), "{what}");
+    assert_eq!(summary(&objects), expected(&[2, 3, 4]), "{what}");
+    objects
+}
+
+#[test]
+fn every_link_type_in_pcap_and_pcapng() {
+    let segs = conversation(9092, 1000);
+    let v4 = ipv4_packets(&segs, 9092);
+    let v6 = ipv6_packets(&segs, 9092);
+    let wrap = |f: &dyn Fn(&[u8]) -> Vec<u8>, packets: &[Vec<u8>]| -> Vec<Vec<u8>> {
+        packets.iter().map(|p| f(p)).collect()
+    };
+    let cases: Vec<(&str, u32, Vec<Vec<u8>>)> = vec![
+        (
+            "Ethernet, IPv4",
+            cap::LINKTYPE_ETHERNET,
+            wrap(&|p| cap::ethernet(&[], cap::ETHERTYPE_IPV4, p), &v4),
+        ),
+        (
+            "Ethernet, two VLAN tags, IPv6",
+            cap::LINKTYPE_ETHERNET,
+            wrap(&|p| cap::ethernet(&[7, 8], cap::ETHERTYPE_IPV6, p), &v6),
+        ),
+        (
+            "Linux cooked SLL, IPv4",
+            cap::LINKTYPE_LINUX_SLL,
+            wrap(&|p| cap::sll(cap::ETHERTYPE_IPV4, p), &v4),
+        ),
+        (
+            "Linux cooked SLL2, IPv6",
+            cap::LINKTYPE_LINUX_SLL2,
+            wrap(&|p| cap::sll2(cap::ETHERTYPE_IPV6, p), &v6),
+        ),
+        (
+            "BSD loopback, little-endian family",
+            cap::LINKTYPE_NULL,
+            wrap(&|p| cap::null_loopback(2, false, p), &v4),
+        ),
+        (
+            "BSD loopback, big-endian family, IPv6",
+            cap::LINKTYPE_NULL,
+            wrap(&|p| cap::null_loopback(30, true, p), &v6),
+        ),
+        ("raw IPv4", cap::LINKTYPE_RAW, v4.clone()),
+        ("raw IPv6 (229)", cap::LINKTYPE_IPV6, v6.clone()),
+    ];
+    for (what, linktype, frames) in &cases {
+        let objects = assert_clean(&pcap_of(*linktype, frames), &[], what);
+        let src = objects[0]["source"]["src"].as_str().unwrap();
+        assert!(src.ends_with(":50123"), "{what}: {src}");
+        // The same packets in a big-endian, nanosecond pcap and in a pcapng.
+        let packets: Vec<cap::Packet<'_>> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (1_700_000_000, i as u32 * 1_000_000, &f[..], f.len() as u32))
+            .collect();
+        let nanos = cap::pcap_file(*linktype, true, true, &packets);
+        assert_eq!(
+            assert_clean(&nanos, &[], what),
+            objects,
+            "{what}: nanosecond pcap"
+        );
+        let ng_packets: Vec<(u32, u64, &[u8], u32)> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let ns = 1_700_000_000u64 * 1_000_000_000 + i as u64 * 1_000_000;
+                (0, ns, &f[..], f.len() as u32)
+            })
+            .collect();
+        let ng = cap::pcapng_file(false, &[(*linktype as u16, Some(9))], &ng_packets);
+        assert_eq!(assert_clean(&ng, &[], what), objects, "{what}: pcapng");
+    }
+}
+
+fn ethernet_capture(segs: &[Seg], port: u16) -> Vec<u8> {
+    let frames: Vec<Vec<u8>> = ipv4_packets(segs, port)
+        .iter()
+        .map(|p| cap::ethernet(&[], cap::ETHERTYPE_IPV4, p))
+        .collect();
+    pcap_of(cap::LINKTYPE_ETHERNET, &frames)
+}
+
+#[test]
+fn frames_split_over_many_segments_name_their_packets() {
+    let segs = conversation(9092, 7);
+    let objects = assert_clean(&ethernet_capture(&segs, 9092), &[], "7-byte segments");
+    let packets = &objects[0]["source"]["packets"];
+    assert!(packets[1].as_u64() > packets[0].as_u64(), "{}", objects[0]);
+    // The server's sequence numbers wrapped past 2^32 on the way: offsets go on.
+    let last = objects.last().unwrap();
+    assert!(last["source"]["stream_offset"].as_u64().unwrap() > 12);
+}
+
+#[test]
+fn out_of_order_retransmitted_and_overlapping_segments() {
+    let mut segs = conversation(9092, 16);
+    // Swap neighbours, here and there.
+    for i in (4..segs.len() - 3).step_by(5) {
+        segs.swap(i, i + 1);
+    }
+    // Retransmit some segments later on.
+    let again: Vec<Seg> = segs.iter().skip(3).step_by(4).cloned().collect();
+    for (k, s) in again.into_iter().enumerate() {
+        let at = (k * 3 + 6).min(segs.len() - 2);
+        segs.insert(at, s);
+    }
+    // And resend one segment together with half of the next one.
+    let i = segs
+        .iter()
+        .position(|s| s.to_server && s.payload.len() == 16)
+        .unwrap();
+    let j = (i + 1..segs.len())
+        .find(|&j| segs[j].to_server && !segs[j].payload.is_empty())
+        .unwrap();
+    let mut merged = segs[i].clone();
+    merged
+        .payload
+        .extend_from_slice(&segs[j].payload[..segs[j].payload.len() / 2]);
+    segs.insert(j + 1, merged);
+    assert_clean(&ethernet_capture(&segs, 9092), &[], "reordered");
+}
+
+#[test]
+fn a_lost_segment_is_reported_and_decoding_resumes() {
+    let mut segs = conversation(9092, 20);
+    // Drop a segment in the middle of the second ElectLeaders request (correlation id 3).
+    let request = elect_request(3, "t-three");
+    let at = segs
+        .iter()
+        .position(|s| s.to_server && request.windows(8).any(|w| s.payload.starts_with(w)))
+        .unwrap();
+    segs.remove(at + 1);
+    let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains("bytes missing from the capture"), "{err}");
+    assert!(err.contains("connection 1"), "{err}");
+    assert!(err.contains("output is partial"), "{err}");
+    // Requests 2 and 4 and their responses; 3's response has no request to pair with.
+    assert_eq!(summary(&objects), expected(&[2, 4]), "{err}");
+}
+
+#[test]
+fn a_capture_that_starts_mid_connection() {
+    let segs = conversation(9092, 10);
+    // Start inside the ApiVersions exchange, after the handshake.
+    let late: Vec<Seg> = segs[4..].to_vec();
+    assert_clean(
+        &ethernet_capture(&late, 9092),
+        &[],
+        "mid-stream, broker on 9092",
+    );
+    // Without the broker's port to go by, the client is the side that sends requests.
+    assert_clean(&ethernet_capture(&late, 7777), &[], "mid-stream, port 7777");
+}
+
+#[test]
+fn the_broker_is_found_by_port_or_by_syn() {
+    let segs = conversation(7777, 100);
+    let capture = ethernet_capture(&segs, 7777);
+    assert_clean(&capture, &[], "SYN");
+    assert_clean(&capture, &["--port", "7777"], "--port");
+}
+
+#[test]
+fn bad_captures_are_reported_and_the_rest_decoded() {
+    let segs = conversation(9092, 30);
+    let whole = ethernet_capture(&segs, 9092);
+
+    // Cut in the middle of a packet near the end: what came before is decoded.
+    let (objects, err, status) = decode(&whole[..whole.len() - 50], &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains("partial"), "{err}");
+    assert_eq!(summary(&objects), expected(&[2, 3, 4]), "cut: {err}");
+
+    // A packet cut short by the snap length: its missing bytes are a gap.
+    let frames: Vec<Vec<u8>> = ipv4_packets(&segs, 9092)
+        .iter()
+        .map(|p| cap::ethernet(&[], cap::ETHERTYPE_IPV4, p))
+        .collect();
+    let request = elect_request(3, "t-three");
+    let victim = segs
+        .iter()
+        .position(|s| s.to_server && s.payload.starts_with(&request[..8]))
+        .unwrap();
+    let packets: Vec<cap::Packet<'_>> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let kept = if i == victim { f.len() - 10 } else { f.len() };
+            (1_700_000_000, i as u32 * 1000, &f[..kept], f.len() as u32)
+        })
+        .collect();
+    let snapped = cap::pcap_file(cap::LINKTYPE_ETHERNET, false, false, &packets);
+    let (objects, err, status) = decode(&snapped, &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains(&format!("packet {}", victim + 1)), "{err}");
+    assert_eq!(summary(&objects), expected(&[2, 4]), "snap length: {err}");
+
+    // Garbage between two requests in the client's stream.
+    let mut segs = conversation(9092, 1000);
+    let at = segs
+        .iter()
+        .position(|s| s.to_server && s.payload.starts_with(&request[..8]))
+        .unwrap();
+    let garbage = vec![0xee; 300];
+    for s in segs.iter_mut().skip(at) {
+        if s.to_server {
+            s.seq = s.seq.wrapping_add(garbage.len() as u32);
+        } else {
+            s.ack = s.ack.wrapping_add(garbage.len() as u32);
+        }
+    }
+    let mut junk = segs[at].clone();
+    junk.seq = junk.seq.wrapping_sub(garbage.len() as u32);
+    junk.payload = garbage;
+    segs.insert(at, junk);
+    let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains("not a frame"), "{err}");
+    assert_eq!(summary(&objects), expected(&[2, 3, 4]), "garbage: {err}");
+
+    // Not a capture, not frames: a clear error, no panic.
+    let output = run(&["decode", "-"], &whole[..30]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+}
