@@ -789,3 +789,80 @@ fn bad_captures_are_reported_and_the_rest_decoded() {
     assert_eq!(output.status.code(), Some(1));
     assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
 }
+
+// ---------------------------------------------------------------------------------------
+// Raw one-direction files: streamed a window at a time, paired in one pass
+
+#[test]
+fn raw_scan_streams_files_larger_than_its_window_and_pairs_every_response() {
+    const PAIRS: i32 = 20_000;
+    const WINDOW: usize = 4 << 20;
+    // Requests among filler; two of them straddle the window boundaries (4 and 8 MiB).
+    let mut requests = Vec::new();
+    let mut responses = Vec::new();
+    let mut request_at = Vec::new();
+    let mut response_at = Vec::new();
+    for id in 1..=PAIRS {
+        let topic = format!("topic-{id}");
+        let (request, response) = (elect_request(id, &topic), elect_response(id, &topic));
+        for (file, at, frame, filler) in [
+            (&mut requests, &mut request_at, request, 0x11u8),
+            (&mut responses, &mut response_at, response, 0x22u8),
+        ] {
+            // Where a frame would cross a window boundary, it is made to straddle it.
+            let boundary = (file.len() / WINDOW + 1) * WINDOW;
+            // (Looking 500 bytes further ahead than the 400-byte gap, so that the frame
+            // before never ends too close to the boundary.)
+            let gap = if file.len() + 900 + frame.len() > boundary && file.len() + 20 < boundary {
+                boundary - file.len() - 20
+            } else {
+                400
+            };
+            file.extend(std::iter::repeat(filler).take(gap));
+            at.push(file.len() as u64);
+            file.extend_from_slice(&frame);
+        }
+    }
+    assert!(requests.len() > 2 * WINDOW && responses.len() > 2 * WINDOW);
+    // A frame lies across each of the first two window boundaries, in both files.
+    for (at, file) in [(&request_at, &requests), (&response_at, &responses)] {
+        for boundary in [WINDOW as u64, 2 * WINDOW as u64] {
+            assert!(
+                at.iter().any(|&a| a + 20 == boundary),
+                "no frame across {boundary} in a {}-byte file",
+                file.len()
+            );
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("kel-scan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (req_path, resp_path) = (dir.join("requests.bin"), dir.join("responses.bin"));
+    std::fs::write(&req_path, &requests).unwrap();
+    std::fs::write(&resp_path, &responses).unwrap();
+    let output = run(
+        &[
+            "scan",
+            "--json",
+            req_path.to_str().unwrap(),
+            resp_path.to_str().unwrap(),
+        ],
+        b"",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let pairs = ok_lines(&output);
+    assert_eq!(pairs.len(), PAIRS as usize);
+    for (i, pair) in pairs.iter().enumerate() {
+        let id = i as i64 + 1;
+        assert_eq!(pair["request"]["correlation_id"], id);
+        assert_eq!(pair["request"]["source"]["offset"], request_at[i], "{pair}");
+        assert_eq!(pair["response"]["correlation_id"], id, "{pair}");
+        assert_eq!(
+            pair["response"]["source"]["offset"], response_at[i],
+            "{pair}"
+        );
+        assert_eq!(
+            pair["response"]["replica_election_results"][0]["topic"],
+            pair["request"]["topic_partitions"][0]["topic"]
+        );
+    }
+}

@@ -179,8 +179,9 @@ request's response, in one pass over that file: a place where a waiting request'
 correlation id follows a size prefix, parsed at that request's version. A response
 answers the oldest waiting request with its correlation id and is used once.
 
-Such raw files are searched, so each is read whole into memory. Use - for standard input
-(for one of the files).
+Both files are streamed, a few MB at a time: memory holds one window, at most one frame
+kept across windows, and what is printed of each request until its response is found.
+Use - for standard input (for one of the files).
 
 A pcap or pcapng CAPTURE (recognised by its magic number) is read as a stream instead,
 connection by connection, as 'decode' reads it: one line per ElectLeaders request and

@@ -4,15 +4,16 @@
 //! A raw capture of one direction need not start on a frame boundary and holds other APIs'
 //! traffic, so frames cannot be walked from the start. The library's `scan_requests`
 //! (memchr's memmem, confirmed by the parser) finds the requests; their responses are found
-//! in one pass over the other direction ([`pair_responses`]). A pcap or pcapng capture is
-//! walked connection by connection instead (`traffic`), its frames exact.
+//! in one pass over the other direction ([`pair_stream`]). Both files are streamed a window
+//! at a time. A pcap or pcapng capture is walked connection by connection instead
+//! (`traffic`), its frames exact.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
 
 use kafka_elect_leaders::{
     parse_request, parse_response, scan_requests, split_frame, ElectLeadersRequest,
-    ElectLeadersResponse, ErrorCode,
+    ElectLeadersResponse, ErrorCode, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 
 use crate::capture::Capture;
@@ -37,143 +38,225 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
         }
         Opened::Stream(reader) => reader,
     };
-    let requests_bytes = read_all(&requests_source, requests_reader)?;
-    let responses = match options.files.get(1) {
-        Some(arg) => {
-            let source = Source::from_arg(arg);
-            let bytes = source.read_all("scan", options.hex)?;
-            Some((source.name(), bytes))
-        }
+    let responses_source = options.files.get(1).map(|arg| Source::from_arg(arg));
+    let responses_reader = match &responses_source {
+        Some(source) => Some(source.open("scan", options.hex)?),
         None => None,
     };
 
-    let requests = find_requests(&requests_bytes);
-    let answers = match &responses {
-        Some((_, bytes)) => pair_responses(bytes, &requests),
-        None => Vec::new(),
-    };
-    let mut answered = 0;
+    // The requests, streamed. Without a responses file each is printed as it is found;
+    // with one, what will be printed of it waits for its response.
+    let mut found: Vec<Found> = Vec::new();
     let mut line = String::new();
-    for (i, (offset, request)) in requests.iter().enumerate() {
-        let answer = answers.get(i).and_then(Option::as_ref);
-        answered += usize::from(answer.is_some());
-        if options.json {
+    let mut failed = None;
+    let streaming = responses_reader.is_none();
+    let requests_len = stream_windows(requests_reader, |window, base, at_end| {
+        let limit = if at_end {
+            window.len()
+        } else {
+            incomplete_request(window).min(window.len().saturating_sub(11))
+        };
+        let mut consumed = limit;
+        for (start, request) in scan_requests(window) {
+            if start >= limit {
+                break;
+            }
+            consumed = consumed.max(start + request.frame().len());
+            let offset = base + start as u64;
             line.clear();
-            line.push_str("{\"request\":");
-            write_request(&mut line, request);
-            line.pop();
-            line.push_str(&format!(",\"source\":{{\"offset\":{offset}}}}}"));
-            if responses.is_some() {
-                line.push_str(",\"response\":");
-                match answer {
-                    Some((at, response)) => {
-                        write_response(&mut line, response);
-                        line.pop();
-                        line.push_str(&format!(",\"source\":{{\"offset\":{at}}}}}"));
-                    }
-                    None => line.push_str("null"),
+            if options.json {
+                line.push_str("{\"request\":");
+                write_request(&mut line, &request);
+                line.pop();
+                line.push_str(&format!(",\"source\":{{\"offset\":{offset}}}}}"));
+            } else {
+                line.push_str(&request_line(offset, &request));
+            }
+            if streaming {
+                if options.json {
+                    line.push('}');
+                }
+                line.push('\n');
+                if let Err(e) = out.write_all(line.as_bytes()) {
+                    failed.get_or_insert(e);
+                }
+                line.clear();
+            }
+            found.push(Found {
+                correlation_id: request.correlation_id(),
+                version: request.version(),
+                text: std::mem::take(&mut line),
+                answer: None,
+            });
+        }
+        consumed
+    })
+    .map_err(|e| Failure::Input(format!("{}: {e}", requests_source.name())))?;
+    if let Some(e) = failed {
+        return Err(Failure::Output(e));
+    }
+
+    // The responses, streamed, in one pass: each candidate is looked up among the requests
+    // still waiting for one.
+    let responses = match (responses_reader, &responses_source) {
+        (Some(reader), Some(source)) => {
+            let len = pair_stream(reader, &mut found, options.json)
+                .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
+            Some((source.name(), len))
+        }
+        _ => None,
+    };
+    if responses.is_some() {
+        for request in &found {
+            if options.json {
+                let response = request.answer.as_deref().unwrap_or("null");
+                writeln!(out, "{},\"response\":{response}}}", request.text)?;
+            } else {
+                writeln!(out, "{}", request.text)?;
+                match &request.answer {
+                    Some(answer) => writeln!(out, "  {answer}")?,
+                    None => writeln!(
+                        out,
+                        "  response not found (correlation_id={})",
+                        request.correlation_id
+                    )?,
                 }
             }
-            line.push_str("}\n");
-            out.write_all(line.as_bytes())?;
-            continue;
-        }
-        writeln!(out, "{}", request_line(*offset, request))?;
-        if responses.is_none() {
-            continue;
-        }
-        match answer {
-            Some((at, response)) => writeln!(out, "  {}", response_line(*at, response))?,
-            None => writeln!(
-                out,
-                "  response not found (correlation_id={})",
-                request.correlation_id()
-            )?,
         }
     }
     if options.json {
         return Ok(());
     }
-    let found = match requests.len() {
+    let count = match found.len() {
         1 => "1 ElectLeaders request".to_owned(),
         n => format!("{n} ElectLeaders requests"),
     };
-    match &responses {
-        None => writeln!(
-            out,
-            "{found} in {} ({} bytes)",
-            requests_source.name(),
-            requests_bytes.len()
-        )?,
-        Some((name, bytes)) => writeln!(
-            out,
-            "{found} in {} ({} bytes); {answered} answered in {name} ({} bytes)",
-            requests_source.name(),
-            requests_bytes.len(),
-            bytes.len()
-        )?,
+    let name = requests_source.name();
+    match responses {
+        None => writeln!(out, "{count} in {name} ({requests_len} bytes)")?,
+        Some((responses_name, responses_len)) => {
+            let answered = found.iter().filter(|f| f.answer.is_some()).count();
+            writeln!(
+                out,
+                "{count} in {name} ({requests_len} bytes); {answered} answered in \
+                 {responses_name} ({responses_len} bytes)"
+            )?
+        }
     }
     Ok(())
 }
 
-fn read_all(source: &Source, mut reader: Box<dyn Read + Send>) -> Result<Vec<u8>, Failure> {
-    let mut bytes = Vec::new();
-    reader
-        .read_to_end(&mut bytes)
-        .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
-    Ok(bytes)
+/// A request found in a raw file, waiting for its response.
+struct Found {
+    correlation_id: i32,
+    version: i16,
+    /// Its line (or the start of its JSON pair); empty once printed.
+    text: String,
+    /// Its response's line (or JSON object), once found.
+    answer: Option<String>,
 }
 
-/// Every ElectLeaders request frame in `capture`, with its offset, in order.
-pub fn find_requests(capture: &[u8]) -> Vec<(usize, ElectLeadersRequest<'_>)> {
-    scan_requests(capture).collect()
+/// How much of a raw file is read at a time.
+const WINDOW: usize = 4 << 20;
+
+/// Reads `reader` a window at a time and hands `scan` the bytes not yet consumed, their
+/// offset in the file, and whether the file ends there; `scan` says how many bytes it is
+/// done with. At most one frame (the maximum frame size) is kept back between windows, so
+/// memory is bounded by that and the window, not by the file. Returns the file's length.
+fn stream_windows(
+    mut reader: impl Read,
+    mut scan: impl FnMut(&[u8], u64, bool) -> usize,
+) -> std::io::Result<u64> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut base = 0u64;
+    loop {
+        let want = buf.len() + WINDOW;
+        (&mut reader).take(WINDOW as u64).read_to_end(&mut buf)?;
+        let at_end = buf.len() < want;
+        let consumed = scan(&buf, base, at_end).min(buf.len());
+        if at_end {
+            return Ok(base + buf.len() as u64);
+        }
+        let consumed = consumed.max(buf.len().saturating_sub(DEFAULT_MAX_FRAME_SIZE + 16));
+        buf.drain(..consumed);
+        base += consumed as u64;
+    }
 }
 
-/// For each request, its response in `capture`: one pass over the bytes. Every place where
-/// the correlation id of a request still waiting follows 4 bytes that could be a size
-/// prefix is a candidate; the library's parser decides, at that request's version. A
-/// response answers the oldest waiting request with its correlation id (Kafka answers in
-/// order), and is used once.
-pub fn pair_responses<'a>(
-    capture: &'a [u8],
-    requests: &[(usize, ElectLeadersRequest<'_>)],
-) -> Vec<Option<(usize, ElectLeadersResponse<'a>)>> {
+/// Where, in a window that is not the end of its file, the first candidate request starts
+/// whose frame the window does not hold whole (so the next window must start there).
+fn incomplete_request(window: &[u8]) -> usize {
+    let from = window.len().saturating_sub(DEFAULT_MAX_FRAME_SIZE + 16);
+    memchr::memmem::find_iter(&window[from..], &[0x00, 0x2b, 0x00])
+        .map(|hit| from + hit)
+        .filter(|&hit| {
+            hit >= SIZE_PREFIX_LEN
+                && window.get(hit + 3).is_some_and(|&v| v <= 2)
+                && split_frame(&window[hit - SIZE_PREFIX_LEN..]).is_err_and(|e| e.is_incomplete())
+        })
+        .map(|hit| hit - SIZE_PREFIX_LEN)
+        .next()
+        .unwrap_or(window.len())
+}
+
+/// Finds the responses of `found` in a raw file of the other direction, in one pass. Every
+/// place where the correlation id of a request still waiting follows 4 bytes that could be
+/// a size prefix is a candidate; the library's parser decides, at that request's version.
+/// A response answers the oldest waiting request with its correlation id (Kafka answers
+/// in order), and is used once.
+fn pair_stream(reader: impl Read, found: &mut [Found], json: bool) -> std::io::Result<u64> {
     let mut waiting: HashMap<i32, VecDeque<usize>> = HashMap::new();
-    for (i, (_, request)) in requests.iter().enumerate() {
+    for (i, request) in found.iter().enumerate() {
         waiting
-            .entry(request.correlation_id())
+            .entry(request.correlation_id)
             .or_default()
             .push_back(i);
     }
-    let mut answers: Vec<Option<(usize, ElectLeadersResponse<'a>)>> = vec![None; requests.len()];
-    let mut at = 0;
-    while at + 8 <= capture.len() && !waiting.is_empty() {
-        let id = i32::from_be_bytes([
-            capture[at + 4],
-            capture[at + 5],
-            capture[at + 6],
-            capture[at + 7],
-        ]);
-        if let Some(queue) = waiting.get_mut(&id) {
-            let i = queue[0];
-            let version = requests[i].1.version();
-            if let Some(response) = split_frame(&capture[at..])
-                .ok()
-                .and_then(|(frame, _)| parse_response(frame, version).ok())
-            {
-                queue.pop_front();
-                if queue.is_empty() {
-                    waiting.remove(&id);
+    stream_windows(reader, |window, base, at_end| {
+        let mut at = 0;
+        while at + 8 <= window.len() && !waiting.is_empty() {
+            let id = i32::from_be_bytes([
+                window[at + 4],
+                window[at + 5],
+                window[at + 6],
+                window[at + 7],
+            ]);
+            if let Some(queue) = waiting.get_mut(&id) {
+                let i = queue[0];
+                match split_frame(&window[at..]) {
+                    Err(e) if e.is_incomplete() && !at_end => return at,
+                    Ok((frame, _)) => {
+                        if let Ok(response) = parse_response(frame, found[i].version) {
+                            queue.pop_front();
+                            if queue.is_empty() {
+                                waiting.remove(&id);
+                            }
+                            let offset = base + at as u64;
+                            let text = if json {
+                                let mut text = String::new();
+                                write_response(&mut text, &response);
+                                text.pop();
+                                text.push_str(&format!(",\"source\":{{\"offset\":{offset}}}}}"));
+                                text
+                            } else {
+                                response_line(offset, &response)
+                            };
+                            found[i].answer = Some(text);
+                            at += frame.len();
+                            continue;
+                        }
+                    }
+                    Err(_) => {}
                 }
-                let len = response.frame().len();
-                answers[i] = Some((at, response));
-                at += len;
-                continue;
             }
+            at += 1;
         }
-        at += 1;
-    }
-    answers
+        if at_end || waiting.is_empty() {
+            window.len()
+        } else {
+            at
+        }
+    })
 }
 
 /// A capture: every ElectLeaders request of every connection as it is found, and each
@@ -230,7 +313,7 @@ fn scan_capture<R: Read>(
                         writeln!(
                             out,
                             "{}  packet {} {place}",
-                            request_line(o.offset as usize, &request),
+                            request_line(o.offset, &request),
                             o.last_packet
                         )?;
                     }
@@ -266,7 +349,7 @@ fn scan_capture<R: Read>(
                         writeln!(
                             out,
                             "  {}  packet {} {place}",
-                            response_line(o.offset as usize, &response),
+                            response_line(o.offset, &response),
                             o.last_packet
                         )?;
                     }
@@ -299,7 +382,7 @@ fn scan_capture<R: Read>(
     Ok(())
 }
 
-fn request_line(offset: usize, r: &ElectLeadersRequest<'_>) -> String {
+fn request_line(offset: u64, r: &ElectLeadersRequest<'_>) -> String {
     let (topics, partitions) = match r.topic_partitions() {
         None => ("all".to_owned(), "all".to_owned()),
         Some(list) => (
@@ -324,7 +407,7 @@ fn request_line(offset: usize, r: &ElectLeadersRequest<'_>) -> String {
     )
 }
 
-fn response_line(offset: usize, r: &ElectLeadersResponse<'_>) -> String {
+fn response_line(offset: u64, r: &ElectLeadersResponse<'_>) -> String {
     let results = r.replica_election_results();
     let mut partitions = 0;
     let mut errors = 0;
