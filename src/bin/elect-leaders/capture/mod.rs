@@ -7,7 +7,6 @@
 //! capture order: a connection opens, bytes of each direction arrive in stream order (with
 //! gaps where the capture lost some), the connection closes. Nothing here knows about Kafka.
 
-
 mod decode;
 mod reasm;
 #[cfg(test)]
