@@ -866,3 +866,49 @@ fn raw_scan_streams_files_larger_than_its_window_and_pairs_every_response() {
         );
     }
 }
+
+#[test]
+fn a_capture_starting_inside_a_large_frame_finds_the_next_boundary() {
+    // Produce-sized requests of another API (200 kB each), then an ElectLeaders request;
+    // the capture starts 1,000 bytes into the first one, without the handshake.
+    let produce = |id: i32| {
+        let body = 200_000;
+        let mut f = ((10 + body) as i32).to_be_bytes().to_vec();
+        f.extend(0i16.to_be_bytes());
+        f.extend(9i16.to_be_bytes());
+        f.extend(id.to_be_bytes());
+        f.extend((-1i16).to_be_bytes());
+        f.resize(f.len() + body, 0x5a);
+        f
+    };
+    let mut client = Vec::new();
+    for id in 10..30 {
+        client.extend(produce(id));
+    }
+    let elect_at = client.len();
+    client.extend(elect_request(2, "t-two"));
+    let stream = &client[1_000..];
+    let mut segs = Vec::new();
+    let mut seq = 5_000u32;
+    for chunk in stream.chunks(1448) {
+        segs.push(Seg {
+            to_server: true,
+            seq,
+            ack: 1,
+            flags: ACK | PSH,
+            payload: chunk.to_vec(),
+        });
+        seq = seq.wrapping_add(chunk.len() as u32);
+    }
+    let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &["--all"]);
+    assert_eq!((status, err.as_str()), (Some(0), ""));
+    // The 19 whole Produce requests after the cut one, then the ElectLeaders request.
+    assert_eq!(objects.len(), 20, "{objects:?}");
+    assert!(objects[..19].iter().all(|o| o["api_name"] == "Produce"));
+    assert_eq!(objects[0]["correlation_id"], 11);
+    assert_eq!(objects[19]["api_key"], 43);
+    assert_eq!(
+        objects[19]["source"]["stream_offset"],
+        (elect_at - 1_000) as u64
+    );
+}

@@ -106,8 +106,13 @@ struct Dir {
     /// False at a mid-stream start and after a gap or a bad size prefix: the next frame
     /// boundary must be proven before frames are cut again.
     synced: bool,
-    /// While not synced: the first live position not yet rejected as a boundary.
-    scan: usize,
+    /// While not synced: the stream offsets of candidate boundaries that need more bytes
+    /// to be judged (a few at most), ...
+    waiting: Vec<u64>,
+    /// ... and the stream offset up to which every other position was judged and rejected.
+    frontier: u64,
+    /// Bytes passed over since the stream lost its frame boundaries.
+    skipped: u64,
     frames: u64,
 }
 
@@ -121,7 +126,9 @@ impl Dir {
             start: 0,
             packets: VecDeque::new(),
             synced,
-            scan: 0,
+            waiting: Vec::new(),
+            frontier: 0,
+            skipped: 0,
             frames: 0,
         }
     }
@@ -134,7 +141,6 @@ impl Dir {
     fn consume(&mut self, n: usize) {
         self.pos += n;
         self.start += n as u64;
-        self.scan = self.scan.saturating_sub(n);
         if self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
@@ -149,6 +155,26 @@ impl Dir {
         {
             self.packets.pop_front();
         }
+    }
+
+    /// The stream lost its frame boundaries at stream offset `at` (a gap, a bad size
+    /// prefix): search again from there.
+    fn lose_sync(&mut self, at: u64) {
+        self.synced = false;
+        self.waiting.clear();
+        self.frontier = at;
+        self.skipped = 0;
+    }
+
+    /// Drops what a search has ruled out: everything before the first candidate still
+    /// waiting for bytes, or before the frontier.
+    fn drop_ruled_out(&mut self) {
+        let keep_from = self.waiting.first().copied().unwrap_or(self.frontier);
+        let n = keep_from
+            .saturating_sub(self.start)
+            .min(self.live().len() as u64);
+        self.skipped += n;
+        self.consume(n as usize);
     }
 
     /// The packets that carried stream bytes `[from, to)`, and the last one's time.
@@ -304,10 +330,9 @@ impl Analyzer {
                 let d = &mut c.dirs[i];
                 d.buf.clear();
                 d.pos = 0;
-                d.scan = 0;
                 d.packets.clear();
                 d.start = offset + len;
-                d.synced = false;
+                d.lose_sync(d.start);
             }
             Event::Close { conn, packet, .. } => {
                 let Some(c) = self.conns.remove(&conn) else {
@@ -345,15 +370,24 @@ impl Analyzer {
 /// weaker sign is not enough: a response with a small correlation id reads as a request
 /// header of api key 0.
 fn decide_server(c: &mut Conn, i: usize) {
-    let d = &c.dirs[i];
-    if let Boundary::At(_) = find_boundary(
-        d,
+    let found = find_boundary(
+        &mut c.dirs[i],
         Role::Requests,
         &InFlight::new(),
         DEFAULT_MAX_FRAME_SIZE,
         true,
-    ) {
-        c.server = Some(d.to);
+    );
+    if found.is_some() {
+        c.server = Some(c.dirs[i].to);
+        // The searches so far judged both directions as requests: start them again.
+        for d in &mut c.dirs {
+            d.waiting.clear();
+            d.frontier = d.start;
+        }
+    } else {
+        // What was ruled out as a request here is let go, so that an undecided connection
+        // holds at most a frame's worth per direction.
+        c.dirs[i].drop_ruled_out();
     }
 }
 
@@ -364,36 +398,30 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
     };
     loop {
         if !c.dirs[i].synced {
-            match find_boundary(&c.dirs[i], role, &c.in_flight, max_frame, false) {
-                Boundary::At(p) => {
-                    let d = &mut c.dirs[i];
-                    if p > 0 && (d.frames > 0 || c.syn_seen) {
-                        let note = format!(
-                            "{p} bytes at stream offset {} passed over to the next frame \
-                             boundary that could be proven",
-                            d.start
-                        );
-                        out(Item::Note(Note {
-                            conn: Some((conn, d.from, d.to)),
-                            packet: None,
-                            message: note,
-                            partial: true,
-                        }));
-                    }
-                    d.consume(p);
-                    d.synced = true;
-                }
-                Boundary::NotYet(p) => {
-                    let d = &mut c.dirs[i];
-                    d.scan = p;
-                    // Keep at most one frame's worth while searching.
-                    let excess = d.live().len().saturating_sub(max_frame + SIZE_PREFIX_LEN);
-                    if excess > 0 {
-                        d.consume(excess);
-                    }
-                    return;
-                }
+            let found = find_boundary(&mut c.dirs[i], role, &c.in_flight, max_frame, false);
+            let d = &mut c.dirs[i];
+            let Some(p) = found else {
+                d.drop_ruled_out();
+                return;
+            };
+            let skipped = d.skipped + p as u64;
+            if skipped > 0 && (d.frames > 0 || c.syn_seen) {
+                let note = format!(
+                    "{skipped} bytes before stream offset {} passed over, to the next frame \
+                     boundary that could be proven",
+                    d.start + p as u64
+                );
+                out(Item::Note(Note {
+                    conn: Some((conn, d.from, d.to)),
+                    packet: None,
+                    message: note,
+                    partial: true,
+                }));
             }
+            d.consume(p);
+            d.synced = true;
+            d.waiting.clear();
+            d.skipped = 0;
         }
         let d = &mut c.dirs[i];
         let frame_len = match split_frame_with_max(d.live(), max_frame) {
@@ -406,8 +434,8 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                     message: format!("stream offset {}: not a frame: {e}", d.start),
                     partial: true,
                 }));
-                d.synced = false;
-                d.scan = 1;
+                let next = d.start + 1;
+                d.lose_sync(next);
                 continue;
             }
         };
@@ -501,13 +529,6 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
     }
 }
 
-enum Boundary {
-    /// A frame provably starts at this live position.
-    At(usize),
-    /// None proven yet; positions before this one are ruled out.
-    NotYet(usize),
-}
-
 fn be_i32(b: &[u8], at: usize) -> Option<i32> {
     Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
@@ -538,67 +559,125 @@ fn plausible_response(b: &[u8], in_flight: &InFlight<IN_FLIGHT>, max_frame: usiz
         && in_flight.iter().any(|p| p.correlation_id == correlation_id)
 }
 
-/// The first live position where a frame provably starts: the frame there is plausible
-/// and either parses as ElectLeaders or (unless `strong_only`) is followed by another
-/// plausible frame.
-fn find_boundary(
-    d: &Dir,
+/// What a position of a stream that lost its boundaries may be.
+enum Verdict {
+    /// A frame starts here.
+    Proven,
+    /// Maybe: more bytes are needed to tell.
+    Waiting,
+    /// No frame starts here.
+    Rejected,
+}
+
+/// Judges live position `p`: the frame there is plausible, and either parses as
+/// ElectLeaders or (unless `strong_only`) is followed by another plausible frame.
+fn judge(
+    b: &[u8],
+    p: usize,
     role: Role,
     in_flight: &InFlight<IN_FLIGHT>,
     max_frame: usize,
     strong_only: bool,
-) -> Boundary {
-    let b = d.live();
+) -> Verdict {
+    let need = match role {
+        Role::Requests => SIZE_PREFIX_LEN + 10,
+        Role::Responses => 8,
+    };
     let plausible = |at: &[u8]| match role {
         Role::Requests => plausible_request(at, max_frame),
         Role::Responses => plausible_response(at, in_flight, max_frame),
     };
-    // The first candidate that needs more bytes before it can be judged: the search
-    // resumes there. A candidate proven further on wins meanwhile.
-    let mut waiting = None;
-    let mut p = d.scan;
-    while p + SIZE_PREFIX_LEN + 10 <= b.len() || (role == Role::Responses && p + 8 <= b.len()) {
-        let here = &b[p..];
-        if plausible(here) {
-            let size = be_i32(here, 0).unwrap_or(0) as usize;
-            let end = SIZE_PREFIX_LEN + size;
-            if end > here.len() {
-                waiting.get_or_insert(p);
-                p += 1;
-                continue;
+    let here = &b[p..];
+    if here.len() < need {
+        return Verdict::Waiting;
+    }
+    if !plausible(here) {
+        return Verdict::Rejected;
+    }
+    let end = SIZE_PREFIX_LEN + be_i32(here, 0).unwrap_or(0) as usize;
+    if end > here.len() {
+        return Verdict::Waiting;
+    }
+    let frame = &here[..end];
+    let proven = match role {
+        Role::Requests => peek_request(frame)
+            .is_ok_and(|peek| peek.is_elect_leaders() && parse_request(frame).is_ok()),
+        Role::Responses => {
+            let correlation_id = be_i32(here, 4).unwrap_or(0);
+            in_flight.iter().any(|q| {
+                q.correlation_id == correlation_id
+                    && q.is_elect_leaders()
+                    && parse_response(frame, q.api_version).is_ok()
+            })
+        }
+    };
+    if proven {
+        return Verdict::Proven;
+    }
+    if strong_only {
+        return Verdict::Rejected;
+    }
+    let next = &here[end..];
+    if next.len() < need {
+        Verdict::Waiting
+    } else if plausible(next) {
+        Verdict::Proven
+    } else {
+        Verdict::Rejected
+    }
+}
+
+/// The first live position where a frame provably starts, if one can be proven yet. Each
+/// position is judged once, but for the few that wait for more bytes: the work is linear
+/// in the bytes searched.
+fn find_boundary(
+    d: &mut Dir,
+    role: Role,
+    in_flight: &InFlight<IN_FLIGHT>,
+    max_frame: usize,
+    strong_only: bool,
+) -> Option<usize> {
+    const MAX_WAITING: usize = 32;
+    let start = d.start;
+    let b = &d.buf[d.pos..];
+    let need = match role {
+        Role::Requests => SIZE_PREFIX_LEN + 10,
+        Role::Responses => 8,
+    };
+    // Candidates that were waiting for bytes, oldest first.
+    let mut still = Vec::new();
+    for &at in &d.waiting {
+        let Some(p) = at.checked_sub(start).map(|p| p as usize) else {
+            continue;
+        };
+        if p >= b.len() {
+            continue;
+        }
+        match judge(b, p, role, in_flight, max_frame, strong_only) {
+            Verdict::Proven => {
+                d.waiting.clear();
+                return Some(p);
             }
-            let frame = &here[..end];
-            let proven = match role {
-                Role::Requests => peek_request(frame)
-                    .is_ok_and(|peek| peek.is_elect_leaders() && parse_request(frame).is_ok()),
-                Role::Responses => {
-                    let correlation_id = be_i32(here, 4).unwrap_or(0);
-                    in_flight.iter().any(|q| {
-                        q.correlation_id == correlation_id
-                            && q.is_elect_leaders()
-                            && parse_response(frame, q.api_version).is_ok()
-                    })
-                }
-            };
-            if proven {
-                return Boundary::At(p);
+            Verdict::Waiting => still.push(at),
+            Verdict::Rejected => {}
+        }
+    }
+    d.waiting = still;
+    // Then the positions not judged yet.
+    let mut p = d.frontier.saturating_sub(start) as usize;
+    while p + need <= b.len() {
+        match judge(b, p, role, in_flight, max_frame, strong_only) {
+            Verdict::Proven => {
+                d.waiting.clear();
+                return Some(p);
             }
-            let next = &here[end..];
-            if strong_only {
-                // Only an ElectLeaders frame proves anything here.
-            } else if next.len() >= SIZE_PREFIX_LEN + 10
-                || (role == Role::Responses && next.len() >= 8)
-            {
-                if plausible(next) {
-                    return Boundary::At(p);
-                }
-            } else {
-                waiting.get_or_insert(p);
-            }
+            Verdict::Waiting if d.waiting.len() < MAX_WAITING => d.waiting.push(start + p as u64),
+            Verdict::Waiting | Verdict::Rejected => {}
         }
         p += 1;
     }
-    Boundary::NotYet(waiting.unwrap_or(p))
+    d.frontier = start + p as u64;
+    None
 }
 
 /// What a walk through a capture saw.
