@@ -91,6 +91,12 @@ fn every_byte_of_every_corpus_frame_mutated() {
         }
     }
     // Both outcomes are common: the sweep reaches past the first field.
-    assert!(parsed > 1_000 && refused > 1_000, "{parsed} parsed, {refused} refused");
-    assert!(rewritten * 10 > parsed * 9, "{rewritten} of {parsed} re-encoded");
+    assert!(
+        parsed > 1_000 && refused > 1_000,
+        "{parsed} parsed, {refused} refused"
+    );
+    assert!(
+        rewritten * 10 > parsed * 9,
+        "{rewritten} of {parsed} re-encoded"
+    );
 }
