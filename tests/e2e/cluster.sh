@@ -12,6 +12,11 @@
 #   E2E_DIR      state root (default: <repo>/target/e2e); the cluster lives in $E2E_DIR/cluster
 #   ADVERTISE    "host:port,host:port": what brokers 2 and 3 advertise on their client
 #                listener (e.g. a tap or proxy in front of each); default: their own address
+#   PROXY_ADVERTISE  "host:port,host:port": adds a third listener, PROXY, on free ports
+#                (PROXY_PORT_2, PROXY_PORT_3 in state.env), advertised as these addresses
+#                (an `elect-leaders proxy` in front of each broker). A client that connects
+#                to a listener is told the addresses of that same listener, so clients of
+#                the proxy stay on it while those of CLIENT stay on the tap.
 #   KAFKA_HEAP   JVM heap per node (default 256m)
 #
 # Each broker has two listeners: CLIENT (advertised as $ADVERTISE) for clients, INTERNAL for
@@ -113,9 +118,14 @@ write_props() { # node-id role -> props file
             echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT"
         else
             local client_var="CLIENT_PORT_$id" internal_var="INTERNAL_PORT_$id" adv_var="ADVERTISED_$id"
-            echo "listeners=CLIENT://127.0.0.1:${!client_var},INTERNAL://127.0.0.1:${!internal_var}"
-            echo "advertised.listeners=CLIENT://${!adv_var},INTERNAL://127.0.0.1:${!internal_var}"
-            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT"
+            local proxy_var="PROXY_PORT_$id" proxy_adv_var="PROXY_ADVERTISED_$id" extra="" extra_adv=""
+            if [[ -n "${!proxy_var:-}" ]]; then
+                extra=",PROXY://127.0.0.1:${!proxy_var}"
+                extra_adv=",PROXY://${!proxy_adv_var}"
+            fi
+            echo "listeners=CLIENT://127.0.0.1:${!client_var},INTERNAL://127.0.0.1:${!internal_var}$extra"
+            echo "advertised.listeners=CLIENT://${!adv_var},INTERNAL://127.0.0.1:${!internal_var}$extra_adv"
+            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,PROXY:PLAINTEXT"
             echo "inter.broker.listener.name=INTERNAL"
         fi
     } >"$f"
@@ -190,10 +200,19 @@ start() {
     local t0=$SECONDS cp
     cp="$(classpath)"
     local ports
-    read -r -a ports <<<"$(free_ports 5)"
+    read -r -a ports <<<"$(free_ports 7)"
     CONTROLLER_PORT=${ports[0]}
     CLIENT_PORT_2=${ports[1]}; INTERNAL_PORT_2=${ports[2]}
     CLIENT_PORT_3=${ports[3]}; INTERNAL_PORT_3=${ports[4]}
+    PROXY_PORT_2=""; PROXY_PORT_3=""; PROXY_ADVERTISED_2=""; PROXY_ADVERTISED_3=""
+    if [[ -n "${PROXY_ADVERTISE:-}" ]]; then
+        local padv
+        IFS=, read -r -a padv <<<"$PROXY_ADVERTISE"
+        [[ ${#padv[@]} -eq ${#BROKERS[@]} ]] \
+            || die "PROXY_ADVERTISE must name ${#BROKERS[@]} host:port, one per broker (got '$PROXY_ADVERTISE')"
+        PROXY_PORT_2=${ports[5]}; PROXY_PORT_3=${ports[6]}
+        PROXY_ADVERTISED_2=${padv[0]}; PROXY_ADVERTISED_3=${padv[1]}
+    fi
     local adv
     IFS=, read -r -a adv <<<"${ADVERTISE:-}"
     if [[ ${#adv[@]} -gt 0 && ${#adv[@]} -ne ${#BROKERS[@]} ]]; then
@@ -214,6 +233,10 @@ ADVERTISED_2=$ADVERTISED_2
 ADVERTISED_3=$ADVERTISED_3
 BOOTSTRAP=$BOOTSTRAP
 DIRECT_BOOTSTRAP=127.0.0.1:$CLIENT_PORT_2,127.0.0.1:$CLIENT_PORT_3
+PROXY_PORT_2=$PROXY_PORT_2
+PROXY_PORT_3=$PROXY_PORT_3
+PROXY_ADVERTISED_2=$PROXY_ADVERTISED_2
+PROXY_ADVERTISED_3=$PROXY_ADVERTISED_3
 EOF
     write_props $CONTROLLER controller >/dev/null
     for id in "${BROKERS[@]}"; do write_props "$id" broker >/dev/null; done

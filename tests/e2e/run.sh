@@ -32,6 +32,8 @@ rm -rf "$RUN"
 mkdir -p "$RUN/tap"
 
 TAP_PID=""
+PROXY_TAP_PID=""
+PROXY_PID=""
 CAP_PIDS=()
 CLEANED=0
 stop_captures() {
@@ -47,12 +49,17 @@ cleanup() {
     [[ $CLEANED == 1 ]] && return 0
     CLEANED=1
     stop_captures
+    stop_pid "$PROXY_PID"
     bash "$HERE/cluster.sh" stop >>"$RUN/cleanup.log" 2>&1 || true
-    if [[ -n "$TAP_PID" ]] && kill -0 "$TAP_PID" 2>/dev/null; then
-        kill -TERM "$TAP_PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$TAP_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$TAP_PID" 2>/dev/null || true
-    fi
+    stop_pid "$TAP_PID"
+    stop_pid "$PROXY_TAP_PID"
+}
+stop_pid() { # TERM, then KILL after 5 s
+    local p=$1
+    [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null || return 0
+    kill -TERM "$p" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
 }
 # A set-up that fails still ends with the summary line (after cleanup).
 SUMMARY_PRINTED=0
@@ -90,8 +97,10 @@ if ! mvn -q -B -o -f "$JAVA_DIR/pom.xml" compile dependency:build-classpath \
         || { cat "$E2E_DIR/mvn-java.log" >&2; say "the Java Admin tool does not build"; exit 1; }
 fi
 export ADMIN_CP="$JAVA_DIR/target/classes:$(cat "$JAVA_DIR/target/classpath.txt")"
-(cd "$ROOT" && cargo build -q --example e2e_frames)
-export E2E_FRAMES="$ROOT/target/debug/examples/e2e_frames"
+(cd "$ROOT" && cargo build -q --example e2e_frames && cargo build -q --features proxy --bin elect-leaders)
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+export E2E_FRAMES="$TARGET_DIR/debug/examples/e2e_frames"
+PROXY_BIN="$TARGET_DIR/debug/elect-leaders"
 
 # 3. Capture tools (optional: without them the tests still run, without captures).
 if ! command -v tcpdump >/dev/null 2>&1 || ! command -v dumpcap >/dev/null 2>&1; then
@@ -115,10 +124,34 @@ TAP_PID=$!
 for _ in $(seq 100); do [[ -s "$RUN/tap.ports" ]] && break; sleep 0.1; done
 [[ -s "$RUN/tap.ports" ]] || { cat "$RUN/tap.log" >&2; say "the tap did not start"; exit 1; }
 ADVERTISE="$(cat "$RUN/tap.ports")"
+
+# 4b. The proxy: `elect-leaders proxy` (--deny-unclean, --protect-topic guarded) in front of
+# a second tap, which records what reaches the brokers' PROXY listener (cluster.sh); the
+# brokers advertise the proxy's addresses there, so its clients stay on it.
+mkdir -p "$RUN/proxy-tap"
+"$VENV/bin/python" "$HERE/tap.py" --out "$RUN/proxy-tap" --count 2 --ports-file "$RUN/proxy-tap.ports" \
+    --targets-env "$E2E_DIR/cluster/state.env" --target-keys PROXY_PORT_2,PROXY_PORT_3 \
+    2>"$RUN/proxy-tap.log" &
+PROXY_TAP_PID=$!
+for _ in $(seq 100); do [[ -s "$RUN/proxy-tap.ports" ]] && break; sleep 0.1; done
+[[ -s "$RUN/proxy-tap.ports" ]] || { cat "$RUN/proxy-tap.log" >&2; say "the proxy's tap did not start"; exit 1; }
+IFS=, read -r PROXY_UP_2 PROXY_UP_3 <"$RUN/proxy-tap.ports"
+"$PROXY_BIN" proxy --listen 127.0.0.1:0 --upstream "$PROXY_UP_2" --listen 127.0.0.1:0 --upstream "$PROXY_UP_3" \
+    --deny-unclean --protect-topic guarded --audit-log "$RUN/proxy-audit.jsonl" \
+    >"$RUN/proxy.out" 2>"$RUN/proxy.log" &
+PROXY_PID=$!
+for _ in $(seq 100); do [[ $(grep -c '^listening' "$RUN/proxy.out" 2>/dev/null) == 2 ]] && break; sleep 0.1; done
+PROXY_BOOTSTRAP="$(awk '/^listening/ {print $2}' "$RUN/proxy.out" | paste -sd, -)"
+[[ "$PROXY_BOOTSTRAP" == *,* ]] || { cat "$RUN/proxy.log" >&2; say "the proxy did not start"; exit 1; }
+
 T_CLUSTER=$SECONDS
-ADVERTISE="$ADVERTISE" bash "$HERE/cluster.sh" start >"$RUN/cluster-start.out" 2>"$RUN/cluster-start.log" \
+ADVERTISE="$ADVERTISE" PROXY_ADVERTISE="$PROXY_BOOTSTRAP" bash "$HERE/cluster.sh" start \
+    >"$RUN/cluster-start.out" 2>"$RUN/cluster-start.log" \
     || { cat "$RUN/cluster-start.log" >&2; say "the cluster did not start"; exit 1; }
-say "cluster up in $((SECONDS - T_CLUSTER))s; clients bootstrap through the tap at $ADVERTISE"
+say "cluster up in $((SECONDS - T_CLUSTER))s; clients bootstrap through the tap at $ADVERTISE," \
+    "the proxy's at $PROXY_BOOTSTRAP"
+export PROXY_BOOTSTRAP PROXY_PID PROXY_AUDIT="$RUN/proxy-audit.jsonl" PROXY_TAP_DIR="$RUN/proxy-tap"
+export PROXY_LOG="$RUN/proxy.log"
 
 export E2E_RUN="$RUN" BOOTSTRAP="$ADVERTISE" TAP_DIR="$RUN/tap" CLUSTER_SH="$HERE/cluster.sh"
 TAP_PORTS="$(echo "$ADVERTISE" | sed 's/127\.0\.0\.1://g')"

@@ -538,11 +538,21 @@ def frame_matches(e, rq, rs):
     return got == e["results"] and top == e["top"]
 
 
+# ---------------------------------------------------------------- the proxy (test_proxy.py)
+
+if os.environ.get("PROXY_BOOTSTRAP"):
+    import test_proxy
+    TESTS.extend(test_proxy.TESTS)
+
+
 # ---------------------------------------------------------------- runner
 
 def main():
     print("e2e: Kafka 4.4.0, confluent-kafka %s (librdkafka %s), kafka-python %s, bootstrap %s"
           % (confluent_kafka.__version__, confluent_kafka.libversion()[0], kafka.__version__, BOOTSTRAP))
+    if os.environ.get("PROXY_BOOTSTRAP"):
+        print("e2e: elect-leaders proxy at %s (--deny-unclean --protect-topic %s)"
+              % (os.environ["PROXY_BOOTSTRAP"], test_proxy.PROTECTED))
     only = os.environ.get("E2E_ONLY")
     passed = failed = 0
     for t in TESTS:

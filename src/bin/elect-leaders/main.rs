@@ -13,6 +13,8 @@ mod hexdump;
 mod input;
 mod inspect;
 mod json;
+#[cfg(feature = "proxy")]
+mod proxy;
 mod scan;
 mod style;
 mod traffic;
@@ -37,6 +39,9 @@ Commands:
   encode  [FILE|-]             JSON lines in, frames out
   scan    REQUESTS [RESPONSES] find ElectLeaders requests in a raw capture and pair
                                the responses of the same connection with them
+  proxy   --listen A --upstream B ...
+                               guard ElectLeaders between Kafka clients and brokers
+                               (built with the feature 'proxy')
   help    [COMMAND]            this text, or a command's
 
 Input is binary frames (an int32 size prefix, then that many bytes), from FILE or from
@@ -286,6 +291,14 @@ impl Options {
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // The proxy writes standard output from several threads: it must not be locked here.
+    #[cfg(feature = "proxy")]
+    if args.first().is_some_and(|a| a == "proxy") {
+        return match proxy::run(args.into_iter().skip(1)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(failure) => failure.report(),
+        };
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = run(args, &mut out);
@@ -308,6 +321,10 @@ fn run(args: Vec<OsString>, out: &mut dyn Write) -> Result<(), Failure> {
         "-h" | "--help" => return print(out, USAGE),
         "help" => {
             let topic = args.next().map(|a| a.to_string_lossy().into_owned());
+            #[cfg(feature = "proxy")]
+            if topic.as_deref() == Some("proxy") {
+                return print(out, proxy::USAGE);
+            }
             return match topic.as_deref().map(Command::from_name) {
                 None => print(out, USAGE),
                 Some(Some(command)) => print(out, command.usage()),

@@ -1,0 +1,538 @@
+//! One client connection and its own broker connection: requests go up in order, responses
+//! come back in the same order, ElectLeaders requests are decided on and the other APIs'
+//! frames are forwarded byte for byte.
+//!
+//! Both directions run in one task, as two futures:
+//! - `requests` reads whole frames from the client (`FramedRead`, `KafkaFrameCodec`), peeks
+//!   each header and, for every request, puts a *slot* into a bounded channel before the
+//!   request (as it is, or trimmed) is written upstream: `Forwarded`, `Merge` (forwarded
+//!   trimmed, the broker's answer to be merged with the refusals) or `Local` (answered by
+//!   the proxy, nothing sent).
+//! - `responses` takes the slots in order. A `Local` slot is answered as soon as every slot
+//!   before it is; the broker's frames are paired with the forwarded slots by correlation id
+//!   (`InFlight`): a forwarded request the broker skipped (a `Produce` with `acks=0`, which
+//!   gets no answer) is passed over, and the local answers queued after it still go out in
+//!   their turn.
+//!
+//! Memory is bounded: each side reads one frame at a time (at most `--max-frame-size`)
+//! and does not read the next before the last one was handed on; writes go through
+//! `FramedWrite`s that flush past 64 KiB; at most [`MAX_IN_FLIGHT`] requests wait for
+//! their answers; and the ElectLeaders requests the slots keep (to answer or merge later)
+//! hold permits of a per-connection budget of `--max-frame-size` bytes. A slow client thus
+//! stops the proxy reading the broker, which stops it reading the client.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use kafka_elect_leaders::{
+    parse_response, peek_request, peek_response, CodecError, InFlight, KafkaFrameCodec,
+    OwnedRequest, Pending, API_KEY,
+};
+use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use super::answer;
+use super::audit::{log, Audit, ConnInfo};
+use super::policy::{Decision, Policy, Verdict};
+
+/// Requests of one connection waiting for their answers, at most.
+pub const MAX_IN_FLIGHT: usize = 128;
+/// How long answers still in flight are waited for once the proxy is told to stop.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// First read buffer of each side; the codec reserves exactly what a larger frame lacks.
+const READ_CAPACITY: usize = 16 * 1024;
+/// A `FramedWrite` writes its buffer out once it holds this much.
+const WRITE_BOUNDARY: usize = 64 * 1024;
+
+/// What every connection shares.
+pub struct Shared {
+    pub policy: Policy,
+    pub audit: Audit,
+    pub max_frame_size: usize,
+    /// The hidden `--plain` mode: bytes copied both ways, nothing parsed (a baseline for
+    /// benches/proxy_throughput.sh).
+    pub plain: bool,
+}
+
+/// Why a connection was closed by the proxy.
+#[derive(Debug)]
+pub struct Close(String);
+
+impl fmt::Display for Close {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Close {
+    fn new(what: impl Into<String>) -> Close {
+        Close(what.into())
+    }
+
+    fn client_read(e: CodecError) -> Close {
+        match e {
+            CodecError::Frame(e) => Close(format!("malformed frame from the client: {e}")),
+            e => Close(format!("reading the client: {e}")),
+        }
+    }
+
+    fn upstream_read(e: CodecError) -> Close {
+        match e {
+            CodecError::Frame(e) => Close(format!("malformed frame from the broker: {e}")),
+            e => Close(format!("reading the broker: {e}")),
+        }
+    }
+
+    fn write(to: &str) -> impl Fn(CodecError) -> Close + '_ {
+        move |e| Close(format!("writing to the {to}: {e}"))
+    }
+}
+
+/// A request's place in the order of answers.
+enum Slot {
+    /// Forwarded as it was: the broker's answer goes back as it comes.
+    Forwarded(Pending),
+    /// Forwarded trimmed: the broker's answer is merged with the refusals.
+    Merge {
+        pending: Pending,
+        request: OwnedRequest<Bytes>,
+        decision: Decision,
+        _held: OwnedSemaphorePermit,
+    },
+    /// Refused whole: answered by the proxy, in its turn.
+    Local {
+        request: OwnedRequest<Bytes>,
+        decision: Decision,
+        _held: OwnedSemaphorePermit,
+    },
+}
+
+impl Slot {
+    fn pending(&self) -> Option<Pending> {
+        match self {
+            Slot::Forwarded(pending) | Slot::Merge { pending, .. } => Some(*pending),
+            Slot::Local { .. } => None,
+        }
+    }
+}
+
+/// Serves one accepted client: connects to its upstream, then proxies until either side
+/// closes, a frame is malformed, or the proxy stops.
+pub async fn serve(
+    client: TcpStream,
+    conn: ConnInfo,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let upstream =
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(conn.upstream)).await {
+            Ok(Ok(upstream)) => upstream,
+            Ok(Err(e)) => {
+                log(format_args!(
+                    "{} -> {}: cannot connect to the upstream, closing the client: {e}",
+                    conn.client, conn.upstream
+                ));
+                return;
+            }
+            Err(_) => {
+                log(format_args!(
+                    "{} -> {}: no connection to the upstream after {}s, closing the client",
+                    conn.client,
+                    conn.upstream,
+                    CONNECT_TIMEOUT.as_secs()
+                ));
+                return;
+            }
+        };
+    // Kafka's clients and brokers disable Nagle; a proxy that did not would add delay.
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
+    let result = if shared.plain {
+        plain(client, upstream, shutdown).await
+    } else {
+        proxy(client, upstream, &conn, &shared, shutdown).await
+    };
+    if let Err(close) = result {
+        log(format_args!(
+            "{} -> {}: closing the connection: {close}",
+            conn.client, conn.upstream
+        ));
+    }
+}
+
+type FromPeer<'a> = FramedRead<ReadHalf<'a>, KafkaFrameCodec>;
+type ToPeer<'a> = FramedWrite<WriteHalf<'a>, KafkaFrameCodec>;
+
+async fn proxy(
+    mut client: TcpStream,
+    mut upstream: TcpStream,
+    conn: &ConnInfo,
+    shared: &Shared,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), Close> {
+    let codec = KafkaFrameCodec::new().with_max_frame_size(shared.max_frame_size);
+    let (client_r, client_w) = client.split();
+    let (upstream_r, upstream_w) = upstream.split();
+    let from_client = FramedRead::with_capacity(client_r, codec, READ_CAPACITY);
+    let mut to_upstream = FramedWrite::new(upstream_w, codec);
+    to_upstream.set_backpressure_boundary(WRITE_BOUNDARY);
+    let from_upstream = FramedRead::with_capacity(upstream_r, codec, READ_CAPACITY);
+    let mut to_client = FramedWrite::new(client_w, codec);
+    to_client.set_backpressure_boundary(WRITE_BOUNDARY);
+
+    let (slots_tx, slots_rx) = mpsc::channel(MAX_IN_FLIGHT);
+    let budget = shared
+        .max_frame_size
+        .saturating_add(kafka_elect_leaders::SIZE_PREFIX_LEN)
+        .min(Semaphore::MAX_PERMITS)
+        .min(u32::MAX as usize);
+    let held = Arc::new(Semaphore::new(budget));
+    let requests = requests(
+        from_client,
+        to_upstream,
+        slots_tx,
+        held,
+        conn,
+        shared,
+        shutdown.clone(),
+    );
+    let responses = responses(from_upstream, to_client, slots_rx, shared);
+    tokio::pin!(requests, responses);
+    tokio::select! {
+        r = &mut requests => r?,
+        r = &mut responses => return r,
+    }
+    // The client sends no more (or the proxy is stopping): the answers still due go out,
+    // within the grace period if the proxy is stopping.
+    tokio::select! {
+        r = &mut responses => r,
+        () = grace(&mut shutdown) => Err(Close::new(
+            "the proxy is stopping and answers are still due after the grace period",
+        )),
+    }
+}
+
+/// Resolves [`SHUTDOWN_GRACE`] after the proxy was told to stop.
+async fn grace(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+    tokio::time::sleep(SHUTDOWN_GRACE).await;
+}
+
+/// Client to broker: decide, put the slot in the queue, forward.
+async fn requests(
+    mut from_client: FromPeer<'_>,
+    mut to_upstream: ToPeer<'_>,
+    slots: mpsc::Sender<Slot>,
+    held: Arc<Semaphore>,
+    conn: &ConnInfo,
+    shared: &Shared,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), Close> {
+    let upstream_write = Close::write("broker");
+    loop {
+        // Flush what was written before waiting for the client; never wait with requests
+        // unsent, or their answers (and the client) would wait for them.
+        let next = match from_client.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                flush(&mut to_upstream).await.map_err(&upstream_write)?;
+                tokio::select! {
+                    next = from_client.next() => next,
+                    _ = shutdown.wait_for(|stop| *stop) => None,
+                }
+            }
+        };
+        let frame = match next {
+            None => {
+                flush(&mut to_upstream).await.map_err(&upstream_write)?;
+                return Ok(());
+            }
+            Some(Ok(frame)) => frame,
+            Some(Err(e)) => return Err(Close::client_read(e)),
+        };
+        let peek = peek_request(&frame)
+            .map_err(|e| Close(format!("malformed request header from the client: {e}")))?;
+        if peek.api_key != API_KEY {
+            send_slot(&slots, &mut to_upstream, Slot::Forwarded(peek.into())).await?;
+            to_upstream.feed(frame).await.map_err(&upstream_write)?;
+            continue;
+        }
+        let request = OwnedRequest::new(frame.freeze()).map_err(|e| {
+            Close(format!(
+                "malformed ElectLeaders request (v{}, correlation id {}) from the client: {}",
+                peek.api_version,
+                peek.correlation_id,
+                e.error()
+            ))
+        })?;
+        let view = request.view();
+        let decision = shared.policy.decide(&view);
+        shared.audit.record(conn, &shared.policy, &view, &decision);
+        let pending = Pending::from(peek);
+        match decision.verdict {
+            Verdict::Forwarded | Verdict::WouldRefuse => {
+                send_slot(&slots, &mut to_upstream, Slot::Forwarded(pending)).await?;
+                to_upstream
+                    .feed(request.into_bytes())
+                    .await
+                    .map_err(&upstream_write)?;
+            }
+            Verdict::Trimmed => {
+                let mut trimmed = BytesMut::new();
+                answer::encode_trimmed(&shared.policy, &decision, &view, &mut trimmed)
+                    .map_err(|e| Close(format!("cannot encode the trimmed request: {e}")))?;
+                let held = hold(&held, &mut to_upstream, request.frame().len()).await?;
+                let slot = Slot::Merge {
+                    pending,
+                    request,
+                    decision,
+                    _held: held,
+                };
+                send_slot(&slots, &mut to_upstream, slot).await?;
+                to_upstream.feed(trimmed).await.map_err(&upstream_write)?;
+            }
+            Verdict::Refused => {
+                let held = hold(&held, &mut to_upstream, request.frame().len()).await?;
+                let slot = Slot::Local {
+                    request,
+                    decision,
+                    _held: held,
+                };
+                send_slot(&slots, &mut to_upstream, slot).await?;
+            }
+        }
+    }
+}
+
+/// Puts a slot in the queue; when the queue is full, flushes the broker side first (the
+/// answers that would make room may be waiting for requests still in the buffer).
+async fn send_slot(
+    slots: &mpsc::Sender<Slot>,
+    to_upstream: &mut ToPeer<'_>,
+    slot: Slot,
+) -> Result<(), Close> {
+    match slots.try_send(slot) {
+        Ok(()) => Ok(()),
+        Err(TrySendError::Full(slot)) => {
+            flush(to_upstream).await.map_err(Close::write("broker"))?;
+            slots
+                .send(slot)
+                .await
+                .map_err(|_| Close::new("the response side stopped"))
+        }
+        Err(TrySendError::Closed(_)) => Err(Close::new("the response side stopped")),
+    }
+}
+
+/// Permits for `len` bytes of a request kept in a slot, out of the connection's budget;
+/// flushes the broker side before waiting for them, as `send_slot` does.
+async fn hold(
+    held: &Arc<Semaphore>,
+    to_upstream: &mut ToPeer<'_>,
+    len: usize,
+) -> Result<OwnedSemaphorePermit, Close> {
+    // A frame is never larger than the budget, which is the largest frame.
+    let permits = u32::try_from(len).unwrap_or(u32::MAX);
+    match held.clone().try_acquire_many_owned(permits) {
+        Ok(permit) => Ok(permit),
+        Err(TryAcquireError::NoPermits) => {
+            flush(to_upstream).await.map_err(Close::write("broker"))?;
+            held.clone()
+                .acquire_many_owned(permits)
+                .await
+                .map_err(|_| Close::new("request budget closed"))
+        }
+        Err(TryAcquireError::Closed) => Err(Close::new("request budget closed")),
+    }
+}
+
+/// Writes out what a `FramedWrite` holds (its items are frames, whichever type they came as).
+async fn flush(to: &mut ToPeer<'_>) -> Result<(), CodecError> {
+    SinkExt::<BytesMut>::flush(to).await
+}
+
+enum Next {
+    Slot(Option<Slot>),
+    Frame(Option<Result<BytesMut, CodecError>>),
+}
+
+/// Broker to client: answers in the order of the requests.
+async fn responses(
+    mut from_upstream: FromPeer<'_>,
+    mut to_client: ToPeer<'_>,
+    mut slots: mpsc::Receiver<Slot>,
+    shared: &Shared,
+) -> Result<(), Close> {
+    let client_write = Close::write("client");
+    let mut waiting: VecDeque<Slot> = VecDeque::new();
+    let mut in_flight = InFlight::<MAX_IN_FLIGHT>::new();
+    let mut requests_open = true;
+    let mut scratch = BytesMut::new();
+    loop {
+        while matches!(waiting.front(), Some(Slot::Local { .. })) {
+            if let Some(slot) = waiting.pop_front() {
+                write_answer(&mut to_client, shared, slot, None, &mut scratch).await?;
+            }
+        }
+        if !requests_open && waiting.is_empty() {
+            return flush(&mut to_client).await.map_err(&client_write);
+        }
+        let room = requests_open && waiting.len() < MAX_IN_FLIGHT;
+        let ready = if room {
+            match slots.try_recv() {
+                Ok(slot) => Some(Next::Slot(Some(slot))),
+                Err(TryRecvError::Disconnected) => Some(Next::Slot(None)),
+                Err(TryRecvError::Empty) => None,
+            }
+        } else {
+            None
+        };
+        let next = match ready {
+            Some(next) => next,
+            None => match from_upstream.next().now_or_never() {
+                Some(frame) => Next::Frame(frame),
+                None => {
+                    flush(&mut to_client).await.map_err(&client_write)?;
+                    tokio::select! {
+                        slot = slots.recv(), if room => Next::Slot(slot),
+                        frame = from_upstream.next() => Next::Frame(frame),
+                    }
+                }
+            },
+        };
+        let frame = match next {
+            Next::Slot(None) => {
+                requests_open = false;
+                continue;
+            }
+            Next::Slot(Some(slot)) => {
+                if let Some(pending) = slot.pending() {
+                    in_flight.push(pending).map_err(|e| Close(format!("{e}")))?;
+                }
+                waiting.push_back(slot);
+                continue;
+            }
+            Next::Frame(None) => {
+                return Err(Close(format!(
+                    "the broker closed the connection ({} requests unanswered)",
+                    waiting.len()
+                )))
+            }
+            Next::Frame(Some(Err(e))) => return Err(Close::upstream_read(e)),
+            Next::Frame(Some(Ok(frame))) => frame,
+        };
+        let correlation_id = peek_response(&frame)
+            .map_err(|e| Close(format!("malformed response header from the broker: {e}")))?
+            .correlation_id;
+        let answered = loop {
+            if let Some(answered) = in_flight.answer(correlation_id) {
+                break answered;
+            }
+            // The request's slot was put in the channel before the request was written, so
+            // it is there if not taken yet.
+            if waiting.len() >= MAX_IN_FLIGHT {
+                // No room to take it: every forwarded request waiting is older than the one
+                // answered, and Kafka answers in order, so none of them will be answered.
+                in_flight.clear();
+                while let Some(slot) = waiting.pop_front() {
+                    write_answer(&mut to_client, shared, slot, None, &mut scratch).await?;
+                }
+            }
+            match slots.try_recv() {
+                Ok(slot) => {
+                    if let Some(pending) = slot.pending() {
+                        in_flight.push(pending).map_err(|e| Close(format!("{e}")))?;
+                    }
+                    waiting.push_back(slot);
+                }
+                Err(_) => {
+                    return Err(Close(format!(
+                        "the broker answered correlation id {correlation_id}, which no request \
+                         waits for"
+                    )))
+                }
+            }
+        };
+        let mut skipped = answered.skipped;
+        loop {
+            let Some(slot) = waiting.pop_front() else {
+                return Err(Close::new("answer queue out of step"));
+            };
+            match slot {
+                Slot::Local { .. } => {
+                    write_answer(&mut to_client, shared, slot, None, &mut scratch).await?;
+                }
+                // The broker answered a later request: this one gets no answer (a Produce
+                // with acks=0).
+                _ if skipped > 0 => skipped -= 1,
+                Slot::Forwarded(_) => {
+                    to_client.feed(frame).await.map_err(&client_write)?;
+                    break;
+                }
+                Slot::Merge { .. } => {
+                    write_answer(&mut to_client, shared, slot, Some(&frame), &mut scratch).await?;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Writes the proxy's answer for a `Local` slot, or the merged answer of a `Merge` slot.
+async fn write_answer(
+    to_client: &mut ToPeer<'_>,
+    shared: &Shared,
+    slot: Slot,
+    broker: Option<&[u8]>,
+    scratch: &mut BytesMut,
+) -> Result<(), Close> {
+    let (Slot::Local {
+        request, decision, ..
+    }
+    | Slot::Merge {
+        request, decision, ..
+    }) = slot
+    else {
+        return Ok(());
+    };
+    let view = request.view();
+    let broker = match broker {
+        Some(frame) => Some(parse_response(frame, view.version()).map_err(|e| {
+            Close(format!(
+                "the broker's ElectLeaders response (correlation id {}) cannot be read at v{}: {e}",
+                view.correlation_id(),
+                view.version()
+            ))
+        })?),
+        None => None,
+    };
+    scratch.clear();
+    answer::encode_refusal(&shared.policy, &decision, &view, broker.as_ref(), scratch)
+        .map_err(|e| Close(format!("cannot encode the answer: {e}")))?;
+    to_client
+        .feed(scratch.split())
+        .await
+        .map_err(Close::write("client"))
+}
+
+/// The hidden `--plain` mode: bytes copied both ways, no frame looked at.
+async fn plain(
+    mut client: TcpStream,
+    mut upstream: TcpStream,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), Close> {
+    tokio::select! {
+        r = tokio::io::copy_bidirectional_with_sizes(
+            &mut client, &mut upstream, WRITE_BOUNDARY, WRITE_BOUNDARY,
+        ) => r.map(|_| ()).map_err(|e| Close(format!("copying: {e}"))),
+        _ = shutdown.wait_for(|stop| *stop) => Ok(()),
+    }
+}

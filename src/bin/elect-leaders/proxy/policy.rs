@@ -1,0 +1,473 @@
+//! The ElectLeaders policy: which partitions of a request the proxy refuses, and by which
+//! rule. A pure function of the configured rules and the parsed request: no socket, no
+//! clock, no allocation unless a whole request is refused (its message names the rule).
+//!
+//! Two kinds of refusal, as Kafka itself has them:
+//! - **whole**: the request itself is refused (a client id not allowed, too many
+//!   partitions, a null `TopicPartitions` under a partition rule). It is answered as Kafka's
+//!   `ElectLeadersRequest.getErrorResponse` answers: the top-level `ErrorCode` (v1+) and
+//!   every partition the request names (none, when it names all) with `POLICY_VIOLATION`.
+//! - **per partition**: some or all partitions refused (a protected topic, an unclean
+//!   election of named partitions). Each refused partition is answered with
+//!   `POLICY_VIOLATION` and a message naming the rule; the top-level `ErrorCode` stays
+//!   `NONE`, as the broker leaves it for per-partition errors, so that clients report the
+//!   error per partition (Kafka's Java Admin fails the whole call on a top-level error).
+//!   The partitions not refused are forwarded, trimmed (`RequestEdit`).
+
+use std::collections::HashSet;
+
+use kafka_elect_leaders::{ElectLeadersRequest, ElectionType, TopicPartitions};
+
+/// What the operator configured.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    /// `--deny-unclean`: UNCLEAN elections are refused.
+    pub deny_unclean: bool,
+    /// `--protect-topic`: no election for these topics' partitions.
+    pub protected_topics: HashSet<Box<[u8]>>,
+    /// `--allow-client-id`: when not empty, only these client ids may elect.
+    pub allowed_client_ids: HashSet<Box<[u8]>>,
+    /// `--max-partitions`: a request naming more partitions (or all of them) is refused.
+    pub max_partitions: Option<usize>,
+    /// `--log-only`: nothing refused, what would be is audited.
+    pub log_only: bool,
+}
+
+/// A rule of the policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    AllowClientId,
+    MaxPartitions,
+    DenyUnclean,
+    ProtectTopic,
+}
+
+impl Rule {
+    const ALL: [Rule; 4] = [
+        Rule::AllowClientId,
+        Rule::MaxPartitions,
+        Rule::DenyUnclean,
+        Rule::ProtectTopic,
+    ];
+
+    /// The rule's name, as its command-line option: what the audit log says.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::AllowClientId => "allow-client-id",
+            Rule::MaxPartitions => "max-partitions",
+            Rule::DenyUnclean => "deny-unclean",
+            Rule::ProtectTopic => "protect-topic",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+/// A set of rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rules(u8);
+
+impl Rules {
+    pub fn insert(&mut self, rule: Rule) {
+        self.0 |= rule.bit();
+    }
+
+    pub fn contains(self, rule: Rule) -> bool {
+        self.0 & rule.bit() != 0
+    }
+
+    /// The rules in the set, in a fixed order.
+    pub fn iter(self) -> impl Iterator<Item = Rule> {
+        Rule::ALL.into_iter().filter(move |r| self.contains(*r))
+    }
+}
+
+/// What is refused of a request, whatever `--log-only` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Nothing.
+    Nothing,
+    /// The whole request, with a top-level error; `message` names the rules.
+    Whole { message: String },
+    /// The partitions of some topics ([`Decision::refuses_topic`]), each with its own
+    /// error; `all` when that is every topic of the request, so nothing is left to forward.
+    Partitions { all: bool },
+}
+
+/// What the proxy does with the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forwarded as it is.
+    Forwarded,
+    /// Answered by the proxy; nothing reaches the broker.
+    Refused,
+    /// Forwarded without the refused partitions; the broker's answer is merged with the
+    /// refusals.
+    Trimmed,
+    /// `--log-only`: forwarded as it is, but the policy would have refused some of it.
+    WouldRefuse,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Forwarded => "forwarded",
+            Verdict::Refused => "refused",
+            Verdict::Trimmed => "trimmed",
+            Verdict::WouldRefuse => "would-refuse",
+        }
+    }
+}
+
+/// The per-partition messages, by the rules that refused the partition's topic.
+const MESSAGE_UNCLEAN: &str =
+    "refused by the elect-leaders proxy: unclean leader elections are denied (--deny-unclean)";
+const MESSAGE_PROTECTED: &str =
+    "refused by the elect-leaders proxy: the topic is protected (--protect-topic)";
+const MESSAGE_BOTH: &str = "refused by the elect-leaders proxy: unclean leader elections are \
+                            denied (--deny-unclean); the topic is protected (--protect-topic)";
+
+/// The policy's decision on one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub refusal: Refusal,
+    /// Every rule that refused something.
+    pub rules: Rules,
+    /// Partitions the request names; `None`: all (a null `TopicPartitions`).
+    pub requested: Option<usize>,
+    /// Partitions refused (all those named when the whole request is).
+    pub refused: usize,
+    /// Whether every named partition is refused because the election is UNCLEAN (named
+    /// partitions under `--deny-unclean`).
+    unclean: bool,
+}
+
+impl Decision {
+    /// Whether the partitions of this topic entry are refused, one by one (a whole refusal
+    /// answers every partition; see [`Refusal`]).
+    pub fn refuses_topic(&self, policy: &Policy, topic: &[u8]) -> bool {
+        match self.refusal {
+            Refusal::Nothing => false,
+            Refusal::Whole { .. } => true,
+            Refusal::Partitions { .. } => self.unclean || policy.is_protected(topic),
+        }
+    }
+
+    /// The error message of a partition refused one by one, naming the rules.
+    pub fn partition_message(&self, policy: &Policy, topic: &[u8]) -> &'static str {
+        match (self.unclean, policy.is_protected(topic)) {
+            (true, true) => MESSAGE_BOTH,
+            (true, false) => MESSAGE_UNCLEAN,
+            _ => MESSAGE_PROTECTED,
+        }
+    }
+}
+
+impl Policy {
+    pub fn is_protected(&self, topic: &[u8]) -> bool {
+        !self.protected_topics.is_empty() && self.protected_topics.contains(topic)
+    }
+
+    /// Whether any rule is set: without one, every request is forwarded.
+    pub fn has_rules(&self) -> bool {
+        self.deny_unclean
+            || !self.protected_topics.is_empty()
+            || !self.allowed_client_ids.is_empty()
+            || self.max_partitions.is_some()
+    }
+
+    /// Decides on one parsed request.
+    pub fn decide(&self, request: &ElectLeadersRequest<'_>) -> Decision {
+        let topics = request.topic_partitions();
+        let requested = topics.map(|list| list.iter().map(|t| t.partitions().len()).sum());
+        let unclean = self.deny_unclean && request.election_type() == ElectionType::UNCLEAN;
+
+        // Rules that refuse the request itself.
+        let mut rules = Rules::default();
+        let mut reasons: Vec<String> = Vec::new();
+        let client_id = request.header().client_id();
+        if !self.allowed_client_ids.is_empty()
+            && !client_id.is_some_and(|id| self.allowed_client_ids.contains(id))
+        {
+            rules.insert(Rule::AllowClientId);
+            let shown = client_id.map_or_else(
+                || "null".to_owned(),
+                |id| format!("'{}'", String::from_utf8_lossy(id)),
+            );
+            reasons.push(format!(
+                "client id {shown} is not allowed (--allow-client-id)"
+            ));
+        }
+        if let Some(max) = self.max_partitions {
+            match requested {
+                None => {
+                    rules.insert(Rule::MaxPartitions);
+                    reasons.push(format!(
+                        "the request names all partitions (null TopicPartitions), more than \
+                         --max-partitions {max}"
+                    ));
+                }
+                Some(n) if n > max => {
+                    rules.insert(Rule::MaxPartitions);
+                    reasons.push(format!(
+                        "the request names {n} partitions, more than --max-partitions {max}"
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if topics.is_none() && unclean {
+            rules.insert(Rule::DenyUnclean);
+            reasons.push(
+                "unclean leader elections are denied (--deny-unclean), here for all partitions"
+                    .to_owned(),
+            );
+        }
+        if topics.is_none() && !self.protected_topics.is_empty() {
+            rules.insert(Rule::ProtectTopic);
+            reasons.push(
+                "an election for all partitions (null TopicPartitions) would include protected \
+                 topics (--protect-topic)"
+                    .to_owned(),
+            );
+        }
+        let whole = !reasons.is_empty();
+
+        // Rules that refuse partitions one by one (all of them, when the request is refused
+        // whole: the audit names every rule that applies).
+        let mut refused_topics = 0;
+        let mut refused = 0;
+        if let Some(list) = topics {
+            for entry in list.iter() {
+                if self.refuses_entry(unclean, &entry, &mut rules) {
+                    refused_topics += 1;
+                    refused += entry.partitions().len();
+                }
+            }
+        }
+        let refusal = if whole {
+            refused = requested.unwrap_or(0);
+            let message = format!("refused by the elect-leaders proxy: {}", reasons.join("; "));
+            Refusal::Whole { message }
+        } else if refused_topics == 0 {
+            Refusal::Nothing
+        } else {
+            Refusal::Partitions {
+                all: topics.is_some_and(|list| refused_topics == list.len()),
+            }
+        };
+        self.finish(refusal, rules, requested, refused, unclean)
+    }
+
+    fn refuses_entry(&self, unclean: bool, entry: &TopicPartitions<'_>, rules: &mut Rules) -> bool {
+        let protected = self.is_protected(entry.topic());
+        if protected {
+            rules.insert(Rule::ProtectTopic);
+        }
+        if unclean {
+            rules.insert(Rule::DenyUnclean);
+        }
+        protected || unclean
+    }
+
+    fn finish(
+        &self,
+        refusal: Refusal,
+        rules: Rules,
+        requested: Option<usize>,
+        refused: usize,
+        unclean: bool,
+    ) -> Decision {
+        let verdict = match (&refusal, self.log_only) {
+            (Refusal::Nothing, _) => Verdict::Forwarded,
+            (_, true) => Verdict::WouldRefuse,
+            (Refusal::Whole { .. }, false) | (Refusal::Partitions { all: true }, false) => {
+                Verdict::Refused
+            }
+            (Refusal::Partitions { all: false }, false) => Verdict::Trimmed,
+        };
+        Decision {
+            verdict,
+            refusal,
+            rules,
+            requested,
+            refused,
+            unclean,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_elect_leaders::{
+        parse_request, ElectLeadersRequestData, EncodeRequestExt, TopicPartitionsData,
+    };
+
+    fn frame(
+        version: i16,
+        client_id: Option<&[u8]>,
+        election_type: ElectionType,
+        topics: Option<&[TopicPartitionsData<'_>]>,
+    ) -> Vec<u8> {
+        ElectLeadersRequestData {
+            correlation_id: 7,
+            client_id,
+            election_type,
+            topic_partitions: topics,
+            ..Default::default()
+        }
+        .encode_to_vec(version)
+        .unwrap()
+    }
+
+    fn set(items: &[&str]) -> HashSet<Box<[u8]>> {
+        items.iter().map(|s| s.as_bytes().into()).collect()
+    }
+
+    const TWO_TOPICS: &[TopicPartitionsData<'static>] = &[
+        TopicPartitionsData::new(b"orders", &[0, 1]),
+        TopicPartitionsData::new(b"payments", &[0, 1, 2]),
+    ];
+
+    fn decide(policy: &Policy, frame: &[u8]) -> Decision {
+        policy.decide(&parse_request(frame).unwrap())
+    }
+
+    #[test]
+    fn no_rules_forwards_everything() {
+        let policy = Policy::default();
+        let f = frame(2, Some(b"x"), ElectionType::UNCLEAN, None);
+        let d = decide(&policy, &f);
+        assert_eq!(d.verdict, Verdict::Forwarded);
+        assert!(d.rules == Rules::default() && d.requested.is_none() && d.refused == 0);
+    }
+
+    #[test]
+    fn unclean_named_partitions_refused_one_by_one() {
+        let policy = Policy {
+            deny_unclean: true,
+            ..Default::default()
+        };
+        let f = frame(1, Some(b"x"), ElectionType::UNCLEAN, Some(TWO_TOPICS));
+        let d = decide(&policy, &f);
+        assert_eq!(d.verdict, Verdict::Refused);
+        assert_eq!(d.refusal, Refusal::Partitions { all: true });
+        assert_eq!((d.requested, d.refused), (Some(5), 5));
+        assert_eq!(d.rules.iter().collect::<Vec<_>>(), [Rule::DenyUnclean]);
+        assert!(d.refuses_topic(&policy, b"orders"));
+        assert_eq!(d.partition_message(&policy, b"orders"), MESSAGE_UNCLEAN);
+        // Preferred elections pass.
+        let f = frame(1, Some(b"x"), ElectionType::PREFERRED, Some(TWO_TOPICS));
+        assert_eq!(decide(&policy, &f).verdict, Verdict::Forwarded);
+    }
+
+    #[test]
+    fn unclean_all_partitions_refused_whole() {
+        let policy = Policy {
+            deny_unclean: true,
+            ..Default::default()
+        };
+        let f = frame(2, Some(b"x"), ElectionType::UNCLEAN, None);
+        let d = decide(&policy, &f);
+        assert_eq!(d.verdict, Verdict::Refused);
+        assert!(
+            matches!(&d.refusal, Refusal::Whole { message } if message.contains("--deny-unclean"))
+        );
+        assert_eq!((d.requested, d.refused), (None, 0));
+    }
+
+    #[test]
+    fn protected_topic_trims() {
+        let policy = Policy {
+            protected_topics: set(&["payments"]),
+            ..Default::default()
+        };
+        let f = frame(2, Some(b"x"), ElectionType::PREFERRED, Some(TWO_TOPICS));
+        let d = decide(&policy, &f);
+        assert_eq!(d.verdict, Verdict::Trimmed);
+        assert_eq!((d.requested, d.refused), (Some(5), 3));
+        assert!(d.refuses_topic(&policy, b"payments") && !d.refuses_topic(&policy, b"orders"));
+        assert_eq!(d.partition_message(&policy, b"payments"), MESSAGE_PROTECTED);
+        // Only protected topics: nothing left to forward.
+        let only = [TopicPartitionsData::new(b"payments", &[1])];
+        let f = frame(0, Some(b"x"), ElectionType::PREFERRED, Some(&only));
+        assert_eq!(decide(&policy, &f).verdict, Verdict::Refused);
+        // All partitions would include the protected topic: refused whole, at every version.
+        for v in 0..=2 {
+            let f = frame(v, Some(b"x"), ElectionType::PREFERRED, None);
+            let d = decide(&policy, &f);
+            assert!(matches!(d.refusal, Refusal::Whole { .. }), "v{v}");
+        }
+        // Unclean on a protected topic: both rules named.
+        let policy = Policy {
+            deny_unclean: true,
+            ..policy
+        };
+        let f = frame(2, Some(b"x"), ElectionType::UNCLEAN, Some(TWO_TOPICS));
+        let d = decide(&policy, &f);
+        assert_eq!(d.partition_message(&policy, b"payments"), MESSAGE_BOTH);
+        assert_eq!(d.rules.iter().count(), 2);
+    }
+
+    #[test]
+    fn client_ids_and_max_partitions_refuse_whole() {
+        let policy = Policy {
+            allowed_client_ids: set(&["ops"]),
+            max_partitions: Some(4),
+            ..Default::default()
+        };
+        let ok = frame(
+            2,
+            Some(b"ops"),
+            ElectionType::PREFERRED,
+            Some(&TWO_TOPICS[..1]),
+        );
+        assert_eq!(decide(&policy, &ok).verdict, Verdict::Forwarded);
+        let other = frame(
+            2,
+            Some(b"dev"),
+            ElectionType::PREFERRED,
+            Some(&TWO_TOPICS[..1]),
+        );
+        let d = decide(&policy, &other);
+        assert!(matches!(&d.refusal, Refusal::Whole { message } if message.contains("'dev'")));
+        assert_eq!(d.refused, 2);
+        let null_id = frame(2, None, ElectionType::PREFERRED, Some(&[]));
+        assert_eq!(decide(&policy, &null_id).verdict, Verdict::Refused);
+        let many = frame(2, Some(b"ops"), ElectionType::PREFERRED, Some(TWO_TOPICS));
+        let d = decide(&policy, &many);
+        assert_eq!(d.rules.iter().collect::<Vec<_>>(), [Rule::MaxPartitions]);
+        assert!(
+            matches!(&d.refusal, Refusal::Whole { message } if message.contains("5 partitions"))
+        );
+        let all = frame(2, Some(b"ops"), ElectionType::PREFERRED, None);
+        assert_eq!(
+            decide(&policy, &all).rules.iter().collect::<Vec<_>>(),
+            [Rule::MaxPartitions]
+        );
+    }
+
+    #[test]
+    fn log_only_would_refuse() {
+        let policy = Policy {
+            protected_topics: set(&["payments"]),
+            log_only: true,
+            ..Default::default()
+        };
+        let f = frame(2, Some(b"x"), ElectionType::PREFERRED, Some(TWO_TOPICS));
+        let d = decide(&policy, &f);
+        assert_eq!(d.verdict, Verdict::WouldRefuse);
+        assert_eq!(d.refused, 3);
+        let f = frame(
+            2,
+            Some(b"x"),
+            ElectionType::PREFERRED,
+            Some(&TWO_TOPICS[..1]),
+        );
+        assert_eq!(decide(&policy, &f).verdict, Verdict::Forwarded);
+    }
+}

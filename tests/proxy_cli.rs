@@ -1,0 +1,783 @@
+//! `elect-leaders proxy`, the binary, on loopback: the faults and orderings a real broker
+//! cannot be made to produce on demand, against a **fake upstream** (a few lines in this
+//! file that accept connections and answer frames as each test scripts it; it is not Kafka
+//! and knows nothing of Kafka but the size prefix and the correlation id). The real cluster
+//! and real clients are in `tests/e2e/` (`tests/e2e/run.sh`).
+//!
+//! Every proxy is started on a free port (`--listen 127.0.0.1:0`, its port read from the
+//! line it prints) and killed by its pid when the test ends, whatever the outcome.
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use kafka_elect_leaders::{
+    parse_request, parse_response, ElectLeadersRequestData, ElectLeadersResponseData, ElectionType,
+    EncodeRequestExt, EncodeResponseExt, ErrorCode, PartitionResultData, ReplicaElectionResultData,
+    TopicPartitionsData,
+};
+use serde_json::Value;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------------------
+// Frames, read and written by hand: only the size prefix and the correlation id.
+
+fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size)?;
+    let len = i32::from_be_bytes(size);
+    let mut frame = vec![0u8; 4 + len.max(0) as usize];
+    frame[..4].copy_from_slice(&size);
+    stream.read_exact(&mut frame[4..])?;
+    Ok(frame)
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = (body.len() as i32).to_be_bytes().to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A request of any API: header v1 (client id "t"), then `body`.
+fn request(api_key: i16, version: i16, correlation_id: i32, body: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&api_key.to_be_bytes());
+    b.extend_from_slice(&version.to_be_bytes());
+    b.extend_from_slice(&correlation_id.to_be_bytes());
+    b.extend_from_slice(&[0, 1, b't']);
+    b.extend_from_slice(body);
+    frame(&b)
+}
+
+/// A response of any API: the correlation id, then `body`.
+fn response(correlation_id: i32, body: &[u8]) -> Vec<u8> {
+    let mut b = correlation_id.to_be_bytes().to_vec();
+    b.extend_from_slice(body);
+    frame(&b)
+}
+
+fn request_correlation_id(frame: &[u8]) -> i32 {
+    i32::from_be_bytes(frame[8..12].try_into().unwrap())
+}
+
+fn response_correlation_id(frame: &[u8]) -> i32 {
+    i32::from_be_bytes(frame[4..8].try_into().unwrap())
+}
+
+fn elect_leaders(
+    version: i16,
+    correlation_id: i32,
+    client_id: &[u8],
+    election_type: ElectionType,
+    topics: Option<&[TopicPartitionsData<'_>]>,
+) -> Vec<u8> {
+    ElectLeadersRequestData {
+        correlation_id,
+        client_id: Some(client_id),
+        election_type,
+        topic_partitions: topics,
+        timeout_ms: 30_000,
+        ..Default::default()
+    }
+    .encode_to_vec(version)
+    .unwrap()
+}
+
+/// Every (topic, partition, error code, message) of an ElectLeaders response, and its
+/// top-level error code.
+type Results = Vec<(String, i32, i16, Option<String>)>;
+
+fn results(frame: &[u8], version: i16) -> (Results, i16) {
+    let r = parse_response(frame, version).expect("an ElectLeaders response the crate reads");
+    let mut out = Vec::new();
+    for t in r.replica_election_results() {
+        for p in t.partition_result() {
+            out.push((
+                t.topic_str().unwrap().to_owned(),
+                p.partition_id(),
+                p.error_code().0,
+                p.error_message_str().unwrap().map(str::to_owned),
+            ));
+        }
+    }
+    (out, r.error_code().0)
+}
+
+// ---------------------------------------------------------------------------------------
+// The fake upstream
+
+/// A fake broker: accepts connections and hands each, in a thread of its own, to the
+/// test's script, with the connection's number.
+struct FakeUpstream {
+    addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl FakeUpstream {
+    fn start(script: impl Fn(usize, TcpStream) + Send + Sync + 'static) -> FakeUpstream {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        let script = Arc::new(script);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let n = count.fetch_add(1, Ordering::SeqCst);
+                let script = script.clone();
+                thread::spawn(move || script(n, stream));
+            }
+        });
+        FakeUpstream { addr, accepted }
+    }
+
+    /// A fake that answers every request at once with `body` under its correlation id,
+    /// and reports each request it got.
+    fn answering(body: &'static [u8]) -> (FakeUpstream, mpsc::Receiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let fake = FakeUpstream::start(move |_, mut s| {
+            while let Ok(f) = read_frame(&mut s) {
+                let _ = tx.lock().unwrap().send(f.clone());
+                if s.write_all(&response(request_correlation_id(&f), body))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        (fake, rx)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The proxy under test
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+struct Proxy {
+    child: Child,
+    addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl Proxy {
+    fn start(upstream: SocketAddr, options: &[&str]) -> Proxy {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "proxy-cli-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let audit = dir.join("audit.jsonl");
+        let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
+        let upstream = upstream.to_string();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream])
+            .arg("--audit-log")
+            .arg(&audit)
+            .args(options)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let Some(addr) = line
+            .strip_prefix("listening ")
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|a| a.parse().ok())
+        else {
+            let _ = child.kill();
+            panic!("the proxy did not say where it listens: {line:?}");
+        };
+        Proxy { child, addr, dir }
+    }
+
+    fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+        s
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.join("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
+            .collect()
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default()
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the proxy to exit; its status.
+    fn wait(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// True when the peer closed `s` (end of stream, or a reset).
+fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+    }
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn other_apis_are_forwarded_byte_for_byte() {
+    let (fake, got) = FakeUpstream::answering(b"\x00\x00any bytes at all \xff\x00");
+    let proxy = Proxy::start(
+        fake.addr,
+        &["--deny-unclean", "--protect-topic", "payments"],
+    );
+    let mut c = proxy.connect();
+    let sent = [
+        request(18, 3, 1, b"\x00\x04kel\x040.1\x00"), // ApiVersions
+        request(3, 12, 2, &[0xde, 0xad, 0xbe, 0xef]), // Metadata, any body
+        request(1000, 7, 3, &[1, 2, 3]),              // a key Kafka does not define
+        request(0, 9, 4, &vec![0x5a; 200_000]),       // a large Produce
+        request(43, 7, 5, b"not an ElectLeaders body"), // ElectLeaders v7: not ours to read
+    ];
+    // v7 is not a version of ours: parse_request refuses it, so it closes the connection
+    // (fail closed). Send the others first.
+    for f in &sent[..4] {
+        c.write_all(f).unwrap();
+    }
+    for f in &sent[..4] {
+        assert_eq!(
+            &got.recv_timeout(TIMEOUT).unwrap(),
+            f,
+            "the broker got other bytes"
+        );
+        let r = read_frame(&mut c).unwrap();
+        assert_eq!(
+            r,
+            response(
+                request_correlation_id(f),
+                b"\x00\x00any bytes at all \xff\x00"
+            )
+        );
+    }
+    assert!(proxy.audit().is_empty(), "only ElectLeaders is audited");
+}
+
+#[test]
+fn pipelined_answers_keep_their_order() {
+    // The fake holds its answer to correlation id 1 until the test says so.
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let (seen_tx, seen) = mpsc::channel::<i32>();
+    let seen_tx = std::sync::Mutex::new(seen_tx);
+    let fake = FakeUpstream::start(move |_, mut s| {
+        while let Ok(f) = read_frame(&mut s) {
+            let id = request_correlation_id(&f);
+            let _ = seen_tx.lock().unwrap().send(id);
+            if id == 1 {
+                let _ = release_rx.lock().unwrap().recv();
+            }
+            if s.write_all(&response(id, b"upstream")).is_err() {
+                return;
+            }
+        }
+    });
+    let proxy = Proxy::start(fake.addr, &["--deny-unclean"]);
+    let mut c = proxy.connect();
+    let topics = [TopicPartitionsData::new(b"orders", &[0, 1])];
+    let unclean = elect_leaders(2, 2, b"admin", ElectionType::UNCLEAN, Some(&topics));
+    let unclean_all = elect_leaders(1, 4, b"admin", ElectionType::UNCLEAN, None);
+    let preferred = elect_leaders(2, 5, b"admin", ElectionType::PREFERRED, Some(&topics));
+    let mut pipelined = request(3, 12, 1, b"held");
+    pipelined.extend_from_slice(&unclean);
+    pipelined.extend_from_slice(&request(18, 3, 3, b"after"));
+    pipelined.extend_from_slice(&unclean_all);
+    pipelined.extend_from_slice(&preferred);
+    c.write_all(&pipelined).unwrap();
+
+    assert_eq!(seen.recv_timeout(TIMEOUT).unwrap(), 1);
+    // The refusals are ready, but correlation id 1 is still at the broker: nothing comes.
+    c.set_read_timeout(Some(Duration::from_millis(400)))
+        .unwrap();
+    let mut b = [0u8; 1];
+    let early = c.peek(&mut b);
+    assert!(
+        matches!(&early, Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)),
+        "an answer overtook the one held upstream: {early:?}"
+    );
+    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    release_tx.send(()).unwrap();
+
+    let answers: Vec<Vec<u8>> = (0..5).map(|_| read_frame(&mut c).unwrap()).collect();
+    let ids: Vec<i32> = answers.iter().map(|a| response_correlation_id(a)).collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
+    assert_eq!(answers[0], response(1, b"upstream"));
+    assert_eq!(answers[2], response(3, b"upstream"));
+    // Named partitions: refused one by one, no top-level error.
+    let (r, top) = results(&answers[1], 2);
+    assert_eq!(top, 0);
+    assert_eq!(r.len(), 2);
+    for (topic, _, code, message) in &r {
+        assert_eq!((topic.as_str(), *code), ("orders", 44));
+        assert!(message.as_deref().unwrap().contains("--deny-unclean"));
+    }
+    // All partitions: refused whole, with the top-level error (v1).
+    let (r, top) = results(&answers[3], 1);
+    assert!(r.is_empty());
+    assert_eq!(top, 44);
+    // The preferred election went to the broker (the fake answers it with junk: forwarded
+    // as it came, under its correlation id).
+    assert_eq!(answers[4], response(5, b"upstream"));
+    // The broker never saw the refused requests.
+    let mut ids_seen = vec![1];
+    while let Ok(id) = seen.recv_timeout(Duration::from_millis(300)) {
+        ids_seen.push(id);
+    }
+    assert_eq!(ids_seen, [1, 3, 5]);
+    let verdicts: Vec<(i64, String)> = proxy
+        .audit()
+        .iter()
+        .map(|a| {
+            (
+                a["correlation_id"].as_i64().unwrap(),
+                a["verdict"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (2, "refused".into()),
+            (4, "refused".into()),
+            (5, "forwarded".into())
+        ]
+    );
+}
+
+#[test]
+fn trimmed_request_and_merged_answer() {
+    let (tx, got) = mpsc::channel::<Vec<u8>>();
+    let tx = std::sync::Mutex::new(tx);
+    // The fake answers the trimmed request as a broker would: orders-0 elected, orders-1
+    // not needed.
+    let fake = FakeUpstream::start(move |_, mut s| {
+        while let Ok(f) = read_frame(&mut s) {
+            let request = parse_request(&f).unwrap();
+            let parts = [
+                PartitionResultData {
+                    partition_id: 0,
+                    ..Default::default()
+                },
+                PartitionResultData {
+                    partition_id: 1,
+                    error_code: ErrorCode(84),
+                    error_message: Some(b"Leader election not needed for topic partition."),
+                    ..Default::default()
+                },
+            ];
+            let results = [ReplicaElectionResultData {
+                topic: b"orders",
+                partition_result: &parts,
+                ..Default::default()
+            }];
+            let answer = ElectLeadersResponseData {
+                correlation_id: request.correlation_id(),
+                throttle_time_ms: 3,
+                replica_election_results: &results,
+                ..Default::default()
+            }
+            .encode_to_vec(request.version())
+            .unwrap();
+            let _ = tx.lock().unwrap().send(f);
+            if s.write_all(&answer).is_err() {
+                return;
+            }
+        }
+    });
+    let proxy = Proxy::start(fake.addr, &["--protect-topic", "payments"]);
+    let mut c = proxy.connect();
+    for version in 0..=2 {
+        let topics = [
+            TopicPartitionsData::new(b"payments", &[7]),
+            TopicPartitionsData::new(b"orders", &[0, 1]),
+            TopicPartitionsData::new(b"payments", &[8]),
+        ];
+        let sent = elect_leaders(
+            version,
+            40 + i32::from(version),
+            b"admin",
+            ElectionType::PREFERRED,
+            Some(&topics),
+        );
+        c.write_all(&sent).unwrap();
+        let upstream = got.recv_timeout(TIMEOUT).unwrap();
+        let trimmed = parse_request(&upstream).unwrap();
+        assert_eq!(trimmed.version(), version);
+        assert_eq!(trimmed.correlation_id(), 40 + i32::from(version));
+        let names: Vec<&[u8]> = trimmed
+            .topic_partitions()
+            .unwrap()
+            .iter()
+            .map(|t| t.topic())
+            .collect();
+        assert_eq!(
+            names,
+            [b"orders"],
+            "v{version}: the protected topic reached the broker"
+        );
+        assert_eq!(trimmed.timeout_ms(), 30_000);
+
+        let answer = read_frame(&mut c).unwrap();
+        let merged = parse_response(&answer, version).unwrap();
+        assert_eq!(merged.correlation_id(), 40 + i32::from(version));
+        assert_eq!(merged.throttle_time_ms(), 3);
+        let (r, top) = results(&answer, version);
+        assert_eq!(top, 0);
+        let codes: Vec<(&str, i32, i16)> =
+            r.iter().map(|(t, p, c, _)| (t.as_str(), *p, *c)).collect();
+        assert_eq!(
+            codes,
+            [
+                ("orders", 0, 0),
+                ("orders", 1, 84),
+                ("payments", 7, 44),
+                ("payments", 8, 44)
+            ]
+        );
+        assert!(r[2].3.as_deref().unwrap().contains("--protect-topic"));
+    }
+    let audit = proxy.audit();
+    assert_eq!(audit.len(), 3);
+    for a in &audit {
+        assert_eq!(a["verdict"], "trimmed");
+        assert_eq!(a["rules"], serde_json::json!(["protect-topic"]));
+        assert_eq!(a["refused"][0]["topic"], "payments");
+        assert_eq!(a["partitions"][1]["partitions"], serde_json::json!([0, 1]));
+        assert_eq!(a["client_id"], "admin");
+        assert!(a["time"].as_str().unwrap().ends_with('Z'));
+    }
+}
+
+#[test]
+fn malformed_frames_close_the_connection_and_are_not_forwarded() {
+    let (fake, got) = FakeUpstream::answering(b"ok");
+    let proxy = Proxy::start(fake.addr, &["--max-frame-size", "1000"]);
+    let cases: [(&str, Vec<u8>); 4] = [
+        ("negative size", vec![0xff, 0xff, 0xff, 0xf0, 0, 18, 0, 0]),
+        ("over --max-frame-size", request(0, 9, 9, &[0; 1200])),
+        ("size too small for a header", frame(&[0, 18])),
+        (
+            "an ElectLeaders request that does not parse",
+            request(43, 2, 9, &[0, 0xff, 0xff, 0xff, 0xff, 0xff]),
+        ),
+    ];
+    for (what, bad) in cases {
+        let mut c = proxy.connect();
+        // A good frame first: forwarded and answered.
+        let good = request(18, 3, 1, b"ok?");
+        c.write_all(&good).unwrap();
+        assert_eq!(read_frame(&mut c).unwrap(), response(1, b"ok"), "{what}");
+        assert_eq!(got.recv_timeout(TIMEOUT).unwrap(), good);
+        let _ = c.write_all(&bad);
+        assert!(closed(&mut c), "{what}: the connection stays open");
+        assert!(
+            got.recv_timeout(Duration::from_millis(300)).is_err(),
+            "{what}: forwarded"
+        );
+    }
+    wait_until("the closes logged", || {
+        proxy.stderr().matches("closing the connection").count() == 4
+    });
+    let log = proxy.stderr();
+    assert!(log.contains("malformed frame from the client"), "{log}");
+    assert!(
+        log.contains("malformed ElectLeaders request (v2, correlation id 9)"),
+        "{log}"
+    );
+}
+
+#[test]
+fn upstream_disconnect_closes_the_client() {
+    // The fake reads one request and hangs up without answering.
+    let fake = FakeUpstream::start(|_, mut s| {
+        let _ = read_frame(&mut s);
+        let _ = s.shutdown(Shutdown::Both);
+    });
+    let proxy = Proxy::start(fake.addr, &[]);
+    let mut c = proxy.connect();
+    c.write_all(&request(3, 12, 1, b"")).unwrap();
+    assert!(closed(&mut c), "the client stays connected to nothing");
+    wait_until("the close logged", || {
+        proxy.stderr().contains("the broker closed the connection")
+    });
+    // An upstream that cannot be reached at all: the client is closed at once.
+    let nothing = TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = nothing.local_addr().unwrap();
+    drop(nothing);
+    let proxy = Proxy::start(gone, &[]);
+    let mut c = proxy.connect();
+    assert!(closed(&mut c));
+    wait_until("the failure logged", || {
+        proxy.stderr().contains("cannot connect to the upstream")
+    });
+}
+
+#[test]
+fn max_connections() {
+    let (fake, _got) = FakeUpstream::answering(b"ok");
+    let proxy = Proxy::start(fake.addr, &["--max-connections", "2"]);
+    let mut a = proxy.connect();
+    let mut b = proxy.connect();
+    for (i, s) in [&mut a, &mut b].into_iter().enumerate() {
+        s.write_all(&request(18, 3, i as i32, b"")).unwrap();
+        assert_eq!(response_correlation_id(&read_frame(s).unwrap()), i as i32);
+    }
+    let mut third = proxy.connect();
+    assert!(closed(&mut third), "a third connection was kept");
+    assert_eq!(fake.accepted.load(Ordering::SeqCst), 2);
+    drop(a);
+    // Once one is gone, a new one is served.
+    wait_until("a connection served after one closed", || {
+        let mut c = proxy.connect();
+        c.write_all(&request(18, 3, 9, b"")).is_ok()
+            && read_frame(&mut c).is_ok_and(|r| response_correlation_id(&r) == 9)
+    });
+    assert!(proxy
+        .stderr()
+        .contains("2 connections already open (--max-connections)"));
+}
+
+#[test]
+fn sigterm_and_sigint_stop_cleanly() {
+    for signal in ["TERM", "INT"] {
+        let (fake, _got) = FakeUpstream::answering(b"ok");
+        let mut proxy = Proxy::start(fake.addr, &[]);
+        let mut c = proxy.connect();
+        c.write_all(&request(18, 3, 1, b"")).unwrap();
+        read_frame(&mut c).unwrap();
+        proxy.signal(signal);
+        let status = proxy.wait(Duration::from_secs(8));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "SIG{signal}: {status:?}"
+        );
+        assert!(
+            closed(&mut c),
+            "SIG{signal}: a connection outlived the proxy"
+        );
+        assert!(TcpStream::connect(proxy.addr).is_err(), "still accepting");
+        assert!(proxy
+            .stderr()
+            .contains(&format!("SIG{signal}: no more connections accepted")));
+    }
+}
+
+#[test]
+fn log_only_forwards_and_audits_what_would_be_refused() {
+    let (fake, got) = FakeUpstream::answering(b"upstream");
+    let proxy = Proxy::start(
+        fake.addr,
+        &["--log-only", "--deny-unclean", "--allow-client-id", "ops"],
+    );
+    let mut c = proxy.connect();
+    let topics = [TopicPartitionsData::new(b"orders", &[3])];
+    let sent = elect_leaders(2, 11, b"dev", ElectionType::UNCLEAN, Some(&topics));
+    c.write_all(&sent).unwrap();
+    assert_eq!(got.recv_timeout(TIMEOUT).unwrap(), sent);
+    assert_eq!(read_frame(&mut c).unwrap(), response(11, b"upstream"));
+    let audit = proxy.audit();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["verdict"], "would-refuse");
+    assert_eq!(
+        audit[0]["rules"],
+        serde_json::json!(["allow-client-id", "deny-unclean"])
+    );
+    assert_eq!(audit[0]["election_type"], "UNCLEAN");
+    assert_eq!(audit[0]["whole"], true);
+}
+
+#[test]
+fn whole_refusals_and_the_audit_record() {
+    let (fake, got) = FakeUpstream::answering(b"upstream");
+    let proxy = Proxy::start(
+        fake.addr,
+        &[
+            "--allow-client-id",
+            "ops",
+            "--max-partitions",
+            "2",
+            "--protect-topic",
+            "payments",
+        ],
+    );
+    let mut c = proxy.connect();
+    let topics = [TopicPartitionsData::new(b"orders", &[0, 1, 2])];
+    // Too many partitions (v2), a client id not allowed (v0), all partitions (v1).
+    c.write_all(&elect_leaders(
+        2,
+        1,
+        b"ops",
+        ElectionType::PREFERRED,
+        Some(&topics),
+    ))
+    .unwrap();
+    c.write_all(&elect_leaders(
+        0,
+        2,
+        b"dev",
+        ElectionType::PREFERRED,
+        Some(&topics[..]),
+    ))
+    .unwrap();
+    c.write_all(&elect_leaders(1, 3, b"ops", ElectionType::PREFERRED, None))
+        .unwrap();
+    c.write_all(&elect_leaders(0, 4, b"ops", ElectionType::PREFERRED, None))
+        .unwrap();
+    let (r, top) = results(&read_frame(&mut c).unwrap(), 2);
+    assert_eq!((r.len(), top), (3, 44));
+    assert!(r[0]
+        .3
+        .as_deref()
+        .unwrap()
+        .contains("3 partitions, more than --max-partitions 2"));
+    let (r, top) = results(&read_frame(&mut c).unwrap(), 0);
+    assert_eq!((r.len(), top), (3, 0), "v0 has no top-level error code");
+    assert!(r.iter().all(|p| p.2 == 44));
+    assert!(r[0]
+        .3
+        .as_deref()
+        .unwrap()
+        .contains("client id 'dev' is not allowed"));
+    let (r, top) = results(&read_frame(&mut c).unwrap(), 1);
+    assert_eq!((r.len(), top), (0, 44));
+    // v0, all partitions: Kafka's getErrorResponse at v0 is an empty answer.
+    let (r, top) = results(&read_frame(&mut c).unwrap(), 0);
+    assert_eq!((r.len(), top), (0, 0));
+    assert!(
+        got.recv_timeout(Duration::from_millis(300)).is_err(),
+        "a refusal was forwarded"
+    );
+    let audit = proxy.audit();
+    assert_eq!(audit.len(), 4);
+    assert!(audit
+        .iter()
+        .all(|a| a["verdict"] == "refused" && a["whole"] == true));
+    assert_eq!(audit[2]["partitions"], Value::Null);
+    assert_eq!(
+        audit[2]["rules"],
+        serde_json::json!(["max-partitions", "protect-topic"])
+    );
+    assert_eq!(audit[1]["version"], 0);
+    assert_eq!(audit[1]["election_type"], "PREFERRED");
+    assert!(audit[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--max-partitions"));
+    for key in [
+        "time",
+        "client",
+        "client_id",
+        "correlation_id",
+        "partition_count",
+        "upstream",
+    ] {
+        assert!(audit[0].get(key).is_some(), "no {key} in {}", audit[0]);
+    }
+}
+
+#[test]
+fn usage_errors() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .arg("proxy")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &[][..],
+        &["--listen", "127.0.0.1:0"],
+        &["--listen", "nowhere", "--upstream", "127.0.0.1:1"],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:1",
+            "--max-connections",
+            "0",
+        ],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:1",
+            "--bogus",
+        ],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:1",
+            "--deny-unclean=yes",
+        ],
+    ] {
+        let out = run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let help = run(&["--help"]);
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--protect-topic NAME"));
+}
