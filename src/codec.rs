@@ -56,6 +56,7 @@ const FIELD_SIZE: &str = "size";
 ///     assert_eq!(versions, [0, 2]);
 /// });
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KafkaFrameCodec {
     max_frame_size: usize,
@@ -205,6 +206,7 @@ impl Encoder<&[u8]> for KafkaFrameCodec {
 /// assert_eq!(out.len(), out.capacity());
 /// assert_eq!(parse_request(&out).unwrap().topic_partitions().unwrap().len(), 4);
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[derive(Clone, Copy, Debug)]
 pub struct RequestAt<R> {
     /// What to encode: data, a parsed view, an edit.
@@ -222,6 +224,7 @@ impl<R> RequestAt<R> {
 
 /// An ElectLeaders response source and the version to encode it at (the request's); see
 /// [`RequestAt`].
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[derive(Clone, Copy, Debug)]
 pub struct ResponseAt<R> {
     /// What to encode: data, a parsed view, an edit, an error response.
@@ -262,6 +265,7 @@ impl<R: EncodeResponse> Encoder<ResponseAt<R>> for KafkaFrameCodec {
 }
 
 /// What can go wrong reading or writing frames with [`KafkaFrameCodec`].
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CodecError {

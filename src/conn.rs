@@ -226,6 +226,7 @@ impl core::fmt::Display for InFlightFull {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl std::error::Error for InFlightFull {}
 
 /// The requests of one connection that are waiting for their responses, oldest first, at

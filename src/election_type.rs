@@ -25,6 +25,22 @@ impl ElectionType {
             _ => None,
         }
     }
+
+    /// The election Kafka names `name` (`"PREFERRED"`, `"UNCLEAN"`), the inverse of
+    /// [`name`](Self::name); `None` for any other string (the match is exact).
+    ///
+    /// ```
+    /// use kafka_elect_leaders::ElectionType;
+    /// assert_eq!(ElectionType::from_name("UNCLEAN"), Some(ElectionType::UNCLEAN));
+    /// assert_eq!(ElectionType::from_name("unclean"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<ElectionType> {
+        match name {
+            "PREFERRED" => Some(Self::PREFERRED),
+            "UNCLEAN" => Some(Self::UNCLEAN),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Debug for ElectionType {
@@ -54,5 +70,22 @@ impl From<i8> for ElectionType {
 impl From<ElectionType> for i8 {
     fn from(v: ElectionType) -> Self {
         v.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ElectionType;
+
+    #[test]
+    fn from_name_inverts_name() {
+        for raw in i8::MIN..=i8::MAX {
+            let election = ElectionType(raw);
+            if let Some(name) = election.name() {
+                assert_eq!(ElectionType::from_name(name), Some(election));
+            }
+        }
+        assert_eq!(ElectionType::from_name("Preferred"), None);
+        assert_eq!(ElectionType::from_name("0"), None);
     }
 }

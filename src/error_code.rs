@@ -566,6 +566,23 @@ impl ErrorCode {
         })
     }
 
+    /// The code Kafka names `name` (`"NOT_CONTROLLER"`), the inverse of
+    /// [`name`](Self::name); `None` for a name this crate does not know. The match is exact,
+    /// as Kafka spells its names: upper case, words joined by `_`.
+    ///
+    /// ```
+    /// use kafka_elect_leaders::ErrorCode;
+    /// assert_eq!(ErrorCode::from_name("NOT_CONTROLLER"), Some(ErrorCode::NOT_CONTROLLER));
+    /// assert_eq!(ErrorCode::from_name("NONE"), Some(ErrorCode(0)));
+    /// assert_eq!(ErrorCode::from_name("not_controller"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<ErrorCode> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|code| code.name() == Some(name))
+    }
+
     /// Whether this crate knows a name for this code.
     pub const fn is_known(self) -> bool {
         self.name().is_some()
@@ -682,6 +699,23 @@ mod tests {
                 .filter(|c| c.name() == Some(name))
                 .collect();
             assert_eq!(found, [&code], "name {name} must map back to one code");
+        }
+    }
+
+    #[test]
+    fn from_name_inverts_name() {
+        for &code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_name(code.name().unwrap()), Some(code));
+        }
+        for name in [
+            "",
+            "none",
+            "NOT CONTROLLER",
+            "NOT_CONTROLLER ",
+            "41",
+            "UNKNOWN",
+        ] {
+            assert_eq!(ErrorCode::from_name(name), None, "{name:?}");
         }
     }
 

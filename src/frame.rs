@@ -71,6 +71,68 @@ pub fn split_frame_with_max(buf: &[u8], max_frame_size: usize) -> Result<(&[u8],
 /// which [`remainder`](Frames::remainder) returns so that the caller can keep it for the
 /// next read; yields one error and stops at a malformed size prefix. Error offsets count
 /// from the start of the buffer.
+///
+/// A read loop: read what the socket has, take the whole frames, keep the partial one.
+///
+/// ```
+/// use std::io::Read;
+/// use kafka_elect_leaders::{parse_request, Frames};
+///
+/// let stream = [
+///     std::fs::read("corpus/request-v0.bin").unwrap(),
+///     std::fs::read("corpus/request-v2-multi.bin").unwrap(),
+/// ]
+/// .concat();
+/// let mut socket = &stream[..]; // any `Read`: a TcpStream, a file, ...
+///
+/// let mut buf = Vec::new();
+/// let mut chunk = [0u8; 100]; // a small read buffer, so that frames arrive in pieces
+/// let mut correlation_ids = Vec::new();
+/// loop {
+///     let n = socket.read(&mut chunk).unwrap();
+///     if n == 0 {
+///         break;
+///     }
+///     buf.extend_from_slice(&chunk[..n]);
+///     let mut frames = Frames::new(&buf);
+///     for frame in frames.by_ref() {
+///         // An error here is a malformed size prefix: the stream cannot be resynchronised.
+///         let frame = frame.unwrap();
+///         correlation_ids.push(parse_request(frame).unwrap().correlation_id());
+///     }
+///     // `frames.needed()` says how many bytes the partial frame at the end still lacks.
+///     let used = frames.offset();
+///     buf.drain(..used);
+/// }
+/// assert_eq!(correlation_ids, [7, 16]);
+/// assert!(buf.is_empty(), "no partial frame left");
+/// ```
+///
+/// One frame at a time, with [`split_frame`]: a stream that ends too early is an
+/// [`Error`] that [`is_incomplete`](Error::is_incomplete), and
+/// [`needed`](Error::needed) says by how many bytes.
+///
+/// ```
+/// use kafka_elect_leaders::{parse_request, split_frame, Frames};
+///
+/// let frame = std::fs::read("corpus/request-v2-min.bin").unwrap();
+/// let received = &frame[..20]; // 9 bytes are still on their way
+/// let error = split_frame(received).unwrap_err();
+/// assert!(error.is_incomplete());
+/// assert_eq!(error.needed(), Some(9));
+/// // Frames stops there, and says the same.
+/// let mut frames = Frames::new(received);
+/// assert!(frames.next().is_none());
+/// assert_eq!((frames.needed(), frames.remainder().len()), (Some(9), 20));
+///
+/// // A size prefix that no frame can have is not incomplete: it is malformed.
+/// let error = split_frame(&[0xff, 0xff, 0xff, 0xff]).unwrap_err();
+/// assert!(!error.is_incomplete());
+/// assert_eq!(error.needed(), None);
+/// # let (whole, rest) = split_frame(&frame).unwrap();
+/// # assert!(rest.is_empty());
+/// # parse_request(whole).unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct Frames<'a> {
     rest: &'a [u8],
@@ -170,6 +232,27 @@ impl RequestPeek {
 ///
 /// Streaming: fewer than 12 bytes is [`ErrorKind::Incomplete`]. A size prefix that is
 /// negative, or too small to hold those fields, is malformed.
+///
+/// ```
+/// use kafka_elect_leaders::{peek_request, API_KEY};
+///
+/// let frame = std::fs::read("corpus/request-v1-unclean.bin").unwrap();
+/// // The first 12 bytes are enough.
+/// let peek = peek_request(&frame[..12]).unwrap();
+/// assert_eq!((peek.api_key, peek.api_version), (API_KEY, 1));
+/// assert_eq!(peek.correlation_id, i32::MAX);
+/// assert_eq!(peek.size + 4, frame.len());
+/// assert!(peek.is_elect_leaders());
+///
+/// // Any API: the header of an ApiVersions (18) v3 request, correlation id 5.
+/// let api_versions = [0, 0, 0, 8, 0, 18, 0, 3, 0, 0, 0, 5];
+/// let peek = peek_request(&api_versions).unwrap();
+/// assert_eq!((peek.api_key, peek.api_version, peek.correlation_id), (18, 3, 5));
+/// assert!(!peek.is_elect_leaders());
+///
+/// // Fewer than 12 bytes: read more.
+/// assert_eq!(peek_request(&frame[..5]).unwrap_err().needed(), Some(7));
+/// ```
 pub fn peek_request(buf: &[u8]) -> Result<RequestPeek, Error> {
     const PEEK_LEN: usize = SIZE_PREFIX_LEN + 8;
     let size = match read_size(buf, usize::MAX) {

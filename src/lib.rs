@@ -35,12 +35,15 @@
 //! assert_eq!(partitions, 4);
 //! ```
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "arbitrary")]
+mod arbitrary;
 #[cfg(feature = "tokio")]
 mod codec;
 mod conn;
@@ -51,6 +54,8 @@ mod error_code;
 mod frame;
 mod header;
 mod list;
+#[cfg(feature = "arbitrary")]
+mod mutate;
 mod owned;
 mod request;
 mod response;
@@ -62,7 +67,17 @@ mod version;
 mod wire;
 mod write;
 
+#[cfg(feature = "arbitrary")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
+pub use arbitrary::{
+    arbitrary_any_version, arbitrary_version, AnyVersion, ArbitraryPartitionResult,
+    ArbitraryReplicaElectionResult, ArbitraryRequest, ArbitraryResponse, ArbitraryTopicPartitions,
+};
+#[cfg(feature = "arbitrary")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
+pub use mutate::{mutate_bytes, mutate_request, mutate_response, MutateError, Mutation, Mutant};
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use codec::{CodecError, KafkaFrameCodec, RequestAt, ResponseAt};
 pub use conn::{api_name, is_known_request, Answered, InFlight, InFlightFull, Pending};
 pub use election_type::ElectionType;
@@ -79,6 +94,7 @@ pub use request::{parse_request, ElectLeadersRequest, TopicPartitions};
 pub use response::{parse_response, ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
 pub use rewrite::{set_request_correlation_id, set_response_correlation_id};
 #[cfg(feature = "scan")]
+#[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
 pub use scan::{scan_requests, scan_responses, RequestScanner, ResponseScanner};
 pub use tagged::{TaggedField, TaggedFields};
 pub use version::{
@@ -93,6 +109,7 @@ pub use write::{
     TaggedFieldData, TopicPartitionsData, DEFAULT_TIMEOUT_MS,
 };
 #[cfg(any(feature = "bytes", feature = "std"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "bytes", feature = "std"))))]
 pub use write::{EncodeRequestExt, EncodeResponseExt};
 
 // The README's example is compiled and run as a doc test.

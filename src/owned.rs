@@ -38,10 +38,13 @@ mod std_storage {
     use std::vec::Vec;
 
     impl super::sealed::Sealed for Vec<u8> {}
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     impl super::FrameStorage for Vec<u8> {}
     impl super::sealed::Sealed for Box<[u8]> {}
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     impl super::FrameStorage for Box<[u8]> {}
     impl super::sealed::Sealed for Arc<[u8]> {}
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     impl super::FrameStorage for Arc<[u8]> {}
 }
 
@@ -50,8 +53,10 @@ mod bytes_storage {
     use bytes::{Bytes, BytesMut};
 
     impl super::sealed::Sealed for Bytes {}
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     impl super::FrameStorage for Bytes {}
     impl super::sealed::Sealed for BytesMut {}
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     impl super::FrameStorage for BytesMut {}
 }
 
@@ -92,6 +97,7 @@ impl<B> fmt::Display for OwnedParseError<B> {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl<B: AsRef<[u8]>> std::error::Error for OwnedParseError<B> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)

@@ -27,6 +27,7 @@ use crate::version::{API_KEY, MAX_VERSION, MIN_VERSION};
 /// let found: Vec<_> = scan_requests(&capture).map(|(at, r)| (at, r.correlation_id())).collect();
 /// assert_eq!(found, [(16, 16)]);
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
 pub fn scan_requests(capture: &[u8]) -> RequestScanner<'_> {
     RequestScanner {
         capture,
@@ -43,6 +44,7 @@ const REQUEST_PATTERN: [u8; 3] = {
 };
 
 /// Iterator made by [`scan_requests`].
+#[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
 #[derive(Clone, Debug)]
 pub struct RequestScanner<'a> {
     capture: &'a [u8],
@@ -86,6 +88,7 @@ impl core::iter::FusedIterator for RequestScanner<'_> {}
 /// Every frame in `capture` that parses as an ElectLeadersResponse of `version` with this
 /// `correlation_id`, in order, with its offset. Responses carry no API key, so the needle
 /// is the correlation id, right after a size prefix.
+#[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
 pub fn scan_responses(capture: &[u8], correlation_id: i32, version: i16) -> ResponseScanner<'_> {
     ResponseScanner {
         capture,
@@ -96,6 +99,7 @@ pub fn scan_responses(capture: &[u8], correlation_id: i32, version: i16) -> Resp
 }
 
 /// Iterator made by [`scan_responses`].
+#[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
 #[derive(Clone, Debug)]
 pub struct ResponseScanner<'a> {
     capture: &'a [u8],

@@ -153,7 +153,8 @@ fn inspect_response_v2_min_matches_golden() {
 }
 
 /// Every field of the reference page's object trees, with its offset and size, as the
-/// page gives them (`shared/reference/ElectLeaders.txt`).
+/// page gives them (`shared/reference/ElectLeaders.txt`); the header's fields under the
+/// names of Kafka's schema (`RequestHeader.json`), as the body's are.
 #[test]
 fn inspect_offsets_match_the_reference_page() {
     let request: &[(&str, &str)] = &[
@@ -161,14 +162,14 @@ fn inspect_offsets_match_the_reference_page() {
         ("Frame", "[0x0000, 4B]"),
         ("size int32 = 25", "[0x0000, 4B]"),
         ("RequestHeader v2", "[0x0004, 11B]"),
-        ("request_api_key int16 = 43 (ElectLeaders)", "[0x0004, 2B]"),
-        ("request_api_version int16 = 2", "[0x0006, 2B]"),
-        ("correlation_id int32 = 0", "[0x0008, 4B]"),
+        ("RequestApiKey int16 = 43 (ElectLeaders)", "[0x0004, 2B]"),
+        ("RequestApiVersion int16 = 2", "[0x0006, 2B]"),
+        ("CorrelationId int32 = 0", "[0x0008, 4B]"),
         (
-            "client_id nullable_string = \"\" (int16 len=0)",
+            "ClientId nullable_string = \"\" (int16 len=0)",
             "[0x000c, 2B]",
         ),
-        ("tagged_fields uvarint = 0", "[0x000e, 1B]"),
+        ("TaggedFields uvarint = 0", "[0x000e, 1B]"),
         ("ElectLeadersRequest struct", "[0x000f, 14B]"),
         ("ElectionType int8 = 0 (PREFERRED)", "[0x000f, 1B]"),
         (
@@ -184,17 +185,17 @@ fn inspect_offsets_match_the_reference_page() {
         ("Partitions []int32 = 1 element", "[0x0012, 5B]"),
         ("length uvarint = 2 (compact, n+1)", "[0x0012, 1B]"),
         ("int32[0] int32 = 0", "[0x0013, 4B]"),
-        ("tagged_fields uvarint = 0", "[0x0017, 1B]"),
+        ("TaggedFields uvarint = 0", "[0x0017, 1B]"),
         ("TimeoutMs int32 = 0", "[0x0018, 4B]"),
-        ("tagged_fields uvarint = 0", "[0x001c, 1B]"),
+        ("TaggedFields uvarint = 0", "[0x001c, 1B]"),
     ];
     let response: &[(&str, &str)] = &[
         ("ElectLeadersResponse message v2", "[0x0000, 28B]"),
         ("Frame", "[0x0000, 4B]"),
         ("size int32 = 24", "[0x0000, 4B]"),
         ("ResponseHeader v1", "[0x0004, 5B]"),
-        ("correlation_id int32 = 0", "[0x0004, 4B]"),
-        ("tagged_fields uvarint = 0", "[0x0008, 1B]"),
+        ("CorrelationId int32 = 0", "[0x0004, 4B]"),
+        ("TaggedFields uvarint = 0", "[0x0008, 1B]"),
         ("ElectLeadersResponse struct", "[0x0009, 19B]"),
         ("ThrottleTimeMs int32 = 0", "[0x0009, 4B]"),
         ("ErrorCode int16 = 0 (NONE)", "[0x000d, 2B]"),
@@ -223,9 +224,9 @@ fn inspect_offsets_match_the_reference_page() {
             "ErrorMessage string = \"\" (compact, len+1=1)",
             "[0x0018, 1B]",
         ),
-        ("tagged_fields uvarint = 0", "[0x0019, 1B]"),
-        ("tagged_fields uvarint = 0", "[0x001a, 1B]"),
-        ("tagged_fields uvarint = 0", "[0x001b, 1B]"),
+        ("TaggedFields uvarint = 0", "[0x0019, 1B]"),
+        ("TaggedFields uvarint = 0", "[0x001a, 1B]"),
+        ("TaggedFields uvarint = 0", "[0x001b, 1B]"),
     ];
     for (file, fields) in [
         ("request-v2-min.bin", request),
@@ -449,8 +450,8 @@ fn inspect_malformed_frame_shows_the_tree_up_to_the_failure() {
         "ElectLeadersRequest v2, request header v2: MALFORMED, 40 bytes read",
         "object tree (up to the failure)",
         "size int32 = 242 [0x0000, 4B] number of bytes that follow (36 present)",
-        "request_api_key int16 = 43 (ElectLeaders) [0x0004, 2B]",
-        "correlation_id int32 = 16 [0x0008, 4B]",
+        "RequestApiKey int16 = 43 (ElectLeaders) [0x0004, 2B]",
+        "CorrelationId int32 = 16 [0x0008, 4B]",
         "+-- ERROR TopicPartitions at 0x001d (byte 29): array of 5 element(s) cannot fit",
         "^^ TopicPartitions",
     ] {
@@ -1011,6 +1012,158 @@ fn encode_refuses_what_the_writer_refuses_naming_the_field() {
     }
 }
 
+/// `decode | jq . | encode`: objects spread over several lines (serde_json's pretty
+/// printer, as jq's) and objects back to back, with no whitespace between them.
+#[test]
+fn encode_reads_objects_over_several_lines_and_back_to_back() {
+    let mut frames = Vec::new();
+    let mut pretty = String::new();
+    let mut packed = String::new();
+    for frame in load_corpus() {
+        let decoded = run(&["decode", &frame.name], b"");
+        assert_ok(&decoded);
+        let value: Value = serde_json::from_slice(&decoded.stdout).expect("one JSON object");
+        pretty.push_str(&serde_json::to_string_pretty(&value).unwrap());
+        pretty.push('\n');
+        packed.push_str(&value.to_string());
+        frames.extend(frame.bytes);
+    }
+    for input in [&pretty, &packed] {
+        let encoded = run(&["encode"], input.as_bytes());
+        assert_ok(&encoded);
+        assert_eq!(encoded.stdout, frames);
+    }
+    // A bad object over several lines: the lines it spans; its frame is not written, the
+    // one before it is.
+    let good = KNOWN[0].1;
+    let bad = "{\n  \"kind\": \"request\",\n  \"api_version\": 2,\n  \"timeout\": 5\n}";
+    let output = run(&["encode"], format!("{good}\n\n{bad}\n").as_bytes());
+    assert_malformed(&output, &["<stdin>: lines 3-7: unknown field \"timeout\""]);
+    assert_eq!(output.stdout, load("request-v2-min.bin"));
+    // Back to back on one line: the line.
+    let output = run(&["encode"], format!("{good}{good}\n{good}[1]").as_bytes());
+    assert_malformed(&output, &["<stdin>: line 2: expected a JSON object"]);
+    assert_eq!(output.stdout, load("request-v2-min.bin").repeat(3));
+    // Text that is not JSON: its line and column, in the whole input.
+    let output = run(
+        &["encode"],
+        format!("{good}\n{{\n  \"kind\" \"request\"\n}}").as_bytes(),
+    );
+    assert_malformed(
+        &output,
+        &["<stdin>: line 3, column 10: not JSON: expected `:`"],
+    );
+    // An object cut by the end of the input.
+    let output = run(&["encode"], format!("{good}\n{{\"kind\":\n").as_bytes());
+    assert_malformed(&output, &["line 3, column 0: not JSON: EOF while parsing"]);
+}
+
+/// Error codes and election types by their Kafka names, as `ErrorCode::name()` and
+/// `ElectionType::name()` spell them: the same frames as with the numbers.
+#[test]
+fn encode_accepts_names_of_error_codes_and_election_types() {
+    let pairs = [
+        (
+            r#"{"kind":"request","api_version":1,"election_type":"UNCLEAN"}"#,
+            r#"{"kind":"request","api_version":1,"election_type":1}"#,
+        ),
+        (
+            r#"{"kind":"request","api_version":2,"election_type":"PREFERRED"}"#,
+            r#"{"kind":"request","api_version":2,"election_type":0}"#,
+        ),
+        (
+            r#"{"kind":"response","api_version":1,"error_code":"NOT_CONTROLLER","replica_election_results":[{"topic":"t","partition_result":[{"partition_id":1,"error_code":"ELECTION_NOT_NEEDED"},{"partition_id":2,"error_code":"NONE"}]}]}"#,
+            r#"{"kind":"response","api_version":1,"error_code":41,"replica_election_results":[{"topic":"t","partition_result":[{"partition_id":1,"error_code":84},{"partition_id":2,"error_code":0}]}]}"#,
+        ),
+    ];
+    for (names, numbers) in pairs {
+        let by_name = run(&["encode"], names.as_bytes());
+        assert_ok(&by_name);
+        let by_number = run(&["encode"], numbers.as_bytes());
+        assert_ok(&by_number);
+        assert_eq!(by_name.stdout, by_number.stdout, "{names}");
+    }
+    let cases: &[(&str, &[&str])] = &[
+        (
+            r#"{"kind":"request","api_version":1,"election_type":"unclean"}"#,
+            &[
+                "line 1",
+                "election_type: unknown name \"unclean\"",
+                "UNCLEAN",
+            ],
+        ),
+        (
+            r#"{"kind":"response","api_version":1,"error_code":"NOT_A_CODE"}"#,
+            &["line 1", "error_code: unknown name \"NOT_A_CODE\""],
+        ),
+        (
+            r#"{"kind":"response","api_version":1,"replica_election_results":[{"topic":"t","partition_result":[{"error_code":"BOGUS"}]}]}"#,
+            &["replica_election_results[0].partition_result[0].error_code: unknown name"],
+        ),
+        (
+            r#"{"kind":"request","api_version":1,"election_type":true}"#,
+            &["election_type: expected an int8, got true"],
+        ),
+    ];
+    for (bad, needles) in cases {
+        assert_malformed(&run(&["encode"], bad.as_bytes()), needles);
+    }
+}
+
+/// `encode` writes no binary frames to a terminal (usage error, exit 2), but hex text yes.
+/// Run under `script`, which gives the tool a pseudo-terminal; skipped where it is missing.
+#[test]
+fn encode_refuses_to_write_binary_frames_to_a_terminal() {
+    let script = |command: &str| {
+        Command::new("script")
+            .args(["-qec", command, "/dev/null"])
+            .current_dir(corpus_dir())
+            .stdin(Stdio::null())
+            .output()
+    };
+    let bin = env!("CARGO_BIN_EXE_elect-leaders");
+    let json = temp_dir("terminal").join("request.json");
+    std::fs::write(&json, KNOWN[0].1).unwrap();
+    let Ok(binary) = script(&format!("'{bin}' encode '{}'", json.display())) else {
+        std::io::stderr()
+            .write_all(
+                b"encode_refuses_to_write_binary_frames_to_a_terminal: skipped: no `script`\n",
+            )
+            .unwrap();
+        return;
+    };
+    // `script` copies the terminal's output, stderr included, to its standard output.
+    let text = String::from_utf8_lossy(&binary.stdout).into_owned();
+    assert_eq!(binary.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("refusing to write binary frames to a terminal: use --hex"),
+        "{text}"
+    );
+    let hex = script(&format!("'{bin}' encode --hex '{}'", json.display())).unwrap();
+    let text = String::from_utf8_lossy(&hex.stdout).into_owned();
+    assert_eq!(hex.status.code(), Some(0), "{text}");
+    assert!(text.contains("00000019002b0002"), "{text}");
+}
+
+#[test]
+fn version_flag_prints_the_tools_version() {
+    for flag in ["-V", "--version"] {
+        let output = run(&[flag], b"");
+        assert_ok(&output);
+        assert_eq!(
+            stdout(&output),
+            format!("elect-leaders {}\n", env!("CARGO_PKG_VERSION"))
+        );
+    }
+    // Inside decode, --version is still the responses' version.
+    let output = run(
+        &["decode", "--response", "--version", "1", "response-v1.bin"],
+        b"",
+    );
+    assert_ok(&output);
+    assert!(stdout(&output).starts_with(r#"{"kind":"response","api_version":1,"#));
+}
+
 // ---------------------------------------------------------------------------------------
 // scan
 
@@ -1383,7 +1536,10 @@ fn malformed_input_exits_1_naming_field_and_offset() {
     let output = run(&["decode", "--hex"], b"00 00\n00 zz");
     assert_malformed(&output, &["not a hex digit", "line 2"]);
     let output = run(&["decode", "--hex"], b"000");
-    assert_malformed(&output, &["odd number of hex digits"]);
+    assert_malformed(&output, &["odd number of hex digits", "(line 1, column 3)"]);
+    // The last digit is named where it is, past comments and blank lines.
+    let output = run(&["decode", "--hex"], b"00 00 00 1d\n  0 # cut\n\n# end\n");
+    assert_malformed(&output, &["odd number of hex digits", "(line 2, column 3)"]);
 }
 
 #[test]
@@ -1409,6 +1565,12 @@ fn usage_errors_exit_2() {
         &["scan", "--version", "1", "a"],
         &["decode", "no-such-file.bin"],
         &["scan", "no-such-file.bin"],
+        // A directory, like a file that cannot be opened.
+        &["decode", "src"],
+        &["encode", "src"],
+        &["scan", "src"],
+        &["scan", "request-v2-min.bin", "src"],
+        &["inspect", "src"],
     ];
     for args in cases {
         let output = run(args, b"");
@@ -1425,6 +1587,11 @@ fn usage_errors_exit_2() {
     let output = run(&["inspect", "no-such-file.bin", "request-v2-min.bin"], b"");
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("cannot open no-such-file.bin"));
+    assert!(stdout(&output).contains("== request-v2-min.bin: frame 1"));
+    // And past a directory, saying what it is.
+    let output = run(&["inspect", "src", "request-v2-min.bin"], b"");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("cannot open src: is a directory"));
     assert!(stdout(&output).contains("== request-v2-min.bin: frame 1"));
 }
 

@@ -248,6 +248,7 @@ fn encode_to_vec(message: &impl Emit) -> Result<Vec<u8>, EncodeError> {
 /// assert_eq!(out.capacity(), frame.len());
 /// # }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(any(feature = "bytes", feature = "std"))))]
 pub trait EncodeRequestExt: EncodeRequest + Sized {
     /// Puts the whole frame at `version` into `buf` (a `BytesMut`, a `Vec<u8>`, a
     /// `&mut [u8]`, ...) and returns its length. The message is measured once; if
@@ -264,6 +265,7 @@ pub trait EncodeRequestExt: EncodeRequest + Sized {
     /// [`InconsistentSource`](EncodeErrorKind::InconsistentSource); the bytes put until
     /// then, never more than the measured length, stay in `buf`.
     #[cfg(feature = "bytes")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     fn encode_buf<B: BufMut + ?Sized>(
         &self,
         version: i16,
@@ -286,6 +288,7 @@ pub trait EncodeRequestExt: EncodeRequest + Sized {
     /// (a version that cannot carry a field, a string too long) are made as the frame is
     /// written, with the same errors.
     #[cfg(feature = "bytes")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     fn encode_with_len(
         &self,
         version: i16,
@@ -305,6 +308,7 @@ pub trait EncodeRequestExt: EncodeRequest + Sized {
     /// assert_eq!(frame.capacity(), frame.len());
     /// ```
     #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     fn encode_to_vec(&self, version: i16) -> Result<Vec<u8>, EncodeError> {
         encode_to_vec(&request_frame(self, version)?)
     }
@@ -329,10 +333,12 @@ impl<R: EncodeRequest> EncodeRequestExt for R {}
 /// assert_eq!(response.error_code(), ErrorCode::POLICY_VIOLATION);
 /// # }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(any(feature = "bytes", feature = "std"))))]
 pub trait EncodeResponseExt: EncodeResponse + Sized {
     /// Puts the whole frame at `version` into `buf`; see
     /// [`EncodeRequestExt::encode_buf`].
     #[cfg(feature = "bytes")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     fn encode_buf<B: BufMut + ?Sized>(
         &self,
         version: i16,
@@ -344,6 +350,7 @@ pub trait EncodeResponseExt: EncodeResponse + Sized {
     /// Appends the whole frame at `version` to `buf`, taking `len` as its length without
     /// measuring; see [`EncodeRequestExt::encode_with_len`].
     #[cfg(feature = "bytes")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     fn encode_with_len(
         &self,
         version: i16,
@@ -355,6 +362,7 @@ pub trait EncodeResponseExt: EncodeResponse + Sized {
 
     /// The whole frame at `version` in a new `Vec`, allocated once at the exact length.
     #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     fn encode_to_vec(&self, version: i16) -> Result<Vec<u8>, EncodeError> {
         encode_to_vec(&response_frame(self, version)?)
     }

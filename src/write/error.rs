@@ -124,4 +124,5 @@ impl fmt::Display for EncodeError {
 }
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 impl std::error::Error for EncodeError {}

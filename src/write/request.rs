@@ -24,6 +24,88 @@ const FIELD_TAGS: &str = "_tagged_fields";
 /// [`ElectLeadersRequest`] and by [`RequestEdit`]. Implement it on your own type to encode
 /// from your own storage; every list method may be called more than once per encode and
 /// must give the same items each time.
+///
+/// An application's own election plan, encoded without copying it into
+/// [`ElectLeadersRequestData`] first:
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use kafka_elect_leaders::{
+///     parse_request, ElectionType, EncodeError, EncodeRequest, EncodeTopicPartitions,
+/// };
+///
+/// struct Plan {
+///     correlation_id: i32,
+///     unclean: bool,
+///     partitions: BTreeMap<String, Vec<i32>>,
+/// }
+///
+/// /// One topic of a plan, as the writer reads it.
+/// struct Topic<'p>(&'p str, &'p [i32]);
+///
+/// impl EncodeTopicPartitions for Topic<'_> {
+///     fn topic(&self) -> &[u8] {
+///         self.0.as_bytes()
+///     }
+///     fn partitions(&self) -> impl Iterator<Item = i32> + '_ {
+///         self.1.iter().copied()
+///     }
+///     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+///         std::iter::empty()
+///     }
+/// }
+///
+/// impl EncodeRequest for Plan {
+///     fn correlation_id(&self) -> i32 {
+///         self.correlation_id
+///     }
+///     fn client_id(&self) -> Option<&[u8]> {
+///         Some(b"planner")
+///     }
+///     fn header_tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+///         std::iter::empty()
+///     }
+///     fn election_type(&self) -> ElectionType {
+///         if self.unclean { ElectionType::UNCLEAN } else { ElectionType::PREFERRED }
+///     }
+///     fn topic_partitions(
+///         &self,
+///     ) -> Option<impl Iterator<Item = impl EncodeTopicPartitions + '_> + '_> {
+///         // Called twice per encode (measure, then write): the same items each time.
+///         Some(self.partitions.iter().map(|(topic, ids)| Topic(topic, ids)))
+///     }
+///     fn timeout_ms(&self) -> i32 {
+///         30_000
+///     }
+///     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+///         std::iter::empty()
+///     }
+/// }
+///
+/// let plan = Plan {
+///     correlation_id: 1,
+///     unclean: true,
+///     partitions: BTreeMap::from([
+///         ("orders".to_owned(), vec![0, 2]),
+///         ("audit".to_owned(), vec![1]),
+///     ]),
+/// };
+/// let mut buf = vec![0u8; plan.encoded_len(1).unwrap()];
+/// plan.encode(1, &mut buf).unwrap();
+/// let request = parse_request(&buf).unwrap();
+/// assert_eq!(request.election_type(), ElectionType::UNCLEAN);
+/// let topics: Vec<&[u8]> = request
+///     .topic_partitions()
+///     .unwrap()
+///     .iter()
+///     .map(|t| t.topic())
+///     .collect();
+/// assert_eq!(topics, [&b"audit"[..], b"orders"]);
+///
+/// // Version 0 has no ElectionType: an unclean election cannot be asked for there.
+/// let refused: EncodeError = plan.encode(0, &mut buf).unwrap_err();
+/// assert_eq!(refused.field, "ElectionType");
+/// ```
 pub trait EncodeRequest {
     /// The header's `CorrelationId`.
     fn correlation_id(&self) -> i32;

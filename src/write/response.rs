@@ -137,6 +137,47 @@ impl<R: EncodeResponse> Emit for ResponseFrame<'_, R> {
 
 /// An ElectLeaders response as plain borrowed data, ready to encode. `Default` is an empty
 /// successful response.
+///
+/// ```
+/// use kafka_elect_leaders::{
+///     parse_response, ElectLeadersResponseData, EncodeResponse, ErrorCode,
+///     PartitionResultData, ReplicaElectionResultData,
+/// };
+///
+/// let partitions = [
+///     PartitionResultData { partition_id: 0, ..Default::default() },
+///     PartitionResultData {
+///         partition_id: 1,
+///         error_code: ErrorCode::ELECTION_NOT_NEEDED,
+///         error_message: Some(b"Leader election not needed for topic partition."),
+///         ..Default::default()
+///     },
+/// ];
+/// let results = [ReplicaElectionResultData {
+///     topic: b"orders",
+///     partition_result: &partitions,
+///     ..Default::default()
+/// }];
+/// let response = ElectLeadersResponseData {
+///     correlation_id: 7, // the request's
+///     replica_election_results: &results,
+///     ..Default::default()
+/// };
+///
+/// // A response is written at its request's version, and read back at it.
+/// let mut buf = [0u8; 128];
+/// let len = response.encode(1, &mut buf).unwrap();
+/// let parsed = parse_response(&buf[..len], 1).unwrap();
+/// assert_eq!(parsed.correlation_id(), 7);
+/// let result = parsed.replica_election_results().first().unwrap();
+/// assert_eq!(result.topic(), b"orders");
+/// let second = result.partition_result().iter().nth(1).unwrap();
+/// assert_eq!(second.error_code(), ErrorCode::ELECTION_NOT_NEEDED);
+///
+/// // Version 0 has no top-level ErrorCode: a non-default one cannot be written there.
+/// let refused = ElectLeadersResponseData { error_code: ErrorCode::NOT_CONTROLLER, ..response };
+/// assert!(refused.encode(0, &mut buf).is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ElectLeadersResponseData<'a> {
     /// The header's `CorrelationId`.
@@ -281,6 +322,31 @@ impl EncodePartitionResult for PartitionResult<'_> {
 /// A parsed response with some values changed or some topics dropped, encoded without
 /// copying the rest. Made by [`ElectLeadersResponse::edit`]; a proxy that rewrites
 /// correlation ids uses it to answer its own clients.
+///
+/// ```
+/// use kafka_elect_leaders::{parse_response, EncodeResponse, ErrorCode};
+///
+/// // The broker's answer, to correlation id 16 on the proxy's connection.
+/// let frame = std::fs::read("corpus/response-v2-multi.bin").unwrap();
+/// let response = parse_response(&frame, 2).unwrap();
+/// assert_eq!(response.replica_election_results().len(), 4);
+///
+/// // Back to the client under its own correlation id, without one topic's results.
+/// let edit = response
+///     .edit()
+///     .correlation_id(3)
+///     .throttle_time_ms(0)
+///     .retain_topics(|result| result.topic() != b"odd-ids");
+/// let mut buf = [0u8; 256];
+/// let len = edit.encode(2, &mut buf).unwrap();
+/// assert_eq!(len, edit.encoded_len(2).unwrap());
+///
+/// let answer = parse_response(&buf[..len], 2).unwrap();
+/// assert_eq!((answer.correlation_id(), answer.throttle_time_ms()), (3, 0));
+/// assert_eq!(answer.error_code(), ErrorCode::NONE);
+/// let topics: Vec<&[u8]> = answer.replica_election_results().iter().map(|r| r.topic()).collect();
+/// assert_eq!(topics, [&b"orders"[..], "trädgård".as_bytes(), b"empty-topic"]);
+/// ```
 #[derive(Clone, Copy)]
 pub struct ResponseEdit<'a, T> {
     response: ElectLeadersResponse<'a>,

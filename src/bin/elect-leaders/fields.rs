@@ -26,7 +26,7 @@ pub const ABOUT_REQUEST_CORRELATION_ID: &str = "echoed back by the broker in the
 pub const ABOUT_CLIENT_ID: &str = "always a non-flexible int16-prefixed string";
 pub const ABOUT_HEADER_TAGS: &str = "number of tagged fields in the header";
 pub const ABOUT_STRUCT_TAGS: &str = "number of tagged fields in this struct";
-pub const ABOUT_RESPONSE_CORRELATION_ID: &str = "matches the correlation_id of the request";
+pub const ABOUT_RESPONSE_CORRELATION_ID: &str = "matches the CorrelationId of the request";
 pub const ABOUT_ELECTION_TYPE: &str =
     "Type of elections to conduct: 0 elects the preferred replica, 1 the first live one.";
 pub const ABOUT_TOPIC_PARTITIONS: &str = "The topic partitions to elect leaders.";
@@ -211,7 +211,7 @@ pub fn tagged_node(fields: TaggedFields<'_>, about: &str) -> Node {
     let range = fields.range();
     if fields.is_empty() {
         return with_region(
-            leaf("tagged_fields", "uvarint", 0, range, about),
+            leaf("TaggedFields", "uvarint", 0, range, about),
             Region::Tagged,
         );
     }
@@ -233,7 +233,7 @@ pub fn tagged_node(fields: TaggedFields<'_>, about: &str) -> Node {
             format!("{} ({})", to_hex(data), byte_count(data.len()))
         };
         children.push(leaf(
-            format!("tagged_field[{i}]"),
+            format!("TaggedField[{i}]"),
             &format!("tag {}", field.tag()),
             shown,
             field.range(),
@@ -246,7 +246,7 @@ pub fn tagged_node(fields: TaggedFields<'_>, about: &str) -> Node {
     };
     with_region(
         group(
-            "tagged_fields",
+            "TaggedFields",
             "tagged_fields",
             Some(count),
             range,
@@ -266,28 +266,28 @@ pub fn request_tree(r: &ElectLeadersRequest<'_>) -> Node {
     let header_tags = header.tagged_fields();
     let mut header_fields = vec![
         leaf(
-            "request_api_key",
+            "RequestApiKey",
             "int16",
             format!("{} (ElectLeaders)", header.api_key()),
             4..6,
             ABOUT_API_KEY,
         ),
         leaf(
-            "request_api_version",
+            "RequestApiVersion",
             "int16",
             version,
             6..8,
             ABOUT_API_VERSION,
         ),
         leaf(
-            "correlation_id",
+            "CorrelationId",
             "int32",
             header.correlation_id(),
             8..12,
             ABOUT_REQUEST_CORRELATION_ID,
         ),
         leaf(
-            "client_id",
+            "ClientId",
             "nullable_string",
             string_value(header.client_id(), StrEncoding::Int16, frame, 12),
             12..header_tags.range().start,
@@ -418,7 +418,7 @@ pub fn response_tree(r: &ElectLeadersResponse<'_>) -> Node {
     let header = r.header();
     let header_tags = header.tagged_fields();
     let mut header_fields = vec![leaf(
-        "correlation_id",
+        "CorrelationId",
         "int32",
         header.correlation_id(),
         4..8,

@@ -88,14 +88,23 @@ impl Source {
     }
 
     /// Opens the input as a byte stream; hex text is decoded as it is read. A file that
-    /// cannot be opened is a usage error (exit 2).
+    /// cannot be opened, or a directory, is a usage error (exit 2).
     pub fn open(&self, command: &'static str, hex: bool) -> Result<Box<dyn Read + Send>, Failure> {
         let raw: Box<dyn BufRead + Send> = match self {
             Source::Stdin => Box::new(BufReader::new(io::stdin())),
             Source::File(path) => {
-                let file = File::open(path).map_err(|e| {
-                    Failure::cannot_open(format!("{command}: cannot open {}: {e}", path.display()))
-                })?;
+                let cannot_open = |why: &dyn std::fmt::Display| {
+                    Failure::cannot_open(format!(
+                        "{command}: cannot open {}: {why}",
+                        path.display()
+                    ))
+                };
+                let file = File::open(path).map_err(|e| cannot_open(&e))?;
+                // A directory opens, and fails only when read: say so now, as for a
+                // missing file.
+                if file.metadata().is_ok_and(|m| m.is_dir()) {
+                    return Err(cannot_open(&"is a directory, not a file"));
+                }
                 Box::new(BufReader::with_capacity(64 * 1024, file))
             }
             // The bundled samples are binary whatever `--hex` says.
@@ -258,7 +267,9 @@ pub struct HexReader<R> {
     line: Vec<u8>,
     pos: usize,
     line_no: usize,
-    high: Option<u8>,
+    /// A first digit waiting for its pair, with its line and column (for the message
+    /// when the input ends there).
+    high: Option<(u8, usize, usize)>,
 }
 
 impl<R: BufRead> HexReader<R> {
@@ -284,10 +295,13 @@ impl<R: BufRead> Read for HexReader<R> {
                 self.line.clear();
                 self.pos = 0;
                 if self.inner.read_until(b'\n', &mut self.line)? == 0 {
-                    if self.high.is_some() {
+                    if let Some((_, line, column)) = self.high {
                         return Err(io::Error::new(
                             io::ErrorKind::InvalidData,
-                            "hex input: odd number of hex digits (the last byte is cut)",
+                            format!(
+                                "hex input: odd number of hex digits: the last one (line \
+                                 {line}, column {column}) has no pair, so the last byte is cut"
+                            ),
                         ));
                     }
                     return Ok(0);
@@ -320,8 +334,8 @@ impl<R: BufRead> Read for HexReader<R> {
                 }
             };
             match self.high.take() {
-                None => self.high = Some(nibble),
-                Some(high) => {
+                None => self.high = Some((nibble, self.line_no, self.pos)),
+                Some((high, ..)) => {
                     out[n] = (high << 4) | nibble;
                     n += 1;
                 }

@@ -401,16 +401,16 @@ fn print_malformed(
                 4..12,
                 "what peek_request reads of any request header",
                 vec![
-                    leaf("request_api_key", "int16", api, 4..6, ABOUT_API_KEY),
+                    leaf("RequestApiKey", "int16", api, 4..6, ABOUT_API_KEY),
                     leaf(
-                        "request_api_version",
+                        "RequestApiVersion",
                         "int16",
                         peek.api_version,
                         6..8,
                         ABOUT_API_VERSION,
                     ),
                     leaf(
-                        "correlation_id",
+                        "CorrelationId",
                         "int32",
                         peek.correlation_id,
                         8..12,

@@ -1,12 +1,12 @@
-//! `decode` (frames to JSON lines) and `encode` (JSON lines to frames), in the field names
-//! and order of DESIGN.md's contract.
+//! `decode` (frames to JSON lines) and `encode` (JSON to frames), in the field names and
+//! order of the contract in docs/JSON.md.
 //!
 //! Decoding walks the library's parsed views and writes the JSON by hand, in the contract's
-//! order; serde_json only escapes strings. Encoding reads each line as a
+//! order; serde_json only escapes strings. Encoding reads each object as a
 //! `serde_json::Value`, checks it field by field, and hands borrowed data to the library's
 //! writer, which decides what a version can carry.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{IsTerminal, Read, Write};
 
 use kafka_elect_leaders::{
     is_known_request, parse_request, parse_response, peek_request, ElectLeadersRequest,
@@ -380,21 +380,33 @@ fn push_tagged(o: &mut String, key: &str, fields: TaggedFields<'_>) {
 // ---------------------------------------------------------------------------------------
 // encode
 
-/// `encode`: JSON objects, one per line, to frames.
+/// `encode`: JSON objects to frames. The objects may be one per line, spread over several
+/// lines or back to back (`jq` without `-c`): they are read as a stream of JSON values,
+/// and each error still names its line.
 pub fn encode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
+    if !options.hex && std::io::stdout().is_terminal() {
+        return Err(Failure::usage(
+            "encode",
+            "refusing to write binary frames to a terminal: use --hex for hex text, or \
+             redirect standard output to a file or a pipe",
+        ));
+    }
     let source = Source::from_args_or_stdin(&options.files);
     let name = source.name();
-    let reader = BufReader::new(source.open("encode", false)?);
-    for (i, line) in reader.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|e| Failure::Input(format!("{name}: line {line_no}: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let frame = serde_json::from_str::<Value>(&line)
-            .map_err(|e| format!("not JSON: {e}"))
-            .and_then(|value| encode_value(&value))
-            .map_err(|e| Failure::Input(format!("{name}: line {line_no}: {e}")))?;
+    let mut values = JsonStream::new(source.open("encode", false)?);
+    loop {
+        let (value, lines) = match values.next() {
+            Ok(None) => return Ok(()),
+            Ok(Some(next)) => next,
+            Err(e) => return Err(Failure::Input(format!("{name}: {e}"))),
+        };
+        let frame = encode_value(&value).map_err(|e| {
+            let lines = match lines {
+                (first, last) if first == last => format!("line {first}"),
+                (first, last) => format!("lines {first}-{last}"),
+            };
+            Failure::Input(format!("{name}: {lines}: {e}"))
+        })?;
         if options.hex {
             out.write_all(to_hex(&frame).as_bytes())?;
             out.write_all(b"\n")?;
@@ -402,7 +414,163 @@ pub fn encode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
             out.write_all(&frame)?;
         }
     }
-    Ok(())
+}
+
+/// JSON values read one after the other from a byte stream, whatever whitespace is between
+/// them (none, newlines, the indentation of a pretty-printer), with the lines each one
+/// spans.
+///
+/// The input is read 64 KiB at a time (more only for a larger value) into a window of text,
+/// and each value is parsed from the window with serde_json's `&str` parser, about twice
+/// as fast as its byte-at-a-time reader. A value cut by the window's end is parsed again
+/// once more text is in. Lines are counted over the text consumed, once.
+struct JsonStream<R> {
+    inner: R,
+    /// The window; `text[start..]` is not read yet.
+    text: String,
+    start: usize,
+    /// Bytes read but not in `text`: a character cut by the end of a read, or (when
+    /// `invalid`) bytes that are not UTF-8, where the text stops for good.
+    pending: Vec<u8>,
+    invalid: bool,
+    eof: bool,
+    chunk: Vec<u8>,
+    /// The line of `text[start]` (from 1) and how many bytes precede it on that line.
+    line: usize,
+    column: usize,
+}
+
+const JSON_WINDOW: usize = 64 * 1024;
+
+/// The first and last line of a value.
+type Lines = (usize, usize);
+
+impl<R: Read> JsonStream<R> {
+    fn new(inner: R) -> Self {
+        JsonStream {
+            inner,
+            text: String::new(),
+            start: 0,
+            pending: Vec::new(),
+            invalid: false,
+            eof: false,
+            chunk: vec![0; JSON_WINDOW],
+            line: 1,
+            column: 0,
+        }
+    }
+
+    /// The next value and its first and last lines; `None` at the end of the input. The
+    /// error says where the text stops being JSON (line and column).
+    fn next(&mut self) -> Result<Option<(Value, Lines)>, String> {
+        loop {
+            let text = &self.text[self.start..];
+            // Whether more text can come: not past the end of the input, nor past bytes
+            // that are not UTF-8.
+            let can_grow = !self.eof && !self.invalid;
+            let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+            match values.next() {
+                None => {
+                    // Whitespace only: consumed.
+                    let len = text.len();
+                    self.consume(len);
+                    if !can_grow {
+                        return match self.invalid {
+                            true => Err(self.not_utf8()),
+                            false => Ok(None),
+                        };
+                    }
+                }
+                Some(Ok(value)) => {
+                    let end = values.byte_offset();
+                    // A number (or true, false, null) at the end of the window may go on.
+                    let delimited = matches!(text.as_bytes()[end - 1], b'}' | b']' | b'"');
+                    if end < text.len() || delimited || !can_grow {
+                        let first = text.len() - text.trim_start().len();
+                        let first_line = self.line + newlines(&text.as_bytes()[..first]);
+                        let last_line = first_line + newlines(&text.as_bytes()[first..end]);
+                        self.consume(end);
+                        return Ok(Some((value, (first_line, last_line))));
+                    }
+                }
+                Some(Err(e)) if e.is_eof() && can_grow => {}
+                Some(Err(e)) if e.is_eof() && self.invalid => return Err(self.not_utf8()),
+                Some(Err(e)) => {
+                    let line = self.line + e.line() - 1;
+                    let column = e.column() + if e.line() == 1 { self.column } else { 0 };
+                    let text = e.to_string();
+                    let suffix = format!(" at line {} column {}", e.line(), e.column());
+                    let what = text.strip_suffix(&suffix).unwrap_or(&text);
+                    return Err(format!("line {line}, column {column}: not JSON: {what}"));
+                }
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Moves past `n` bytes of the window, counting their lines.
+    fn consume(&mut self, n: usize) {
+        let bytes = &self.text.as_bytes()[self.start..self.start + n];
+        match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(last) => {
+                self.line += newlines(bytes);
+                self.column = n - last - 1;
+            }
+            None => self.column += n,
+        }
+        self.start += n;
+    }
+
+    /// Reads more of the input after the unread text: at least 64 KiB, and as much as is
+    /// unread already, so that a large value is parsed again only a few times.
+    fn fill(&mut self) -> Result<(), String> {
+        self.text.drain(..self.start);
+        self.start = 0;
+        let want = JSON_WINDOW.max(self.text.len());
+        if self.chunk.len() < want {
+            self.chunk.resize(want, 0);
+        }
+        let n = loop {
+            match self.inner.read(&mut self.chunk[..want]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        };
+        if n == 0 {
+            self.eof = true;
+            // A character cut by the end of the input.
+            self.invalid = !self.pending.is_empty();
+            return Ok(());
+        }
+        self.pending.extend_from_slice(&self.chunk[..n]);
+        let ok = match std::str::from_utf8(&self.pending) {
+            Ok(_) => self.pending.len(),
+            Err(e) => {
+                // A character cut by the end of this read is completed by the next one.
+                self.invalid = e.error_len().is_some();
+                e.valid_up_to()
+            }
+        };
+        let valid = std::str::from_utf8(&self.pending[..ok]).expect("checked above");
+        self.text.push_str(valid);
+        self.pending.drain(..ok);
+        Ok(())
+    }
+
+    /// Where the bytes that are not UTF-8 begin: right after the window's text.
+    fn not_utf8(&self) -> String {
+        let before = &self.text.as_bytes()[self.start..];
+        let (line, column) = match before.iter().rposition(|&b| b == b'\n') {
+            Some(last) => (self.line + newlines(before), before.len() - last),
+            None => (self.line, self.column + before.len() + 1),
+        };
+        format!("line {line}, column {column}: not JSON: not UTF-8 text")
+    }
+}
+
+fn newlines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
 }
 
 const REQUEST_KEYS: &[&str] = &[
@@ -480,7 +648,9 @@ fn encode_request(value: &Value) -> Result<Vec<u8>, String> {
     let defaults = ElectLeadersRequestData::default();
     let client_id = obj.bytes("client_id", true)?;
     let header_tags = obj.tagged("header_tagged_fields")?;
-    let election_type = obj.int::<i8>("election_type", "an int8")?;
+    let election_type = obj.int_or_name("election_type", "an int8", "PREFERRED, UNCLEAN", |n| {
+        ElectionType::from_name(n).map(|e| e.0)
+    })?;
     let topics = match obj.array("topic_partitions", true)? {
         None => Some(Vec::new()),
         Some(None) => None,
@@ -570,7 +740,7 @@ fn encode_response(value: &Value) -> Result<Vec<u8>, String> {
                     let p = Obj::new(item, format!("{path}[{j}]"), PARTITION_KEYS)?;
                     partitions.push(PartitionJson {
                         partition_id: p.int("partition_id", "an int32")?.unwrap_or(0),
-                        error_code: p.int("error_code", "an int16")?.unwrap_or(0),
+                        error_code: p.error_code()?.unwrap_or(0),
                         error_message: p.bytes("error_message", true)?.flatten(),
                         tags: p.tagged("tagged_fields")?,
                     });
@@ -624,7 +794,7 @@ fn encode_response(value: &Value) -> Result<Vec<u8>, String> {
         correlation_id: obj.int("correlation_id", "an int32")?.unwrap_or(0),
         header_tagged_fields: &header_tag_data,
         throttle_time_ms: obj.int("throttle_time_ms", "an int32")?.unwrap_or(0),
-        error_code: ErrorCode(obj.int("error_code", "an int16")?.unwrap_or(0)),
+        error_code: ErrorCode(obj.error_code()?.unwrap_or(0)),
         replica_election_results: &result_data,
         tagged_fields: &body_tag_data,
     };
@@ -721,6 +891,37 @@ impl<'v> Obj<'v> {
             .transpose()
     }
 
+    /// An integer field that may also be given by name (`"UNCLEAN"`): `from_name` reads
+    /// the name; `names` says what names there are, for messages.
+    fn int_or_name<T: TryFrom<i64>>(
+        &self,
+        key: &str,
+        ty: &str,
+        names: &str,
+        from_name: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<T>, String> {
+        match self.map.get(key) {
+            Some(Value::String(name)) => from_name(name).map(Some).ok_or_else(|| {
+                format!(
+                    "{}: unknown name \"{name}\" (expected {ty} or one of Kafka's names: \
+                     {names})",
+                    self.path(key)
+                )
+            }),
+            _ => self.int(key, ty),
+        }
+    }
+
+    /// `error_code`: an int16 or the name of a Kafka error code (`"NOT_CONTROLLER"`).
+    fn error_code(&self) -> Result<Option<i16>, String> {
+        self.int_or_name(
+            "error_code",
+            "an int16",
+            "NONE, NOT_CONTROLLER, ELECTION_NOT_NEEDED, ...",
+            |n| ErrorCode::from_name(n).map(|c| c.0),
+        )
+    }
+
     /// A byte string: `None` missing, `Some(None)` null (when `nullable`), else the bytes
     /// of a JSON string or of `{"hex":"..."}`.
     fn bytes(&self, key: &str, nullable: bool) -> Result<Option<Option<Vec<u8>>>, String> {
@@ -814,5 +1015,100 @@ fn brief(value: &Value) -> String {
         format!("{short}...")
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{JsonStream, Lines, Value};
+    use std::io::Read;
+
+    /// Hands out its bytes a few at a time (1, 2, 3, 1, ...), so that values, characters
+    /// and lines are cut by every read's end.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.step = self.step % 3 + 1;
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    fn read_all(input: &[u8]) -> (Vec<(Value, Lines)>, Option<String>) {
+        let mut stream = JsonStream::new(Trickle {
+            bytes: input,
+            step: 0,
+        });
+        let mut values = Vec::new();
+        loop {
+            match stream.next() {
+                Ok(Some(value)) => values.push(value),
+                Ok(None) => return (values, None),
+                Err(e) => return (values, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn values_with_their_lines_across_reads() {
+        let input = "{\"a\":\"trädgård 🚀\"}{\"b\":[1,\n2]}\n\n  {\n \"c\": 12345\n}\n  7 \"x\" ";
+        let (values, error) = read_all(input.as_bytes());
+        assert_eq!(error, None);
+        let lines: Vec<_> = values.iter().map(|(_, lines)| *lines).collect();
+        assert_eq!(lines, [(1, 1), (1, 2), (4, 6), (7, 7), (7, 7)]);
+        assert_eq!(values[0].0["a"], "trädgård 🚀");
+        assert_eq!(values[2].0["c"], 12345);
+        // A number cut by a read is read whole.
+        assert_eq!(values[3].0, 7);
+    }
+
+    #[test]
+    fn a_value_larger_than_the_window() {
+        let big = format!("{{\"s\":\"{}\"}}\n{{}}", "x".repeat(300 * 1024));
+        let mut stream = JsonStream::new(big.as_bytes());
+        let (value, lines) = stream.next().unwrap().unwrap();
+        assert_eq!(value["s"].as_str().unwrap().len(), 300 * 1024);
+        assert_eq!(lines, (1, 1));
+        assert_eq!(stream.next().unwrap().unwrap().1, (2, 2));
+        assert_eq!(stream.next(), Ok(None));
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let cases: &[(&[u8], usize, &str)] = &[
+            (
+                b"{}\n{\"a\" 1}",
+                1,
+                "line 2, column 6: not JSON: expected `:`",
+            ),
+            (
+                b"{}  {\"a\":",
+                1,
+                "line 1, column 9: not JSON: EOF while parsing",
+            ),
+            (
+                b"{}\n {\"a\":\"\xff\"}",
+                1,
+                "line 2, column 8: not JSON: not UTF-8 text",
+            ),
+            (
+                b"{}\n\xe2\x82",
+                1,
+                "line 2, column 1: not JSON: not UTF-8 text",
+            ),
+            (b"{} x", 1, "line 1, column 4: not JSON: expected value"),
+        ];
+        for &(input, good, expected) in cases {
+            let (values, error) = read_all(input);
+            assert_eq!(values.len(), good, "{expected}");
+            let error = error.expect("an error");
+            assert!(error.starts_with(expected), "{error:?} is not {expected:?}");
+        }
     }
 }

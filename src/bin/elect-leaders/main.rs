@@ -57,7 +57,8 @@ field and the byte offset, after whatever came before it was printed; for a capt
 line per problem, naming the packet and the connection, and the rest still decoded);
 2 usage error, including a FILE that cannot be opened.
 
-Run 'elect-leaders <COMMAND> --help' for the options of a command.
+Run 'elect-leaders <COMMAND> --help' for the options of a command;
+'elect-leaders -V' (--version) prints the tool's version.
 ";
 
 const INSPECT_USAGE: &str = "\
@@ -104,7 +105,8 @@ Usage: elect-leaders decode [--request | --response --version N] [--hex] [--all]
                             [--port N] [FILE|-]
 
 Reads frames from FILE (or standard input) one at a time and prints one JSON object per
-frame, one per line, with the field names of DESIGN.md's contract:
+frame, one per line, with the field names of Kafka's schema in snake_case (every member
+is described in docs/JSON.md):
   {\"kind\":\"request\",\"api_key\":43,\"api_version\":2,\"correlation_id\":0,\"client_id\":\"\",
    \"election_type\":0,\"topic_partitions\":[{\"topic\":\"\",\"partitions\":[0]}],\"timeout_ms\":0}
 Fields a version lacks are left out; null arrays and strings are null; a byte string that
@@ -148,13 +150,18 @@ naming the field and the byte offset, and exits with status 1.
 const ENCODE_USAGE: &str = "\
 Usage: elect-leaders encode [--hex] [FILE|-]
 
-Reads JSON objects, one per line, from FILE (or standard input) and writes each as a
-frame with the library's writer: binary frames back to back, or with --hex one line of
-hex per frame. The objects are those 'decode' prints; \"kind\" and \"api_version\" are
-required (responses carry \"api_version\" so the version is known). A field left out takes
-its default (Kafka's: timeout_ms 60000, election_type 0, client_id \"\", empty lists, and
-0 for the rest); a non-default value for a field the version lacks is an error, as in
-Kafka's own writer. Byte strings may be given as {\"hex\":\"...\"}.
+Reads JSON objects from FILE (or standard input) and writes each as a frame with the
+library's writer: binary frames back to back, or with --hex one line of hex per frame.
+The objects may be one per line, spread over several lines or back to back ('decode |
+jq ... | encode' works without jq -c). They are those 'decode' prints (docs/JSON.md);
+\"kind\" and \"api_version\" are required (responses carry \"api_version\" so the version
+is known). A field left out takes its default (Kafka's: timeout_ms 60000, election_type
+0, client_id \"\", empty lists, and 0 for the rest); a non-default value for a field the
+version lacks is an error, as in Kafka's own writer. Byte strings may be given as
+{\"hex\":\"...\"}. Error codes and election types may be given by their Kafka names
+(\"NOT_CONTROLLER\", \"UNCLEAN\") as well as by number.
+
+Binary frames are not written to a terminal: use --hex, or redirect standard output.
 
 'decode | encode' gives back the same bytes for any frame whose varints are minimal and
 whose tagged fields are in ascending order (the writer writes canonical frames).
@@ -163,8 +170,9 @@ Options:
   --hex         write hex text, one line per frame, instead of binary
   -h, --help    this text
 
-On a bad object, writes the frames before it, then one line on stderr naming the line and
-the field, and exits with status 1.
+On a bad object, writes the frames before it, then one line on stderr naming the line
+(the lines an object spans; line and column for text that is not JSON) and the field,
+and exits with status 1.
 ";
 
 const SCAN_USAGE: &str = "\
@@ -319,6 +327,12 @@ fn run(args: Vec<OsString>, out: &mut dyn Write) -> Result<(), Failure> {
     let first = first.to_string_lossy().into_owned();
     let command = match first.as_str() {
         "-h" | "--help" => return print(out, USAGE),
+        "-V" | "--version" => {
+            return print(
+                out,
+                concat!("elect-leaders ", env!("CARGO_PKG_VERSION"), "\n"),
+            );
+        }
         "help" => {
             let topic = args.next().map(|a| a.to_string_lossy().into_owned());
             #[cfg(feature = "proxy")]
