@@ -42,8 +42,6 @@
 #[cfg(feature = "std")]
 extern crate std;
 
-#[cfg(feature = "arbitrary")]
-mod arbitrary;
 #[cfg(feature = "tokio")]
 mod codec;
 mod conn;
@@ -54,8 +52,6 @@ mod error_code;
 mod frame;
 mod header;
 mod list;
-#[cfg(feature = "arbitrary")]
-mod mutate;
 mod owned;
 mod request;
 mod response;
@@ -67,15 +63,6 @@ mod version;
 mod wire;
 mod write;
 
-#[cfg(feature = "arbitrary")]
-#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
-pub use arbitrary::{
-    arbitrary_any_version, arbitrary_version, AnyVersion, ArbitraryPartitionResult,
-    ArbitraryReplicaElectionResult, ArbitraryRequest, ArbitraryResponse, ArbitraryTopicPartitions,
-};
-#[cfg(feature = "arbitrary")]
-#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
-pub use mutate::{mutate_bytes, mutate_request, mutate_response, MutateError, Mutation, Mutant};
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use codec::{CodecError, KafkaFrameCodec, RequestAt, ResponseAt};
