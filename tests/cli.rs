@@ -109,7 +109,15 @@ fn golden(name: &str) -> PathBuf {
 fn assert_golden(name: &str, actual: &str) {
     let path = golden(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        let before = std::fs::read_to_string(&path).unwrap_or_default();
         std::fs::write(&path, actual).expect("golden file is writable");
+        // A rewrite is never a pass: review the diff, then run the tests again without
+        // UPDATE_GOLDEN.
+        assert_eq!(
+            before, actual,
+            "{name}: golden file rewritten (UPDATE_GOLDEN is set); review the diff and \
+             run again without it"
+        );
         return;
     }
     let expected =
