@@ -33,9 +33,7 @@ fn request_edits_change_what_they_set_and_keep_the_rest() {
         let original = parse_request(&frame.bytes).unwrap();
         let v = original.version();
         // v0 carries PREFERRED only.
-        let election = if v == 0 {
-            ElectionType::PREFERRED
-        } else if original.election_type() == ElectionType::UNCLEAN {
+        let election = if v == 0 || original.election_type() == ElectionType::UNCLEAN {
             ElectionType::PREFERRED
         } else {
             ElectionType::UNCLEAN
