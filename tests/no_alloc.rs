@@ -272,11 +272,19 @@ fn measuring_and_encoding_allocate_nothing() {
         // allocating.
         sum ^= black_box(&request).encode(2, &mut out).unwrap();
         for v in 0..=1 {
-            sum ^= black_box(&request).encode(v, &mut out).unwrap_err().field.len();
+            sum ^= black_box(&request)
+                .encode(v, &mut out)
+                .unwrap_err()
+                .field
+                .len();
         }
         sum ^= black_box(&response).encode(2, &mut out).unwrap();
         for v in 0..=1 {
-            sum ^= black_box(&response).encode(v, &mut out).unwrap_err().field.len();
+            sum ^= black_box(&response)
+                .encode(v, &mut out)
+                .unwrap_err()
+                .field
+                .len();
         }
     });
     assert_eq!(n, 0, "allocations while measuring and encoding");
