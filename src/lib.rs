@@ -42,6 +42,8 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "arbitrary")]
+mod arbitrary;
 #[cfg(feature = "tokio")]
 mod codec;
 mod conn;
@@ -52,6 +54,8 @@ mod error_code;
 mod frame;
 mod header;
 mod list;
+#[cfg(feature = "arbitrary")]
+mod mutate;
 mod owned;
 mod request;
 mod response;
@@ -63,6 +67,12 @@ mod version;
 mod wire;
 mod write;
 
+#[cfg(feature = "arbitrary")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
+pub use arbitrary::{
+    arbitrary_any_version, arbitrary_version, AnyVersion, ArbitraryPartitionResult,
+    ArbitraryReplicaElectionResult, ArbitraryRequest, ArbitraryResponse, ArbitraryTopicPartitions,
+};
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use codec::{CodecError, KafkaFrameCodec, RequestAt, ResponseAt};
@@ -76,6 +86,9 @@ pub use frame::{
 };
 pub use header::{RequestHeader, ResponseHeader};
 pub use list::{Int32Iter, Int32List, List, ListIter};
+#[cfg(feature = "arbitrary")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
+pub use mutate::{mutate_bytes, mutate_request, mutate_response, Mutant, MutateError, Mutation};
 pub use owned::{FrameStorage, OwnedParseError, OwnedRequest, OwnedResponse};
 pub use request::{parse_request, ElectLeadersRequest, TopicPartitions};
 pub use response::{parse_response, ElectLeadersResponse, PartitionResult, ReplicaElectionResult};

@@ -101,6 +101,8 @@ export ADMIN_CP="$JAVA_DIR/target/classes:$(cat "$JAVA_DIR/target/classpath.txt"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export E2E_FRAMES="$TARGET_DIR/debug/examples/e2e_frames"
 PROXY_BIN="$TARGET_DIR/debug/elect-leaders"
+# `elect-leaders fuzz` (test fuzz_campaign_short) runs the same binary.
+export ELECT_LEADERS_BIN="$PROXY_BIN"
 
 # 3. Capture tools (optional: without them the tests still run, without captures).
 if ! command -v tcpdump >/dev/null 2>&1 || ! command -v dumpcap >/dev/null 2>&1; then

@@ -545,6 +545,82 @@ if os.environ.get("PROXY_BOOTSTRAP"):
     TESTS.extend(test_proxy.TESTS)
 
 
+# ---------------------------------------------------------------- a fuzz campaign (last)
+
+def cluster_state():
+    path = os.path.join(os.environ.get("E2E_DIR", os.path.join(RUN, "..")), "cluster", "state.env")
+    state = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.strip().partition("=")
+            state[key] = value
+    return state
+
+
+@test
+def fuzz_campaign_short():
+    """`elect-leaders fuzz`: 300 generated and mutated requests straight to broker 2 (not
+    through the tap, whose recordings other tests match). No anomaly, and the broker still
+    answers afterwards. Last, since requests for all partitions run real elections."""
+    binary = os.environ.get("ELECT_LEADERS_BIN")
+    if not binary:
+        raise AssertionError("ELECT_LEADERS_BIN is not set (run.sh sets it)")
+    target = "127.0.0.1:%s" % cluster_state()["CLIENT_PORT_2"]
+    t0 = time.time()
+    run = subprocess.run([binary, "fuzz", "--target", target, "--count", "300", "--seed", "7",
+                          "--timeout", "10000", "--duration", "90"],
+                         capture_output=True, text=True, timeout=150)
+    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    note(event="fuzz_campaign", target=target, status=run.returncode, summary=summary,
+         anomalies=[l for l in run.stdout.splitlines() if l.startswith("anomaly ")][:20],
+         seconds=round(time.time() - t0, 1))
+    assert run.returncode == 0, "fuzz found anomalies (exit %d): %s %s" % (
+        run.returncode, run.stdout[-2000:], run.stderr[-500:])
+    assert summary.startswith("fuzz: 300 sent"), summary
+    # The broker still answers a well-formed request.
+    again = subprocess.run([binary, "fuzz", "--target", target, "--count", "2", "--seed", "8"],
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "fuzz: 2 sent" in again.stdout, again.stdout + again.stderr
+
+
+def elect_raw_v1(port, topic):
+    """A v1 ElectLeaders request for (topic, 0), straight to a broker; the answer decoded by
+    `elect-leaders decode`."""
+    import socket
+    import struct
+    body = (struct.pack(">bih", 0, 1, len(topic)) + topic + struct.pack(">iii", 1, 0, 60000))
+    msg = struct.pack(">hhih", 43, 1, 77, 1) + b"t" + body
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(msg)) + msg)
+        f = s.makefile("rb")
+        size = f.read(4)
+        frame = size + f.read(struct.unpack(">i", size)[0])
+    run = subprocess.run([os.environ["ELECT_LEADERS_BIN"], "decode", "--response", "--version", "1", "-"],
+                         input=frame, capture_output=True, timeout=30)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+@test
+def topic_name_too_long_for_the_error_message():
+    """Found by `elect-leaders fuzz`: the controller answers an unknown topic with "No such
+    topic as <name>", and for a name over 32750 bytes that message is longer than the 32767
+    bytes a string can hold. Kafka 4.4.0 then fails to serialize its own answer (the
+    controller logs "'errorMessage' field is too long to be serialized") and the client gets
+    UNKNOWN_SERVER_ERROR instead of UNKNOWN_TOPIC_OR_PARTITION."""
+    port = int(cluster_state()["CLIENT_PORT_2"])
+    fits = elect_raw_v1(port, b"x" * 32750)
+    p = fits["replica_election_results"][0]["partition_result"][0]
+    assert fits["correlation_id"] == 77 and p["error_code"] == UNKNOWN_TOPIC_OR_PARTITION, fits["error_code"]
+    assert len(p["error_message"]) == 32767, len(p["error_message"])
+    over = elect_raw_v1(port, b"x" * 32751)
+    q = over["replica_election_results"][0]["partition_result"][0]
+    note(event="topic_name_too_long", top_level=over["error_code"], partition=q["error_code"],
+         message=q["error_message"])
+    assert over["correlation_id"] == 77
+    assert (over["error_code"], q["error_code"]) in [(-1, -1), (NONE, UNKNOWN_TOPIC_OR_PARTITION)], over
+
+
 # ---------------------------------------------------------------- runner
 
 def main():

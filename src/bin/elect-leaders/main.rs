@@ -9,6 +9,8 @@
 mod capture;
 mod fail;
 mod fields;
+mod fuzz_cmd;
+mod gen;
 mod hexdump;
 mod input;
 mod inspect;
@@ -39,6 +41,11 @@ Commands:
   encode  [FILE|-]             JSON lines in, frames out
   scan    REQUESTS [RESPONSES] find ElectLeaders requests in a raw capture and pair
                                the responses of the same connection with them
+  gen     [--seed S] [--count N]
+                               valid random frames, the same for the same seed
+  mutate  [--seed S] [FILE|-]  structure-aware mutants of the frames read
+  fuzz    --target HOST:PORT   send generated and mutated requests to a broker and
+                               report what it does wrong
   proxy   --listen A --upstream B ...
                                guard ElectLeaders between Kafka clients and brokers
                                (built with the feature 'proxy')
@@ -339,6 +346,12 @@ fn run(args: Vec<OsString>, out: &mut dyn Write) -> Result<(), Failure> {
             if topic.as_deref() == Some("proxy") {
                 return print(out, proxy::USAGE);
             }
+            match topic.as_deref() {
+                Some("gen") => return print(out, gen::GEN_USAGE),
+                Some("mutate") => return print(out, gen::MUTATE_USAGE),
+                Some("fuzz") => return print(out, fuzz_cmd::FUZZ_USAGE),
+                _ => {}
+            }
             return match topic.as_deref().map(Command::from_name) {
                 None => print(out, USAGE),
                 Some(Some(command)) => print(out, command.usage()),
@@ -348,6 +361,9 @@ fn run(args: Vec<OsString>, out: &mut dyn Write) -> Result<(), Failure> {
                 ))),
             };
         }
+        "gen" => return gen::run("gen", args, out),
+        "mutate" => return gen::run("mutate", args, out),
+        "fuzz" => return fuzz_cmd::run(args, out),
         name => match Command::from_name(name) {
             Some(command) => command,
             None => {

@@ -1,0 +1,413 @@
+//! `fuzz`: a bounded campaign against one live broker, over plain blocking `std::net`.
+//!
+//! Each connection starts as a client's does, with ApiVersions (v0); then generated and
+//! mutated ElectLeaders requests go out one at a time, and each answer is read (with a read
+//! timeout), parsed with the library at the request's version and compared with the
+//! request. Only the address given is ever connected to.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use arbitrary::{Arbitrary, Unstructured};
+use kafka_elect_leaders::{
+    mutate_request, parse_request, parse_response, set_request_correlation_id, ArbitraryRequest,
+    EncodeRequest, ErrorCode, DEFAULT_MAX_FRAME_SIZE,
+};
+
+use crate::fail::Failure;
+use crate::input::to_hex;
+
+pub const FUZZ_USAGE: &str = "\
+Usage: elect-leaders fuzz --target HOST:PORT [--count N] [--seed S] [--rate R]
+                          [--timeout MS] [--duration SECS]
+
+Sends N (default 100) generated and mutated ElectLeaders requests to the broker at
+HOST:PORT, the same ones for the same seed S (default 0), at most R a second (default: as
+fast as it answers), one at a time on a connection that starts with ApiVersions. Each answer
+is read (waiting at most MS milliseconds, default 5000), parsed at the request's version and
+compared with the request. Stops after N requests or SECS seconds (default 300). Connects to
+HOST:PORT only. Elections are real: use a test cluster.
+
+Prints one line per anomaly, then a summary. Anomalies:
+  no-answer      the connection closed without an answer to a well-formed request
+  timeout        no answer within MS milliseconds (the broker stopped answering)
+  unparsable     an answer that the library refuses
+  correlation    an answer to another correlation id
+  partitions     an answer (ErrorCode NONE) whose partitions are not the ones asked for
+  unreachable    the broker cannot be connected to (the campaign stops)
+A malformed request that the broker answers by closing the connection is counted, not an
+anomaly. Exit status: 0 no anomaly, 1 anomalies, 2 usage error.
+";
+
+struct Options {
+    target: SocketAddr,
+    count: u64,
+    seed: u64,
+    rate: Option<f64>,
+    timeout: Duration,
+    duration: Duration,
+}
+
+fn parse(args: impl Iterator<Item = OsString>) -> Result<Option<Options>, Failure> {
+    let usage = |message: String| Failure::usage("fuzz", message);
+    let mut target = None;
+    let mut options = Options {
+        target: SocketAddr::from(([127, 0, 0, 1], 9092)),
+        count: 100,
+        seed: 0,
+        rate: None,
+        timeout: Duration::from_millis(5000),
+        duration: Duration::from_secs(300),
+    };
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy().into_owned();
+        let (name, inline) = match text.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (text.clone(), None),
+        };
+        if name == "-h" || name == "--help" {
+            return Ok(None);
+        }
+        let value = match inline.or_else(|| args.next().map(|v| v.to_string_lossy().into())) {
+            Some(v) => v,
+            None => return Err(usage(format!("{name} needs a value"))),
+        };
+        let number = |v: &str| -> Result<u64, Failure> {
+            v.parse()
+                .map_err(|_| usage(format!("{name} {v}: not a number")))
+        };
+        match name.as_str() {
+            "--target" => {
+                let addr = value
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut a| a.next())
+                    .ok_or_else(|| usage(format!("--target {value}: not HOST:PORT")))?;
+                target = Some(addr);
+            }
+            "--count" => options.count = number(&value)?,
+            "--seed" => options.seed = number(&value)?,
+            "--timeout" => options.timeout = Duration::from_millis(number(&value)?.max(1)),
+            "--duration" => options.duration = Duration::from_secs(number(&value)?),
+            "--rate" => match value.parse::<f64>() {
+                Ok(r) if r > 0.0 => options.rate = Some(r),
+                _ => return Err(usage(format!("--rate {value}: a positive number"))),
+            },
+            _ => return Err(usage(format!("unknown option '{text}'"))),
+        }
+    }
+    options.target = target.ok_or_else(|| usage("--target HOST:PORT is needed".into()))?;
+    Ok(Some(options))
+}
+
+#[derive(Default)]
+struct Tally {
+    sent: u64,
+    answered: u64,
+    malformed_sent: u64,
+    malformed_closed: u64,
+    reconnects: u64,
+    /// Malformed requests the broker answered, by what the library refuses in them.
+    malformed_answered: std::collections::BTreeMap<String, u64>,
+    /// Answers to requests naming a topic that is not UTF-8 (Kafka answers another name).
+    renamed: u64,
+    anomalies: Vec<(&'static str, String)>,
+}
+
+struct Conn {
+    stream: TcpStream,
+    next_id: i32,
+    /// The newest ElectLeaders version the broker says it has.
+    max_version: i16,
+}
+
+fn connect(o: &Options) -> io::Result<Conn> {
+    let stream = TcpStream::connect_timeout(&o.target, o.timeout)?;
+    stream.set_read_timeout(Some(o.timeout))?;
+    stream.set_write_timeout(Some(o.timeout))?;
+    stream.set_nodelay(true)?;
+    let mut conn = Conn {
+        stream,
+        next_id: 1,
+        max_version: 2,
+    };
+    // ApiVersions v0: header v1 (api key 18, version 0, correlation id 0, client id), no body.
+    let client_id = b"elect-leaders-fuzz";
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&((10 + client_id.len()) as i32).to_be_bytes());
+    frame.extend_from_slice(&18i16.to_be_bytes());
+    frame.extend_from_slice(&0i16.to_be_bytes());
+    frame.extend_from_slice(&0i32.to_be_bytes());
+    frame.extend_from_slice(&(client_id.len() as i16).to_be_bytes());
+    frame.extend_from_slice(client_id);
+    conn.stream.write_all(&frame)?;
+    let answer = read_frame(&mut conn.stream)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "closed"))?;
+    // ApiVersionsResponse v0: correlation id, error code, [api key, min, max].
+    let body = answer.get(4..).unwrap_or_default();
+    if body.len() >= 10 {
+        let count = i32::from_be_bytes([body[6], body[7], body[8], body[9]]).max(0) as usize;
+        for k in 0..count {
+            let at = 10 + 6 * k;
+            let Some(e) = body.get(at..at + 6) else { break };
+            if i16::from_be_bytes([e[0], e[1]]) == kafka_elect_leaders::API_KEY {
+                conn.max_version = i16::from_be_bytes([e[4], e[5]]).clamp(0, 2);
+            }
+        }
+    }
+    Ok(conn)
+}
+
+/// One whole frame (size prefix included); `None` when the peer closed before its first byte.
+fn read_frame(stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>> {
+    let mut size = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match stream.read(&mut size[got..])? {
+            0 if got == 0 => return Ok(None),
+            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+            n => got += n,
+        }
+    }
+    let len = i32::from_be_bytes(size);
+    if len < 0 || len as usize > DEFAULT_MAX_FRAME_SIZE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("size prefix {len}"),
+        ));
+    }
+    let mut frame = vec![0u8; 4 + len as usize];
+    frame[..4].copy_from_slice(&size);
+    stream.read_exact(&mut frame[4..])?;
+    Ok(Some(frame))
+}
+
+/// SplitMix64 bytes for the `n`th request.
+fn seeded_bytes(seed: u64, n: u64, len: usize) -> Vec<u8> {
+    let mut state = seed ^ n.wrapping_mul(0xd1b5_4a32_d192_ed03) ^ 0x5eed;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) as u8
+        })
+        .collect()
+}
+
+/// The `n`th request: generated (even `n`) or a mutant of the one before (odd `n`).
+fn request(o: &Options, n: u64, max_version: i16, previous: &[u8]) -> Vec<u8> {
+    if n % 2 == 1 && !previous.is_empty() {
+        let mut out = vec![0u8; previous.len() * 2 + 70_000];
+        if let Ok(m) = mutate_request(previous, o.seed ^ n, &mut out) {
+            out.truncate(m.len);
+            return out;
+        }
+    }
+    let data = seeded_bytes(o.seed, n, 32 + (n as usize * 37) % 512);
+    let mut r = ArbitraryRequest::arbitrary(&mut Unstructured::new(&data)).expect("never fails");
+    let version = r.version.min(max_version);
+    r.fit_to_version(version);
+    let mut buf = vec![0u8; r.encoded_len(version).expect("carryable")];
+    r.encode(version, &mut buf).expect("sized");
+    buf
+}
+
+/// The (topic, partition) pairs a request names; `None` for all partitions (null).
+fn asked(frame: &[u8]) -> Option<BTreeSet<(Vec<u8>, i32)>> {
+    let request = parse_request(frame).ok()?;
+    let topics = request.topic_partitions()?;
+    let mut set = BTreeSet::new();
+    for t in topics {
+        for p in t.partitions() {
+            set.insert((t.topic().to_vec(), p));
+        }
+    }
+    Some(set)
+}
+
+pub fn run(args: impl Iterator<Item = OsString>, out: &mut dyn Write) -> Result<(), Failure> {
+    let Some(o) = parse(args)? else {
+        return out
+            .write_all(FUZZ_USAGE.as_bytes())
+            .map_err(Failure::Output);
+    };
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    let mut conn: Option<Conn> = None;
+    let mut previous = Vec::new();
+    let mut n = 0;
+    while n < o.count && started.elapsed() < o.duration {
+        if let Some(rate) = o.rate {
+            let due = started + Duration::from_secs_f64(n as f64 / rate);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        let c = match conn.as_mut() {
+            Some(c) => c,
+            None => match connect(&o) {
+                Ok(c) => conn.insert(c),
+                Err(e) => {
+                    tally
+                        .anomalies
+                        .push(("unreachable", format!("{}: {e}", o.target)));
+                    break;
+                }
+            },
+        };
+        let mut frame = request(&o, n, c.max_version, &previous);
+        previous.clone_from(&frame);
+        let refusal = parse_request(&frame).err();
+        let well_formed = refusal.is_none();
+        let id = c.next_id;
+        c.next_id = c.next_id.wrapping_add(1);
+        if well_formed {
+            set_request_correlation_id(&mut frame, id).expect("parsed");
+        }
+        let version = frame
+            .get(6..8)
+            .map_or(-1, |v| i16::from_be_bytes([v[0], v[1]]));
+        n += 1;
+        tally.sent += 1;
+        if !well_formed {
+            tally.malformed_sent += 1;
+        }
+        // A malformed request may be one the broker waits on for ever (a size prefix that
+        // promises more): it gets a short wait, then the connection is dropped.
+        let wait = if well_formed {
+            o.timeout
+        } else {
+            o.timeout.min(Duration::from_millis(500))
+        };
+        let sent = c
+            .stream
+            .set_read_timeout(Some(wait))
+            .and_then(|()| c.stream.write_all(&frame));
+        let answer = sent.and_then(|()| read_frame(&mut c.stream));
+        let mut problem = |kind: &'static str, what: String| {
+            tally.anomalies.push((
+                kind,
+                format!("request {} ({what}): {}", n - 1, to_hex(&frame)),
+            ));
+        };
+        match answer {
+            Ok(Some(answer)) => {
+                tally.answered += 1;
+                if let Some(e) = refusal {
+                    // The broker answered what the library refuses: worth a look.
+                    let kind = format!("{:?}", e.kind);
+                    let name = kind.split([' ', '(', '{']).next().unwrap_or_default();
+                    let key = format!("{name} in {}", e.field);
+                    *tally.malformed_answered.entry(key).or_default() += 1;
+                    continue;
+                }
+                match parse_response(&answer, version) {
+                    Err(e) => problem("unparsable", format!("{e}; answer {}", to_hex(&answer))),
+                    Ok(r) if r.correlation_id() != id => problem(
+                        "correlation",
+                        format!("sent {id}, answered {}", r.correlation_id()),
+                    ),
+                    Ok(r) => {
+                        if let Some(want) = asked(&frame) {
+                            let mut got = BTreeSet::new();
+                            for t in r.replica_election_results() {
+                                for p in t.partition_result() {
+                                    got.insert((t.topic().to_vec(), p.partition_id()));
+                                }
+                            }
+                            // Kafka decodes names as UTF-8 with replacement: a name
+                            // that is not UTF-8 comes back as another name (Java's
+                            // replacement, not Rust's: the two are not compared).
+                            let renamed = want.iter().any(|(t, _)| std::str::from_utf8(t).is_err());
+                            if r.error_code() != ErrorCode::NONE || got == want {
+                            } else if renamed {
+                                tally.renamed += 1;
+                            } else {
+                                let missing = want.difference(&got).next();
+                                let extra = got.difference(&want).next();
+                                let show = |e: Option<&(Vec<u8>, i32)>| match e {
+                                    Some((t, p)) => format!("{}/{p}", String::from_utf8_lossy(t)),
+                                    None => "none".into(),
+                                };
+                                problem(
+                                    "partitions",
+                                    format!(
+                                        "asked {}, answered {}; first missing {}, first extra {}",
+                                        want.len(),
+                                        got.len(),
+                                        show(missing),
+                                        show(extra)
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(None) | Err(_) if !well_formed => {
+                tally.malformed_closed += 1;
+                conn = None;
+                tally.reconnects += 1;
+            }
+            Ok(None) => {
+                problem("no-answer", "closed".into());
+                conn = None;
+                tally.reconnects += 1;
+            }
+            Err(e) => {
+                let kind = if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) {
+                    "timeout"
+                } else {
+                    "no-answer"
+                };
+                problem(kind, e.to_string());
+                conn = None;
+                tally.reconnects += 1;
+            }
+        }
+    }
+    let w = |out: &mut dyn Write, text: String| out.write_all(text.as_bytes());
+    let mut report = || -> io::Result<()> {
+        for (kind, what) in &tally.anomalies {
+            w(out, format!("anomaly {kind}: {what}\n"))?;
+        }
+        for (what, n) in &tally.malformed_answered {
+            w(out, format!("answered though malformed: {n} x {what}\n"))?;
+        }
+        w(
+            out,
+            format!(
+                "fuzz: {} sent ({} malformed), {} answered, {} malformed refused by closing, \
+                 {} reconnects, {} with non-UTF-8 topic names (not compared), {} anomalies, \
+                 {:.1}s\n",
+                tally.sent,
+                tally.malformed_sent,
+                tally.answered,
+                tally.malformed_closed,
+                tally.reconnects,
+                tally.renamed,
+                tally.anomalies.len(),
+                started.elapsed().as_secs_f64()
+            ),
+        )
+    };
+    report().map_err(Failure::Output)?;
+    if tally.anomalies.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Input(format!(
+            "{} anomalies against {}",
+            tally.anomalies.len(),
+            o.target
+        )))
+    }
+}

@@ -1,0 +1,866 @@
+//! A structure-aware mutator for fuzz campaigns (feature `arbitrary`); documented on
+//! `mutate_request`.
+use core::fmt;
+use std::vec::Vec;
+
+use crate::arbitrary::{
+    ArbitraryPartitionResult, ArbitraryReplicaElectionResult, ArbitraryRequest, ArbitraryResponse,
+    ArbitraryTopicPartitions,
+};
+use crate::election_type::ElectionType;
+use crate::error_code::ErrorCode;
+use crate::request::parse_request;
+use crate::response::parse_response;
+use crate::write::{EncodeError, EncodeRequest, EncodeResponse, TaggedFieldData};
+
+/// What a mutation changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Mutation {
+    /// The field changed, as a schema path (`TopicPartitions.Topic`, `size`, ...); `bytes`
+    /// for byte-level mutation of a frame that did not parse.
+    pub field: &'static str,
+    /// How it was changed, in a few words.
+    pub change: &'static str,
+    /// True for a deliberate malformation (written over the canonical frame, or byte-level):
+    /// the frame may be refused by a parser. False: the writer wrote it, it parses.
+    pub malformed: bool,
+}
+
+impl fmt::Display for Mutation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.change)?;
+        if self.malformed {
+            f.write_str(" (malformed)")?;
+        }
+        Ok(())
+    }
+}
+
+/// A mutant written into the caller's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mutant {
+    /// Its length: the mutant is `out[..len]`.
+    pub len: usize,
+    /// The version to parse it at (for a response; a request says its own), unless
+    /// `mutation.malformed`.
+    pub version: i16,
+    /// What was changed.
+    pub mutation: Mutation,
+}
+
+/// Why no mutant was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MutateError {
+    /// The output buffer is empty.
+    EmptyBuffer,
+}
+
+impl fmt::Display for MutateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MutateError::EmptyBuffer => f.write_str("the output buffer is empty"),
+        }
+    }
+}
+
+impl std::error::Error for MutateError {}
+
+/// SplitMix64: small, fast, and the same everywhere.
+#[derive(Clone, Debug)]
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x6a09_e667_f3bc_c909)
+    }
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+    fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
+    }
+}
+
+/// The int32 boundaries Kafka cares about.
+const I32_EDGES: [i32; 10] = [
+    0,
+    -1,
+    1,
+    i32::MAX,
+    i32::MIN,
+    32767,
+    32768,
+    -32768,
+    65535,
+    0x7fff_fffe,
+];
+const I16_EDGES: [i16; 8] = [0, -1, 1, i16::MAX, i16::MIN, 35, 41, 84];
+const I8_EDGES: [i8; 6] = [0, 1, 2, -1, i8::MAX, i8::MIN];
+const TAG_EDGES: [u32; 8] = [0, 1, 63, 127, 128, 16383, 16384, u32::MAX];
+/// The longest string Kafka reads or writes.
+static LONGEST: [u8; 32767] = [b'x'; 32767];
+
+/// A small mutation of `bytes`, for strings.
+fn mutated_string(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
+    let mut s = bytes.to_vec();
+    match rng.below(5) {
+        0 if !s.is_empty() => {
+            let i = rng.below(s.len());
+            s[i] ^= 1 << rng.below(8);
+        }
+        1 if !s.is_empty() => {
+            s.remove(rng.below(s.len()));
+        }
+        2 => s.extend_from_slice(&[0xc3, 0x28]), // not UTF-8
+        3 => s.insert(rng.below(s.len() + 1), rng.pick(&[0u8, b'.', b'/', 0xff])),
+        _ => s.extend_from_slice(bytes),
+    }
+    s
+}
+
+/// A string to put in place of another: one of the frame's own, a mutated one, empty, the
+/// longest allowed.
+fn new_string<'a>(rng: &mut Rng, donors: &[&'a [u8]], scratch: &'a [u8]) -> &'a [u8] {
+    match rng.below(6) {
+        0 => b"",
+        1 => &LONGEST[..],
+        2 if !donors.is_empty() => rng.pick(donors),
+        3 => b"__consumer_offsets",
+        _ => scratch,
+    }
+}
+
+fn list_op<T: Clone>(rng: &mut Rng, list: &mut Vec<T>, fresh: impl FnOnce() -> T) -> &'static str {
+    let n = list.len();
+    match rng.below(5) {
+        0 if n > 0 => {
+            list.remove(rng.below(n));
+            "element removed"
+        }
+        1 if n > 0 => {
+            let i = rng.below(n);
+            let copy = list[i].clone();
+            list.insert(i + 1, copy);
+            "element duplicated"
+        }
+        2 if n > 1 => {
+            let (i, j) = (rng.below(n), rng.below(n));
+            list.swap(i, j);
+            "elements swapped"
+        }
+        3 if n > 0 => {
+            let copy = list[rng.below(n)].clone();
+            list.insert(rng.below(n + 1), copy);
+            "element copied elsewhere"
+        }
+        _ => {
+            let i = rng.below(n + 1);
+            list.insert(i, fresh());
+            "element inserted"
+        }
+    }
+}
+
+/// Adds or removes a tagged field, keeping tags ascending.
+fn tags_op<'a>(rng: &mut Rng, tags: &mut Vec<TaggedFieldData<'a>>, data: &'a [u8]) -> &'static str {
+    if !tags.is_empty() && rng.chance(3) {
+        tags.remove(rng.below(tags.len()));
+        return "tagged field removed";
+    }
+    let after = tags.last().map(|t| t.tag);
+    let candidates: Vec<u32> = TAG_EDGES
+        .iter()
+        .copied()
+        .filter(|&t| after.map_or(true, |a| t > a))
+        .collect();
+    let tag = if candidates.is_empty() || rng.chance(2) {
+        match after {
+            None => 0,
+            Some(a) => match a.checked_add(1) {
+                Some(t) => t,
+                None => return "tagged field kept (no tag left)",
+            },
+        }
+    } else {
+        rng.pick(&candidates)
+    };
+    tags.push(TaggedFieldData::new(tag, data));
+    "tagged field added"
+}
+
+/// Runs an encode into `out`; `None` if it does not fit or the version refuses the message
+/// (the caller tries another mutation).
+fn write<E>(encode: E, out: &mut [u8]) -> Option<usize>
+where
+    E: FnOnce(&mut [u8]) -> Result<usize, EncodeError>,
+{
+    encode(out).ok()
+}
+
+const ATTEMPTS: usize = 12;
+
+///
+/// Mutates one ElectLeaders request frame into `out`: a frame that does not parse, or whose
+/// mutants do not fit in `out`, gets [`mutate_bytes`].
+///
+/// [`mutate_request`] and [`mutate_response`] parse a frame, change one thing at the level
+/// of the schema, and write the result back with the crate's writer into the caller's
+/// buffer, so the frame's lengths, counts and size prefix stay right while a value goes
+/// wrong where it counts:
+///
+/// - a field's value at the boundaries Kafka cares about (0, -1, 1, `i32::MAX`, `i32::MIN`,
+///   32767, 32768 ...): correlation id, election type, timeout, partition ids, throttle
+///   time, error codes;
+/// - a string's bytes (a byte flipped, added or dropped, non-UTF-8, another string's bytes,
+///   empty, the longest Kafka allows: 32767 bytes) or null where the schema allows it;
+/// - a list element inserted, removed, duplicated or two swapped; a null or empty list;
+/// - a tagged field added or removed (version 2);
+/// - the version (what the new version cannot carry is dropped).
+///
+/// Some mutations are deliberate malformations written over the canonical frame: a length
+/// or count that lies (-1 where null is not allowed, one more than there is, more than the
+/// frame holds), two tagged fields out of order, an unknown version, a size prefix off by
+/// one, a truncated body, trailing bytes. The [`Mutant`] says which, and `malformed` is
+/// true for them. A frame that does not parse gets byte-level mutation ([`mutate_bytes`]).
+///
+/// Everything is deterministic for a seed.
+///
+/// With libFuzzer (`libfuzzer-sys`), as in `fuzz/fuzz_targets/structured.rs`:
+///
+/// ```ignore
+/// libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
+///     let frame = data[..size].to_vec();
+///     match kafka_elect_leaders::mutate_request(&frame, u64::from(seed), &mut data[..max_size]) {
+///         Ok(mutant) => mutant.len,
+///         Err(_) => libfuzzer_sys::fuzzer_mutate(data, size, max_size),
+///     }
+/// });
+/// ```
+///
+/// ```
+/// use kafka_elect_leaders::{mutate_request, parse_request};
+///
+/// let frame = std::fs::read("corpus/request-v2-multi.bin").unwrap();
+/// let mut out = vec![0u8; 4096];
+/// for seed in 0..100 {
+///     let mutant = mutate_request(&frame, seed, &mut out).unwrap();
+///     let result = parse_request(&out[..mutant.len]);
+///     if !mutant.mutation.malformed {
+///         assert!(result.is_ok(), "{}", mutant.mutation);
+///     }
+/// }
+/// ```
+pub fn mutate_request(frame: &[u8], seed: u64, out: &mut [u8]) -> Result<Mutant, MutateError> {
+    if out.is_empty() {
+        return Err(MutateError::EmptyBuffer);
+    }
+    let mut rng = Rng::new(seed);
+    if let Ok(view) = parse_request(frame) {
+        let mut donors: Vec<&[u8]> = Vec::new();
+        donors.extend(view.header().client_id());
+        for t in view.topic_partitions().into_iter().flat_map(|l| l.iter()) {
+            donors.push(t.topic());
+        }
+        let donor = if donors.is_empty() {
+            &b"topic"[..]
+        } else {
+            rng.pick(&donors)
+        };
+        let scratch = mutated_string(&mut rng, donor);
+        for _ in 0..ATTEMPTS {
+            let mut m = ArbitraryRequest::from_view(&view);
+            if rng.chance(5) {
+                if let Some(mutant) = raw_request(&mut rng, &m, out) {
+                    return Ok(mutant);
+                }
+                continue;
+            }
+            let mutation = request_op(&mut rng, &mut m, &donors, &scratch);
+            if let Some(len) = write(|o| m.encode(m.version, o), out) {
+                return Ok(Mutant {
+                    len,
+                    version: m.version,
+                    mutation,
+                });
+            }
+        }
+    }
+    let len = mutate_bytes(frame, rng.next(), out);
+    Ok(Mutant {
+        len,
+        version: frame_version(frame),
+        mutation: BYTES,
+    })
+}
+
+const BYTES: Mutation = Mutation {
+    field: "bytes",
+    change: "byte-level mutation",
+    malformed: true,
+};
+
+fn frame_version(frame: &[u8]) -> i16 {
+    match frame.get(6..8) {
+        Some(v) => i16::from_be_bytes([v[0], v[1]]),
+        None => -1,
+    }
+}
+
+fn ok(field: &'static str, change: &'static str) -> Mutation {
+    Mutation {
+        field,
+        change,
+        malformed: false,
+    }
+}
+
+fn request_op<'a>(
+    rng: &mut Rng,
+    m: &mut ArbitraryRequest<'a>,
+    donors: &[&'a [u8]],
+    scratch: &'a [u8],
+) -> Mutation {
+    let topics = m.topic_partitions.as_ref().map_or(0, Vec::len);
+    match rng.below(12) {
+        0 => {
+            m.correlation_id = rng.pick(&I32_EDGES);
+            ok("CorrelationId", "boundary value")
+        }
+        1 => {
+            if rng.chance(4) {
+                m.client_id = None;
+                ok("ClientId", "null")
+            } else {
+                m.client_id = Some(new_string(rng, donors, scratch));
+                ok("ClientId", "new bytes")
+            }
+        }
+        2 => {
+            m.election_type = ElectionType(rng.pick(&I8_EDGES));
+            ok("ElectionType", "boundary value")
+        }
+        3 => {
+            m.timeout_ms = rng.pick(&I32_EDGES);
+            ok("TimeoutMs", "boundary value")
+        }
+        4 => {
+            m.topic_partitions = match &m.topic_partitions {
+                None => Some(Vec::new()),
+                Some(list) if list.is_empty() || rng.chance(2) => None,
+                Some(_) => Some(Vec::new()),
+            };
+            ok("TopicPartitions", "null or empty")
+        }
+        5 => {
+            let list = m.topic_partitions.get_or_insert_with(Vec::new);
+            let name = new_string(rng, donors, scratch);
+            let edge = rng.pick(&I32_EDGES);
+            let change = list_op(rng, list, || ArbitraryTopicPartitions {
+                topic: name,
+                partitions: std::vec![edge],
+                tagged_fields: Vec::new(),
+            });
+            ok("TopicPartitions", change)
+        }
+        6 | 7 if topics > 0 => {
+            let i = rng.below(topics);
+            let entry = &mut m.topic_partitions.as_mut().unwrap()[i];
+            if rng.chance(3) {
+                entry.topic = new_string(rng, donors, scratch);
+                return ok("TopicPartitions.Topic", "new bytes");
+            }
+            let edge = rng.pick(&I32_EDGES);
+            if !entry.partitions.is_empty() && rng.chance(2) {
+                let j = rng.below(entry.partitions.len());
+                entry.partitions[j] = edge;
+                return ok("TopicPartitions.Partitions", "boundary value");
+            }
+            let change = list_op(rng, &mut entry.partitions, || edge);
+            ok("TopicPartitions.Partitions", change)
+        }
+        8 | 9 if m.version >= 2 => {
+            let data = new_string(rng, donors, scratch);
+            let data = if data.len() > 64 { &data[..0] } else { data };
+            let block = rng.below(topics + 2);
+            let (field, tags) = match block {
+                0 => ("RequestHeader._tagged_fields", &mut m.header_tagged_fields),
+                1 => ("_tagged_fields", &mut m.tagged_fields),
+                _ => (
+                    "TopicPartitions._tagged_fields",
+                    &mut m.topic_partitions.as_mut().unwrap()[block - 2].tagged_fields,
+                ),
+            };
+            ok(field, tags_op(rng, tags, data))
+        }
+        10 => {
+            let version = (m.version + 1 + rng.below(2) as i16) % 3;
+            m.fit_to_version(version);
+            ok("RequestApiVersion", "another version")
+        }
+        _ => {
+            // Duplicate topics and partitions are what Kafka's controller must refuse.
+            if let Some(list) = m.topic_partitions.as_mut().filter(|l| !l.is_empty()) {
+                let i = rng.below(list.len());
+                let copy = list[i].clone();
+                list.push(copy);
+                ok("TopicPartitions", "topic repeated at the end")
+            } else {
+                m.correlation_id = m.correlation_id.wrapping_add(1);
+                ok("CorrelationId", "plus one")
+            }
+        }
+    }
+}
+
+/// Writes `m` canonically, then breaks one thing in the bytes.
+fn raw_request(rng: &mut Rng, m: &ArbitraryRequest<'_>, out: &mut [u8]) -> Option<Mutant> {
+    let len = write(|o| m.encode(m.version, o), out)?;
+    let flexible = m.version >= 2;
+    // Where things are, read from the canonical frame.
+    let (lists, strings, tag_pairs) = {
+        let view = parse_request(&out[..len]).ok()?;
+        let base = out.as_ptr() as usize;
+        let mut lists = Vec::new();
+        let mut strings = Vec::new();
+        let mut tag_pairs = Vec::new();
+        if let Some(client_id) = view.header().client_id() {
+            strings.push((client_id.as_ptr() as usize - base, client_id.len(), false));
+        }
+        collect_tag_pairs(view.header().tagged_fields(), &mut tag_pairs);
+        collect_tag_pairs(view.tagged_fields(), &mut tag_pairs);
+        if let Some(topics) = view.topic_partitions() {
+            lists.push((topics.range().start, topics.len()));
+            for t in topics {
+                strings.push((
+                    t.topic().as_ptr() as usize - base,
+                    t.topic().len(),
+                    flexible,
+                ));
+                lists.push((t.partitions().range().start, t.partitions().len()));
+                collect_tag_pairs(t.tagged_fields(), &mut tag_pairs);
+            }
+        }
+        (lists, strings, tag_pairs)
+    };
+    let frame = &mut out[..len];
+    let mutation = match rng.below(7) {
+        0 => {
+            let v = rng.pick(&[3i16, -1, i16::MAX, (m.version + 1) % 3, (m.version + 2) % 3]);
+            frame[6..8].copy_from_slice(&v.to_be_bytes());
+            bad("RequestApiVersion", "version changed in place")
+        }
+        1 if !strings.is_empty() => {
+            let (at, slen, compact) = rng.pick(&strings);
+            lie_string_len(rng, frame, at, slen, compact);
+            bad("string length", "length lies")
+        }
+        2 if !lists.is_empty() => {
+            let (at, count) = rng.pick(&lists);
+            lie_count(rng, frame, at, count, flexible);
+            bad("array count", "count lies")
+        }
+        3 if !tag_pairs.is_empty() => {
+            let (a, b, c) = rng.pick(&tag_pairs);
+            swap_adjacent(frame, a, b, c);
+            bad("_tagged_fields", "two tagged fields swapped (out of order)")
+        }
+        _ => return raw_frame(rng, out, len, m.version),
+    };
+    Some(Mutant {
+        len,
+        version: m.version,
+        mutation,
+    })
+}
+
+fn bad(field: &'static str, change: &'static str) -> Mutation {
+    Mutation {
+        field,
+        change,
+        malformed: true,
+    }
+}
+
+/// Adjacent tagged fields: (start of first, start of second, end of second).
+fn collect_tag_pairs(tags: crate::TaggedFields<'_>, pairs: &mut Vec<(usize, usize, usize)>) {
+    let mut previous: Option<core::ops::Range<usize>> = None;
+    for field in tags {
+        let r = field.range();
+        if let Some(p) = previous {
+            pairs.push((p.start, r.start, r.end));
+        }
+        previous = Some(r);
+    }
+}
+
+fn swap_adjacent(frame: &mut [u8], a: usize, b: usize, c: usize) {
+    frame[a..c].rotate_left(b - a);
+}
+
+/// The width of a minimal unsigned varint.
+fn varint_width(mut v: u32) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// Writes `value` as an unsigned varint of exactly `width` bytes (padded, or truncated to
+/// what fits).
+fn put_varint(frame: &mut [u8], at: usize, width: usize, value: u64) {
+    let value = value.min((1u64 << (7 * width).min(35)) - 1);
+    for i in 0..width {
+        let mut byte = ((value >> (7 * i)) & 0x7f) as u8;
+        if i + 1 < width {
+            byte |= 0x80;
+        }
+        frame[at + i] = byte;
+    }
+}
+
+/// A string's length prefix, before its bytes at `at`, changed to lie.
+fn lie_string_len(rng: &mut Rng, frame: &mut [u8], at: usize, len: usize, compact: bool) {
+    if compact {
+        let width = varint_width(len as u32 + 1);
+        let value = rng.pick(&[0u64, len as u64 + 2, 32769, u64::MAX]);
+        put_varint(frame, at - width, width, value);
+    } else {
+        let value = rng.pick(&[-2i16, len as i16 + 1, i16::MAX, i16::MIN]);
+        frame[at - 2..at].copy_from_slice(&value.to_be_bytes());
+    }
+}
+
+/// An array's count at `at` changed to lie.
+fn lie_count(rng: &mut Rng, frame: &mut [u8], at: usize, count: usize, compact: bool) {
+    if compact {
+        let width = varint_width(count as u32 + 1);
+        let value = rng.pick(&[count as u64 + 2, count as u64, u64::MAX]);
+        put_varint(frame, at, width, value);
+    } else {
+        let value = rng.pick(&[-2i32, count as i32 + 1, i32::MAX, i32::MIN]);
+        frame[at..at + 4].copy_from_slice(&value.to_be_bytes());
+    }
+}
+
+/// Whole-frame malformations of the canonical frame in `out[..len]`: the size prefix off by
+/// one, the body cut short, bytes left over.
+fn raw_frame(rng: &mut Rng, out: &mut [u8], len: usize, version: i16) -> Option<Mutant> {
+    let size = i32::from_be_bytes([out[0], out[1], out[2], out[3]]);
+    let (len, change) = match rng.below(3) {
+        0 => {
+            let delta = if rng.chance(2) { 1 } else { -1 };
+            out[..4].copy_from_slice(&size.wrapping_add(delta).to_be_bytes());
+            (len, "size prefix off by one")
+        }
+        1 if len > 5 => {
+            let cut = 4 + rng.below(len - 5) + 1;
+            out[..4].copy_from_slice(&((cut - 4) as i32).to_be_bytes());
+            (cut, "body cut short, size prefix fixed")
+        }
+        _ => {
+            let extra = 1 + rng.below(4);
+            if len + extra > out.len() {
+                return None;
+            }
+            out[len..len + extra].fill(0);
+            out[..4].copy_from_slice(&size.wrapping_add(extra as i32).to_be_bytes());
+            (len + extra, "bytes left over, size prefix fixed")
+        }
+    };
+    Some(Mutant {
+        len,
+        version,
+        mutation: bad("size", change),
+    })
+}
+
+/// Mutates one ElectLeaders response frame of `version` into `out`, as
+/// [`mutate_request`] does a request. The mutant's version is [`Mutant::version`] (a version mutation changes it).
+pub fn mutate_response(
+    frame: &[u8],
+    version: i16,
+    seed: u64,
+    out: &mut [u8],
+) -> Result<Mutant, MutateError> {
+    if out.is_empty() {
+        return Err(MutateError::EmptyBuffer);
+    }
+    let mut rng = Rng::new(seed);
+    if let Ok(view) = parse_response(frame, version) {
+        let mut donors: Vec<&[u8]> = Vec::new();
+        for r in view.replica_election_results() {
+            donors.push(r.topic());
+            for p in r.partition_result() {
+                donors.extend(p.error_message());
+            }
+        }
+        let donor = if donors.is_empty() {
+            &b"topic"[..]
+        } else {
+            rng.pick(&donors)
+        };
+        let scratch = mutated_string(&mut rng, donor);
+        for _ in 0..ATTEMPTS {
+            let mut m = ArbitraryResponse::from_view(&view);
+            if rng.chance(5) {
+                if let Some(mutant) = raw_response(&mut rng, &m, out) {
+                    return Ok(mutant);
+                }
+                continue;
+            }
+            let mutation = response_op(&mut rng, &mut m, &donors, &scratch);
+            if let Some(len) = write(|o| m.encode(m.version, o), out) {
+                return Ok(Mutant {
+                    len,
+                    version: m.version,
+                    mutation,
+                });
+            }
+        }
+    }
+    let len = mutate_bytes(frame, rng.next(), out);
+    Ok(Mutant {
+        len,
+        version,
+        mutation: BYTES,
+    })
+}
+
+fn response_op<'a>(
+    rng: &mut Rng,
+    m: &mut ArbitraryResponse<'a>,
+    donors: &[&'a [u8]],
+    scratch: &'a [u8],
+) -> Mutation {
+    let results = m.replica_election_results.len();
+    match rng.below(11) {
+        0 => {
+            m.correlation_id = rng.pick(&I32_EDGES);
+            ok("CorrelationId", "boundary value")
+        }
+        1 => {
+            m.throttle_time_ms = rng.pick(&I32_EDGES);
+            ok("ThrottleTimeMs", "boundary value")
+        }
+        2 => {
+            m.error_code = ErrorCode(rng.pick(&I16_EDGES));
+            ok("ErrorCode", "boundary value")
+        }
+        3 => {
+            let name = new_string(rng, donors, scratch);
+            let change = list_op(rng, &mut m.replica_election_results, || {
+                ArbitraryReplicaElectionResult {
+                    topic: name,
+                    partition_result: Vec::new(),
+                    tagged_fields: Vec::new(),
+                }
+            });
+            ok("ReplicaElectionResults", change)
+        }
+        4..=6 if results > 0 => {
+            let r = &mut m.replica_election_results[rng.below(results)];
+            if rng.chance(4) {
+                r.topic = new_string(rng, donors, scratch);
+                return ok("ReplicaElectionResults.Topic", "new bytes");
+            }
+            let n = r.partition_result.len();
+            if n == 0 || rng.chance(3) {
+                let edge = rng.pick(&I32_EDGES);
+                let change = list_op(rng, &mut r.partition_result, || ArbitraryPartitionResult {
+                    partition_id: edge,
+                    ..Default::default()
+                });
+                return ok("ReplicaElectionResults.PartitionResult", change);
+            }
+            let p = &mut r.partition_result[rng.below(n)];
+            match rng.below(4) {
+                0 => {
+                    p.partition_id = rng.pick(&I32_EDGES);
+                    ok(
+                        "ReplicaElectionResults.PartitionResult.PartitionId",
+                        "boundary value",
+                    )
+                }
+                1 => {
+                    p.error_code = ErrorCode(rng.pick(&I16_EDGES));
+                    ok(
+                        "ReplicaElectionResults.PartitionResult.ErrorCode",
+                        "boundary value",
+                    )
+                }
+                2 => {
+                    p.error_message = None;
+                    ok(
+                        "ReplicaElectionResults.PartitionResult.ErrorMessage",
+                        "null",
+                    )
+                }
+                _ => {
+                    p.error_message = Some(new_string(rng, donors, scratch));
+                    ok(
+                        "ReplicaElectionResults.PartitionResult.ErrorMessage",
+                        "new bytes",
+                    )
+                }
+            }
+        }
+        7 | 8 if m.version >= 2 => {
+            let data = new_string(rng, donors, scratch);
+            let data = if data.len() > 64 { &data[..0] } else { data };
+            let parts: usize = m
+                .replica_election_results
+                .iter()
+                .map(|r| r.partition_result.len())
+                .sum();
+            let block = rng.below(2 + results + parts);
+            let (field, tags) = if block == 0 {
+                ("ResponseHeader._tagged_fields", &mut m.header_tagged_fields)
+            } else if block == 1 {
+                ("_tagged_fields", &mut m.tagged_fields)
+            } else if block < 2 + results {
+                (
+                    "ReplicaElectionResults._tagged_fields",
+                    &mut m.replica_election_results[block - 2].tagged_fields,
+                )
+            } else {
+                let mut k = block - 2 - results;
+                let mut found = None;
+                for r in &mut m.replica_election_results {
+                    if k < r.partition_result.len() {
+                        found = Some(&mut r.partition_result[k].tagged_fields);
+                        break;
+                    }
+                    k -= r.partition_result.len();
+                }
+                (
+                    "ReplicaElectionResults.PartitionResult._tagged_fields",
+                    found.expect("block index within the partitions"),
+                )
+            };
+            ok(field, tags_op(rng, tags, data))
+        }
+        9 => {
+            let version = (m.version + 1 + rng.below(2) as i16) % 3;
+            m.fit_to_version(version);
+            ok("version", "another version")
+        }
+        _ => {
+            m.correlation_id = m.correlation_id.wrapping_add(1);
+            ok("CorrelationId", "plus one")
+        }
+    }
+}
+
+fn raw_response(rng: &mut Rng, m: &ArbitraryResponse<'_>, out: &mut [u8]) -> Option<Mutant> {
+    let len = write(|o| m.encode(m.version, o), out)?;
+    let flexible = m.version >= 2;
+    let (lists, strings, tag_pairs) = {
+        let view = parse_response(&out[..len], m.version).ok()?;
+        let base = out.as_ptr() as usize;
+        let mut lists = Vec::new();
+        let mut strings = Vec::new();
+        let mut tag_pairs = Vec::new();
+        collect_tag_pairs(view.header().tagged_fields(), &mut tag_pairs);
+        collect_tag_pairs(view.tagged_fields(), &mut tag_pairs);
+        let results = view.replica_election_results();
+        lists.push((results.range().start, results.len()));
+        for r in results {
+            strings.push((
+                r.topic().as_ptr() as usize - base,
+                r.topic().len(),
+                flexible,
+            ));
+            let parts = r.partition_result();
+            lists.push((parts.range().start, parts.len()));
+            collect_tag_pairs(r.tagged_fields(), &mut tag_pairs);
+            for p in parts {
+                if let Some(msg) = p.error_message() {
+                    strings.push((msg.as_ptr() as usize - base, msg.len(), flexible));
+                }
+                collect_tag_pairs(p.tagged_fields(), &mut tag_pairs);
+            }
+        }
+        (lists, strings, tag_pairs)
+    };
+    let frame = &mut out[..len];
+    let mutation = match rng.below(6) {
+        1 if !strings.is_empty() => {
+            let (at, slen, compact) = rng.pick(&strings);
+            lie_string_len(rng, frame, at, slen, compact);
+            bad("string length", "length lies")
+        }
+        2 if !lists.is_empty() => {
+            let (at, count) = rng.pick(&lists);
+            lie_count(rng, frame, at, count, flexible);
+            bad("array count", "count lies")
+        }
+        3 if !tag_pairs.is_empty() => {
+            let (a, b, c) = rng.pick(&tag_pairs);
+            swap_adjacent(frame, a, b, c);
+            bad("_tagged_fields", "two tagged fields swapped (out of order)")
+        }
+        _ => return raw_frame(rng, out, len, m.version),
+    };
+    Some(Mutant {
+        len,
+        version: m.version,
+        mutation,
+    })
+}
+
+/// Byte-level mutation of `data` into `out`, for what does not parse: a bit flipped, a byte
+/// or an int32 set to a boundary, a byte inserted or removed, the size prefix made to agree
+/// with the length (or not). Returns the length written (at most `out.len()`).
+pub fn mutate_bytes(data: &[u8], seed: u64, out: &mut [u8]) -> usize {
+    let mut rng = Rng::new(seed);
+    let mut v: Vec<u8> = data.to_vec();
+    let rounds = 1 + rng.below(3);
+    for _ in 0..rounds {
+        let n = v.len();
+        match rng.below(6) {
+            0 if n > 0 => {
+                let i = rng.below(n);
+                v[i] ^= 1 << rng.below(8);
+            }
+            1 if n > 0 => {
+                let i = rng.below(n);
+                v[i] = rng.pick(&[0u8, 0xff, 0x7f, 0x80, 0x01]);
+            }
+            2 if n >= 4 => {
+                let i = rng.below(n - 3);
+                v[i..i + 4].copy_from_slice(&rng.pick(&I32_EDGES).to_be_bytes());
+            }
+            3 if n > 0 => {
+                v.remove(rng.below(n));
+            }
+            4 if n >= 2 => {
+                let i = rng.below(n - 1);
+                v[i..i + 2].copy_from_slice(&rng.pick(&I16_EDGES).to_be_bytes());
+            }
+            _ => {
+                let i = rng.below(n + 1);
+                v.insert(i, rng.next() as u8);
+            }
+        }
+    }
+    let len = v.len().min(out.len());
+    if len >= 4 && rng.chance(2) {
+        let size = (len - 4) as i32;
+        v[..4].copy_from_slice(&size.to_be_bytes());
+    }
+    out[..len].copy_from_slice(&v[..len]);
+    len
+}
