@@ -344,25 +344,21 @@ pub fn peek_response(buf: &[u8]) -> Result<ResponsePeek, Error> {
 }
 
 /// Runs `body` over the bytes after the size prefix of `input`, which must be exactly one
-/// frame: a size prefix that disagrees with the input's length, or bytes left after the
-/// body, are errors. Offsets count from the start of `input`.
+/// frame. Fewer bytes than the size prefix promises (or a cut size prefix) is
+/// [`ErrorKind::Incomplete`] with the exact number of bytes missing, whatever field they
+/// would have held; more is [`ErrorKind::SizeMismatch`]; bytes left after the body are
+/// [`ErrorKind::TrailingBytes`]. Offsets count from the start of `input`.
 pub(crate) fn parse_framed<'a, T>(
     input: &'a [u8],
     message: &'static str,
     body: impl FnOnce(usize, &'a [u8]) -> PResult<'a, T>,
 ) -> Result<T, Error> {
-    let declared = match read_size(input, usize::MAX) {
-        Ok(size) => size,
-        Err(e) => {
-            return Err(match e.kind {
-                ErrorKind::Incomplete { needed } => {
-                    Error::new(ErrorKind::UnexpectedEnd { needed }, FIELD_SIZE, 0)
-                }
-                _ => e,
-            })
-        }
-    };
+    let declared = read_size(input, usize::MAX)?;
     let actual = input.len() - SIZE_PREFIX_LEN;
+    if actual < declared {
+        let needed = declared - actual;
+        return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));
+    }
     if actual > declared {
         return Err(Error::new(
             ErrorKind::SizeMismatch { declared, actual },
@@ -379,13 +375,6 @@ pub(crate) fn parse_framed<'a, T>(
             ErrorKind::TrailingBytes { count },
             message,
             end - count,
-        ));
-    }
-    if actual < declared {
-        return Err(Error::new(
-            ErrorKind::SizeMismatch { declared, actual },
-            FIELD_SIZE,
-            0,
         ));
     }
     Ok(value)

@@ -40,6 +40,10 @@ const FIELD_TAGS: &str = "_tagged_fields";
 /// from a stream). The whole frame is checked here; the returned view's iterators cannot
 /// fail. Costs O(topics): partition arrays are bounds-checked, not walked.
 ///
+/// A frame shorter than its size prefix says is [`ErrorKind::Incomplete`](crate::ErrorKind)
+/// with the exact number of bytes missing ([`Error::needed`](crate::Error::needed)), never
+/// an error about the field the cut happens to land in.
+///
 /// ```
 /// let frame = std::fs::read("corpus/request-v2-min.bin").unwrap();
 /// let request = kafka_elect_leaders::parse_request(&frame).unwrap();
@@ -47,6 +51,10 @@ const FIELD_TAGS: &str = "_tagged_fields";
 /// let topics = request.topic_partitions().unwrap();
 /// let first = topics.first().unwrap();
 /// assert_eq!((first.topic(), first.partitions().get(0)), (&b""[..], Some(0)));
+///
+/// // The same frame cut after 20 of its 29 bytes.
+/// let e = kafka_elect_leaders::parse_request(&frame[..20]).unwrap_err();
+/// assert_eq!((e.is_incomplete(), e.needed()), (true, Some(9)));
 /// ```
 pub fn parse_request(frame: &[u8]) -> Result<ElectLeadersRequest<'_>, Error> {
     parse_framed(frame, FIELD_MESSAGE, |end, input| {

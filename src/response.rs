@@ -50,7 +50,9 @@ const FIELD_TAGS: &str = "_tagged_fields";
 /// header, body.
 ///
 /// The wire does not carry the version: take it from the request with the same correlation
-/// id. `frame` must be exactly one frame. The returned view's iterators cannot fail.
+/// id. `frame` must be exactly one frame. The returned view's iterators cannot fail. A
+/// frame shorter than its size prefix says is [`ErrorKind::Incomplete`](crate::ErrorKind)
+/// by exactly the bytes missing.
 ///
 /// ```
 /// let frame = std::fs::read("corpus/response-v2-min.bin").unwrap();

@@ -435,7 +435,7 @@ fn strip_ansi(text: &str) -> String {
 
 #[test]
 fn inspect_malformed_frame_shows_the_tree_up_to_the_failure() {
-    // request-v2-multi cut after 40 bytes: the size prefix says 242 bytes follow.
+    // request-v2-multi cut after 40 bytes: the size prefix says 242 bytes follow, 36 do.
     let cut = load("request-v2-multi.bin")[..40].to_vec();
     let mut stream = load("request-v2-min.bin");
     stream.extend(&cut);
@@ -444,7 +444,7 @@ fn inspect_malformed_frame_shows_the_tree_up_to_the_failure() {
         &output,
         &[
             "<stdin>: frame 2 (input byte 29)",
-            "TopicPartitions at frame byte 29 (input byte 58)",
+            "frame truncated: 40 of 246 bytes (206 missing at input byte 69)",
         ],
     );
     assert!(!err.contains("panicked"));
@@ -452,22 +452,23 @@ fn inspect_malformed_frame_shows_the_tree_up_to_the_failure() {
     // The good frame first, whole.
     assert!(text.contains("== <stdin>: frame 1 at input byte 0 =="));
     assert!(text.contains("TimeoutMs int32 = 0 [0x0018, 4B]"));
-    // Then what can be read of the bad one, the error, and the failing byte marked.
+    // Then what can be read of the truncated one (the size prefix and the first header
+    // fields), the error, and the size prefix marked.
     for needle in [
         "== <stdin>: frame 2 at input byte 29 ==",
-        "ElectLeadersRequest v2, request header v2: MALFORMED, 40 bytes read",
+        "ElectLeadersRequest v2, request header v2: TRUNCATED, 40 of 246 bytes",
         "object tree (up to the failure)",
         "size int32 = 242 [0x0000, 4B] number of bytes that follow (36 present)",
         "RequestApiKey int16 = 43 (ElectLeaders) [0x0004, 2B]",
         "CorrelationId int32 = 16 [0x0008, 4B]",
-        "+-- ERROR TopicPartitions at 0x001d (byte 29): array of 5 element(s) cannot fit",
-        "^^ TopicPartitions",
+        "+-- ERROR size at 0x0000 (byte 0): incomplete frame: need 206 more byte(s)",
+        "^^ size",
     ] {
         assert!(text.contains(needle), "lacks {needle:?}:\n{text}");
     }
-    // The marker sits under byte 0x1d: column 13 of row 0x0010.
+    // The marker sits under byte 0: column 0 of row 0x0000.
     let marker = text.lines().find(|l| l.contains("^^")).expect("marker");
-    assert_eq!(marker.find("^^"), Some(6 + 3 * 13));
+    assert_eq!(marker.find("^^"), Some(6));
 }
 
 #[test]
@@ -1438,31 +1439,30 @@ fn malformed_input_exits_1_naming_field_and_offset() {
     let mut bad_key = min.clone();
     bad_key[4..6].copy_from_slice(&999i16.to_be_bytes());
     let cases: Vec<(&str, Vec<u8>, Vec<&str>)> = vec![
+        // A frame shorter than its size prefix is truncated, whatever field the cut lands
+        // in: the line says how much of it there is.
         (
             "cut inside a frame",
             multi[..40].to_vec(),
-            vec!["frame 1 (input byte 0)", "TopicPartitions at frame byte 29"],
+            vec![
+                "frame 1 (input byte 0)",
+                "frame truncated: 40 of 246 bytes (206 missing at input byte 69)",
+            ],
         ),
         (
             "cut inside the second topic's name",
             multi[..60].to_vec(),
-            vec![
-                "TopicPartitions.Topic at frame byte 55",
-                "input ends 7 byte(s) too early",
-            ],
+            vec!["frame truncated: 60 of 246 bytes (186 missing"],
         ),
         (
             "cut inside the partitions",
             multi[..45].to_vec(),
-            vec![
-                "TopicPartitions.Partitions at frame byte 37",
-                "array of 4 element(s)",
-            ],
+            vec!["frame truncated: 45 of 246 bytes (201 missing"],
         ),
         (
             "cut inside the size prefix",
             min[..3].to_vec(),
-            vec!["size at frame byte 0", "input ends 1 byte(s) too early"],
+            vec!["frame truncated inside its size prefix: 3 of its 4 bytes"],
         ),
         (
             "bytes after the message",
@@ -1526,11 +1526,18 @@ fn malformed_input_exits_1_naming_field_and_offset() {
         assert_eq!(stderr(&inspected), err, "{what}");
         assert!(stdout(&inspected).contains("+-- ERROR "), "{what}");
     }
-    // Input byte offsets add the frame's start to the field's offset within the frame.
+    // Input byte offsets add the frame's start to the field's offset within the frame: the
+    // second frame (at input byte 29) is whole, but its topics count (frame byte 29, a
+    // compact count) says 126 topics, far more than its bytes can hold.
     let mut stream = min.clone();
-    stream.extend(&multi[..40]);
+    let mut bad = multi.clone();
+    bad[29] = 0x7f;
+    stream.extend(&bad);
     let output = run(&["decode"], &stream);
-    assert_malformed(&output, &["(input byte 58)"]);
+    assert_malformed(
+        &output,
+        &["TopicPartitions at frame byte 29 (input byte 58)"],
+    );
     // A response at the wrong version.
     let output = run(
         &["decode", "--response", "--version", "2"],

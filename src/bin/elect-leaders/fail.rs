@@ -115,3 +115,32 @@ pub fn not_a_request_hint(frame: &[u8]) -> &'static str {
         _ => "",
     }
 }
+
+/// The one line for a frame that failed to parse, `have` bytes of it read: a frame shorter
+/// than its size prefix is reported as truncated, with how much of it there is; anything
+/// else as [`malformed`] reports it.
+pub fn frame_failure(
+    source: &str,
+    index: usize,
+    frame_offset: u64,
+    have: usize,
+    error: &kafka_elect_leaders::Error,
+) -> String {
+    match error.kind {
+        kafka_elect_leaders::ErrorKind::Incomplete { .. }
+            if have < kafka_elect_leaders::SIZE_PREFIX_LEN =>
+        {
+            format!(
+                "{source}: frame {index} (input byte {frame_offset}): frame truncated inside \
+                 its size prefix: {have} of its 4 bytes"
+            )
+        }
+        kafka_elect_leaders::ErrorKind::Incomplete { needed } => format!(
+            "{source}: frame {index} (input byte {frame_offset}): frame truncated: {have} of \
+             {} bytes ({needed} missing at input byte {})",
+            have + needed,
+            frame_offset + have as u64
+        ),
+        _ => malformed(source, index, frame_offset, error),
+    }
+}

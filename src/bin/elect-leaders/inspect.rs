@@ -15,7 +15,7 @@ use kafka_elect_leaders::{
 };
 
 use crate::capture::Capture;
-use crate::fail::{malformed, not_a_request_hint, Failure};
+use crate::fail::{frame_failure, malformed, not_a_request_hint, Failure};
 use crate::fields::{
     frame_node, request_tree, response_tree, ABOUT_API_KEY, ABOUT_API_VERSION,
     ABOUT_REQUEST_CORRELATION_ID, ABOUT_SIZE,
@@ -107,7 +107,8 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
                     }
                     banner(out, &palette, &name, index, frame.offset)?;
                     if let Some(error) = inspect_frame(out, &palette, kind, &frame.bytes)? {
-                        let mut message = malformed(&name, index, frame.offset, &error);
+                        let mut message =
+                            frame_failure(&name, index, frame.offset, frame.bytes.len(), &error);
                         if kind == Kind::Request {
                             message.push_str(not_a_request_hint(&frame.bytes));
                         }
@@ -344,10 +345,16 @@ fn print_malformed(
         Kind::Request => peek_request(bytes).ok(),
         Kind::Response(_) => None,
     };
+    let state = match error.kind {
+        ErrorKind::Incomplete { needed } if len >= SIZE_PREFIX_LEN => {
+            format!("TRUNCATED, {len} of {} bytes", len + needed)
+        }
+        _ => format!("MALFORMED, {len} bytes read"),
+    };
     let (title, root, root_ty) = match (kind, peek) {
         (Kind::Request, Some(peek)) if peek.is_elect_leaders() => (
             format!(
-                "ElectLeadersRequest v{}, request header v{}: MALFORMED, {len} bytes read",
+                "ElectLeadersRequest v{}, request header v{}: {state}",
                 peek.api_version,
                 request_header_version(peek.api_version)
             ),
@@ -364,13 +371,13 @@ fn print_malformed(
             "message".to_owned(),
         ),
         (Kind::Request, None) => (
-            format!("ElectLeadersRequest: MALFORMED, {len} bytes read"),
+            format!("ElectLeadersRequest: {state}"),
             "ElectLeadersRequest",
             "message".to_owned(),
         ),
         (Kind::Response(v), _) => (
             format!(
-                "ElectLeadersResponse v{v}, response header v{}: MALFORMED, {len} bytes read",
+                "ElectLeadersResponse v{v}, response header v{}: {state}",
                 response_header_version(v)
             ),
             "ElectLeadersResponse",

@@ -17,7 +17,7 @@ use kafka_elect_leaders::{
 use serde_json::{Map, Value};
 
 use crate::capture::Capture;
-use crate::fail::{malformed, not_a_request_hint, Failure};
+use crate::fail::{frame_failure, malformed, not_a_request_hint, Failure};
 use crate::input::{from_hex, to_hex, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::traffic::{self, Item, What};
 use crate::Options;
@@ -111,7 +111,7 @@ fn decode_stream(
             }
         };
         if let Err(error) = parsed {
-            let mut message = malformed(name, index, frame.offset, &error);
+            let mut message = frame_failure(name, index, frame.offset, frame.bytes.len(), &error);
             if kind == Kind::Request {
                 message.push_str(not_a_request_hint(&frame.bytes));
             }
