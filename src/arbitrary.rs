@@ -12,7 +12,7 @@ use crate::response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResu
 use crate::version::{MAX_VERSION, MIN_VERSION};
 use crate::wire::MAX_STRING_LEN;
 use crate::write::{
-    ElectLeadersRequestData, ElectLeadersResponseData, EncodePartitionResult,
+    tags, ElectLeadersRequestData, ElectLeadersResponseData, EncodePartitionResult,
     EncodeReplicaElectionResult, EncodeRequest, EncodeResponse, EncodeTopicPartitions,
     PartitionResultData, ReplicaElectionResultData, TaggedFieldData, TopicPartitionsData,
 };
@@ -208,10 +208,6 @@ fn view_tags<'a>(tags: crate::TaggedFields<'a>) -> Vec<TaggedFieldData<'a>> {
         .collect()
 }
 
-fn tag_pairs<'t>(fields: &'t [TaggedFieldData<'_>]) -> impl Iterator<Item = (u32, &'t [u8])> + 't {
-    fields.iter().map(|f| (f.tag, f.data))
-}
-
 /// A generated ElectLeaders request and the version to write it at: its lists owned, every
 /// byte string borrowed from the fuzzer's input (or, made by
 /// [`from_view`](Self::from_view), from a parsed frame).
@@ -386,7 +382,7 @@ impl EncodeRequest for ArbitraryRequest<'_> {
         self.client_id
     }
     fn header_tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tag_pairs(&self.header_tagged_fields)
+        tags(&self.header_tagged_fields)
     }
     fn election_type(&self) -> ElectionType {
         self.election_type
@@ -400,7 +396,7 @@ impl EncodeRequest for ArbitraryRequest<'_> {
         self.timeout_ms
     }
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tag_pairs(&self.tagged_fields)
+        tags(&self.tagged_fields)
     }
 }
 
@@ -412,7 +408,7 @@ impl EncodeTopicPartitions for &ArbitraryTopicPartitions<'_> {
         self.partitions.iter().copied()
     }
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tag_pairs(&self.tagged_fields)
+        tags(&self.tagged_fields)
     }
 }
 
@@ -643,7 +639,7 @@ impl EncodeResponse for ArbitraryResponse<'_> {
         self.correlation_id
     }
     fn header_tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tag_pairs(&self.header_tagged_fields)
+        tags(&self.header_tagged_fields)
     }
     fn throttle_time_ms(&self) -> i32 {
         self.throttle_time_ms
@@ -657,7 +653,7 @@ impl EncodeResponse for ArbitraryResponse<'_> {
         self.replica_election_results.iter()
     }
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tag_pairs(&self.tagged_fields)
+        tags(&self.tagged_fields)
     }
 }
 
@@ -669,7 +665,7 @@ impl EncodeReplicaElectionResult for &ArbitraryReplicaElectionResult<'_> {
         self.partition_result.iter()
     }
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tag_pairs(&self.tagged_fields)
+        tags(&self.tagged_fields)
     }
 }
 
@@ -684,6 +680,6 @@ impl EncodePartitionResult for &ArbitraryPartitionResult<'_> {
         self.error_message
     }
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tag_pairs(&self.tagged_fields)
+        tags(&self.tagged_fields)
     }
 }

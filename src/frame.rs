@@ -254,39 +254,20 @@ impl RequestPeek {
 /// assert_eq!(peek_request(&frame[..5]).unwrap_err().needed(), Some(7));
 /// ```
 pub fn peek_request(buf: &[u8]) -> Result<RequestPeek, Error> {
-    const PEEK_LEN: usize = SIZE_PREFIX_LEN + 8;
-    let size = match read_size(buf, usize::MAX) {
-        Ok(size) => size,
-        // Ask for all 12 bytes at once, not just the prefix's 4.
-        Err(e) if e.is_incomplete() => 0,
-        Err(e) => return Err(e),
+    let fields = |cx| {
+        (
+            wire::int16(cx, crate::header::FIELD_API_KEY),
+            wire::int16(cx, crate::header::FIELD_API_VERSION),
+            wire::int32(cx, crate::header::FIELD_CORRELATION_ID),
+        )
     };
-    if buf.len() < PEEK_LEN {
-        let needed = PEEK_LEN - buf.len();
-        return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));
-    }
-    // Read the fields as if the frame ended at its size, so a size too small to hold them is
-    // an `UnexpectedEnd` that names the field cut off.
-    let end = (SIZE_PREFIX_LEN + size).min(PEEK_LEN);
-    let cx = Cx {
-        end,
-        flexible: false,
-    };
-    let fields = (
-        wire::int16(cx, crate::header::FIELD_API_KEY),
-        wire::int16(cx, crate::header::FIELD_API_VERSION),
-        wire::int32(cx, crate::header::FIELD_CORRELATION_ID),
-    );
-    let parsed: PResult<'_, _> = { fields }.parse(&buf[SIZE_PREFIX_LEN..end]);
-    match parsed {
-        Ok((_, (api_key, api_version, correlation_id))) => Ok(RequestPeek {
-            size,
-            api_key,
-            api_version,
-            correlation_id,
-        }),
-        Err(e) => Err(wire::into_error(e, end)),
-    }
+    let (size, (api_key, api_version, correlation_id)) = peek(buf, 8, fields)?;
+    Ok(RequestPeek {
+        size,
+        api_key,
+        api_version,
+        correlation_id,
+    })
 }
 
 /// The first fields of any Kafka response frame, whatever its API.
@@ -316,29 +297,45 @@ pub struct ResponsePeek {
 /// assert_eq!(peek_response(&frame[..6]).unwrap_err().needed(), Some(2));
 /// ```
 pub fn peek_response(buf: &[u8]) -> Result<ResponsePeek, Error> {
-    const PEEK_LEN: usize = SIZE_PREFIX_LEN + 4;
+    let field = |cx| wire::int32(cx, crate::header::FIELD_RESPONSE_CORRELATION_ID);
+    let (size, correlation_id) = peek(buf, 4, field)?;
+    Ok(ResponsePeek {
+        size,
+        correlation_id,
+    })
+}
+
+/// Reads the `len` bytes after the size prefix with the parser `fields` makes, without the
+/// frame being whole: fewer than `SIZE_PREFIX_LEN + len` bytes is `Incomplete` by all that
+/// is missing at once (not just the prefix's), and the fields are read as if the frame
+/// ended at its size, so a size too small to hold them is an `UnexpectedEnd` that names the
+/// field cut off. Returns the size and the fields.
+fn peek<'a, P, T>(
+    buf: &'a [u8],
+    len: usize,
+    fields: impl FnOnce(Cx) -> P,
+) -> Result<(usize, T), Error>
+where
+    P: Parser<&'a [u8], Output = T, Error = Error>,
+{
+    let peek_len = SIZE_PREFIX_LEN + len;
     let size = match read_size(buf, usize::MAX) {
         Ok(size) => size,
-        // Ask for all 8 bytes at once, not just the prefix's 4.
         Err(e) if e.is_incomplete() => 0,
         Err(e) => return Err(e),
     };
-    if buf.len() < PEEK_LEN {
-        let needed = PEEK_LEN - buf.len();
+    if buf.len() < peek_len {
+        let needed = peek_len - buf.len();
         return Err(Error::new(ErrorKind::Incomplete { needed }, FIELD_SIZE, 0));
     }
-    let end = (SIZE_PREFIX_LEN + size).min(PEEK_LEN);
+    let end = (SIZE_PREFIX_LEN + size).min(peek_len);
     let cx = Cx {
         end,
         flexible: false,
     };
-    let parsed: PResult<'_, _> = wire::int32(cx, crate::header::FIELD_RESPONSE_CORRELATION_ID)
-        .parse(&buf[SIZE_PREFIX_LEN..end]);
+    let parsed: PResult<'_, T> = fields(cx).parse(&buf[SIZE_PREFIX_LEN..end]);
     match parsed {
-        Ok((_, correlation_id)) => Ok(ResponsePeek {
-            size,
-            correlation_id,
-        }),
+        Ok((_, value)) => Ok((size, value)),
         Err(e) => Err(wire::into_error(e, end)),
     }
 }

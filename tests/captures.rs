@@ -912,3 +912,30 @@ fn a_capture_starting_inside_a_large_frame_finds_the_next_boundary() {
         (elect_at - 1_000) as u64
     );
 }
+
+#[test]
+fn a_malformed_elect_leaders_frame_in_a_capture_is_reported_and_the_rest_decoded() {
+    let mut segs = conversation(9092, 1000);
+    // Request 3, whole and framed right, but its topics count (frame byte 25, a compact
+    // count) says 126 topics, far more than its bytes hold.
+    let request = elect_request(3, "t-three");
+    let at = segs
+        .iter()
+        .position(|s| s.to_server && s.payload == request)
+        .unwrap();
+    segs[at].payload[25] = 0x7f;
+    let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].contains(&format!("packet {}: connection 1", at + 1))
+            && lines[0].contains("TopicPartitions at frame byte 25"),
+        "{err}"
+    );
+    assert!(lines[1].contains("output is partial: 1 problem"), "{err}");
+    // Its response still pairs with it (the request header was read), the rest decode.
+    let mut want = expected(&[2, 3, 4]);
+    want.remove(2);
+    assert_eq!(summary(&objects), want, "{err}");
+}

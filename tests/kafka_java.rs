@@ -16,6 +16,7 @@
 //! prints one line saying it was skipped and passes; `KEL_SKIP_JAVA=1` skips on purpose.
 //! `.ci/run` always has them.
 
+mod common;
 mod gen;
 
 use std::io::{BufRead, BufReader, Write};
@@ -462,27 +463,18 @@ fn random_responses_agree_with_apache_kafka() {
 #[test]
 fn corpus_frames_agree_with_apache_kafka() {
     let cp = peer_or_skip!();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 18, "corpus went missing");
     let mut commands = Vec::new();
     let mut frames = Vec::new();
-    for path in &files {
-        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
-        let bytes = std::fs::read(path).unwrap();
-        let version = name
-            .strip_prefix("response-v")
-            .map(|rest| rest[..1].parse::<i16>().unwrap());
+    for frame in common::load_corpus() {
+        let version = match frame.kind() {
+            common::Kind::Request => None,
+            common::Kind::Response { version } => Some(version),
+        };
         commands.push(match version {
-            None => decode_request_cmd(&bytes),
-            Some(v) => decode_response_cmd(&bytes, v),
+            None => decode_request_cmd(&frame.bytes),
+            Some(v) => decode_response_cmd(&frame.bytes, v),
         });
-        frames.push((name, bytes, version));
+        frames.push((frame.name, frame.bytes, version));
     }
     for ((name, bytes, version), reply) in frames.iter().zip(ask(cp, commands)) {
         let ctx = name.as_str();

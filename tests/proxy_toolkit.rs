@@ -3,6 +3,8 @@
 //! maximum and negative sizes, encoding), in-place correlation-id rewrites, and owned
 //! frames.
 
+mod common;
+
 use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
@@ -34,27 +36,15 @@ struct Corpus {
 }
 
 fn corpus() -> Vec<Corpus> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 18, "corpus went missing: {files:?}");
-    files
+    common::load_corpus()
         .into_iter()
-        .map(|path| {
-            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
-            let response_version = name
-                .strip_prefix("response-v")
-                .map(|rest| rest[..1].parse().unwrap());
-            let bytes = std::fs::read(&path).unwrap();
-            Corpus {
-                name,
-                bytes,
-                response_version,
-            }
+        .map(|frame| Corpus {
+            response_version: match frame.kind() {
+                common::Kind::Request => None,
+                common::Kind::Response { version } => Some(version),
+            },
+            name: frame.name,
+            bytes: frame.bytes,
         })
         .collect()
 }

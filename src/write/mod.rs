@@ -23,6 +23,9 @@ mod request;
 mod response;
 mod sink;
 
+#[cfg(feature = "arbitrary")]
+pub(crate) use request::tags;
+
 #[cfg(any(feature = "bytes", feature = "std"))]
 pub use append::{EncodeRequestExt, EncodeResponseExt};
 pub use error::{EncodeError, EncodeErrorKind};

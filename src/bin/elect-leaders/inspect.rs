@@ -155,10 +155,7 @@ fn inspect_capture<R: io::Read>(
     let mut bad_frames = 0u64;
     let summary = traffic::walk(name, capture, options.port, &mut |item| {
         let found = match item {
-            Item::Note(note) => {
-                warn(out, &traffic::note_line(name, &note))?;
-                return Ok(());
-            }
+            Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
             Item::Frame(found) => found,
             Item::Closed(_) => return Ok(()),
         };
@@ -211,23 +208,11 @@ fn inspect_capture<R: io::Read>(
         writeln!(out, "{}== {place} =={}", p.bold(), p.reset())?;
         if let Some(error) = inspect_frame(out, p, kind, &found.frame)? {
             bad_frames += 1;
-            warn(
-                out,
-                &format!(
-                    "{place}: {} at frame byte {}: {}",
-                    error.field, error.offset, error.kind
-                ),
-            )?;
+            traffic::report(out, name, &traffic::bad_frame(o, &error))?;
         }
         Ok(())
     })?;
-    let problems = summary.partial + bad_frames;
-    if problems > 0 {
-        return Err(Failure::Input(format!(
-            "{name}: the output is partial: {problems} problem(s) reported above"
-        )));
-    }
-    Ok(())
+    traffic::finish(name, summary.partial + bad_frames)
 }
 
 /// A line on stderr, after what came before it on stdout.

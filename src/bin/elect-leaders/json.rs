@@ -146,11 +146,7 @@ fn decode_capture<R: std::io::Read>(
     let mut bad_frames = 0u64;
     let summary = traffic::walk(name, capture, options.port, &mut |item| {
         let found = match item {
-            Item::Note(note) => {
-                out.flush()?;
-                eprintln!("elect-leaders: {}", traffic::note_line(name, &note));
-                return Ok(());
-            }
+            Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
             Item::Frame(found) => found,
             Item::Closed(_) => return Ok(()),
         };
@@ -196,20 +192,7 @@ fn decode_capture<R: std::io::Read>(
         };
         if let Err(error) = parsed {
             bad_frames += 1;
-            out.flush()?;
-            let o = &found.origin;
-            eprintln!(
-                "elect-leaders: {name}: packet {}: connection {} ({} -> {}): frame at stream \
-                 offset {}: {} at frame byte {}: {}",
-                o.last_packet,
-                o.conn.0,
-                o.from,
-                o.to,
-                o.offset,
-                error.field,
-                error.offset,
-                error.kind
-            );
+            traffic::report(out, name, &traffic::bad_frame(&found.origin, &error))?;
             return Ok(());
         }
         if line.is_empty() {
@@ -221,13 +204,7 @@ fn decode_capture<R: std::io::Read>(
         out.write_all(line.as_bytes())?;
         Ok(())
     })?;
-    let problems = summary.partial + bad_frames;
-    if problems > 0 {
-        return Err(Failure::Input(format!(
-            "{name}: the output is partial: {problems} problem(s) reported above"
-        )));
-    }
-    Ok(())
+    traffic::finish(name, summary.partial + bad_frames)
 }
 
 /// A frame of another API (or a response whose request was not seen), for `--all`.

@@ -274,11 +274,7 @@ fn scan_capture<R: Read>(
     let mut bad_frames = 0u64;
     let summary = traffic::walk(name, capture, options.port, &mut |item| {
         let found = match item {
-            Item::Note(note) => {
-                out.flush()?;
-                eprintln!("elect-leaders: {}", traffic::note_line(name, &note));
-                return Ok(());
-            }
+            Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
             Item::Closed(conn) => {
                 let mut left: Vec<_> = waiting.keys().filter(|k| k.0 == conn.0).copied().collect();
                 left.sort_unstable();
@@ -320,11 +316,7 @@ fn scan_capture<R: Read>(
                 }
                 Err(e) => {
                     bad_frames += 1;
-                    out.flush()?;
-                    eprintln!(
-                        "elect-leaders: {name}: packet {}: {place}: {} at frame byte {}: {}",
-                        o.last_packet, e.field, e.offset, e.kind
-                    );
+                    traffic::report(out, name, &traffic::bad_frame(o, &e))?;
                 }
             },
             What::ElectResponse { version } => match parse_response(&found.frame, version) {
@@ -356,11 +348,7 @@ fn scan_capture<R: Read>(
                 }
                 Err(e) => {
                     bad_frames += 1;
-                    out.flush()?;
-                    eprintln!(
-                        "elect-leaders: {name}: packet {}: {place}: {} at frame byte {}: {}",
-                        o.last_packet, e.field, e.offset, e.kind
-                    );
+                    traffic::report(out, name, &traffic::bad_frame(o, &e))?;
                 }
             },
             What::Other { .. } | What::Unpaired { .. } => {}
@@ -373,13 +361,7 @@ fn scan_capture<R: Read>(
             "{requests} ElectLeaders requests in {name}; {answered} answered"
         )?;
     }
-    let problems = summary.partial + bad_frames;
-    if problems > 0 {
-        return Err(Failure::Input(format!(
-            "{name}: the output is partial: {problems} problem(s) reported above"
-        )));
-    }
-    Ok(())
+    traffic::finish(name, summary.partial + bad_frames)
 }
 
 fn request_line(offset: u64, r: &ElectLeadersRequest<'_>) -> String {

@@ -715,6 +715,36 @@ pub fn walk<R: std::io::Read>(
     }
 }
 
+/// A frame of a capture that the library refused, as a note that names where it was.
+pub fn bad_frame(o: &Origin, e: &kafka_elect_leaders::Error) -> Note {
+    Note {
+        conn: Some((o.conn, o.from, o.to)),
+        packet: Some(o.last_packet),
+        message: format!(
+            "frame at stream offset {}: {} at frame byte {}: {}",
+            o.offset, e.field, e.offset, e.kind
+        ),
+        partial: true,
+    }
+}
+
+/// Reports a note on stderr, after what came before it on standard output.
+pub fn report(out: &mut dyn std::io::Write, name: &str, note: &Note) -> std::io::Result<()> {
+    out.flush()?;
+    eprintln!("elect-leaders: {}", note_line(name, note));
+    Ok(())
+}
+
+/// The end of a walk: an error saying the output is partial when `problems` were reported.
+pub fn finish(name: &str, problems: u64) -> Result<(), crate::fail::Failure> {
+    if problems == 0 {
+        return Ok(());
+    }
+    Err(crate::fail::Failure::Input(format!(
+        "{name}: the output is partial: {problems} problem(s) reported above"
+    )))
+}
+
 /// A note as one line: where (input, packet, connection), then what.
 pub fn note_line(name: &str, note: &Note) -> String {
     let mut line = name.to_owned();
