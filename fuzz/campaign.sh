@@ -3,9 +3,10 @@
 #
 #   fuzz/campaign.sh RUNS [TARGET...]    (default: every target, e.g. RUNS=10000000)
 #
-# FUZZ_ARGS adds libFuzzer options (e.g. FUZZ_ARGS=-max_len=1024, or -max_total_time=N for
-# a run bounded by time rather than count); FUZZ_SCRATCH moves the scratch corpus, so two
-# campaigns can run side by side.
+# FUZZ_ARGS adds libFuzzer options (e.g. -max_total_time=N for a run bounded by time rather
+# than count); FUZZ_SCRATCH moves the scratch corpus, so two campaigns can run side by side.
+# Each target also gets its own options (`target_args` below): the targets that read frames
+# get a -max_len that holds a 32767-byte string, the longest Kafka writes, with room to spare.
 #
 # For each target: `cargo +nightly fuzz run` (AddressSanitizer, the default) for RUNS
 # executions, starting from corpus/fuzz/TARGET and writing new inputs to a scratch
@@ -18,8 +19,17 @@ runs=${1:?usage: fuzz/campaign.sh RUNS [TARGET...]}
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(parse_request parse_response roundtrip_request roundtrip_response split_stream differential)
+  targets=(parse_request parse_response roundtrip_request roundtrip_response split_stream differential
+    structured generators edit error_response reencode scan needed pairing policy capture)
 fi
+# The same table is in .ci/run.
+target_args() {
+  case "$1" in
+    pairing | policy | generators) echo "" ;;
+    capture) echo "-max_len=65536" ;;
+    *) echo "-max_len=66000" ;;
+  esac
+}
 scratch=${FUZZ_SCRATCH:-/tmp/kel-fuzz}
 mkdir -p fuzz/logs
 for t in "${targets[@]}"; do
@@ -28,11 +38,11 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   set +e
   cargo +nightly fuzz run -O "$t" "$scratch/$t" "corpus/fuzz/$t" -- \
-    -runs="$runs" -print_final_stats=1 -rss_limit_mb=4096 ${FUZZ_ARGS:-} >"$log" 2>&1
+    -runs="$runs" -print_final_stats=1 -rss_limit_mb=4096 $(target_args "$t") ${FUZZ_ARGS:-} >"$log" 2>&1
   status=$?
   set -e
   end=$(date +%s)
-  echo "# target=$t runs=$runs exit=$status seconds=$((end - start)) args=${FUZZ_ARGS:-}" >>"$log"
+  echo "# target=$t runs=$runs exit=$status seconds=$((end - start)) args=$(target_args "$t") ${FUZZ_ARGS:-}" >>"$log"
   if [ $status -ne 0 ]; then
     echo "$t: FAILED (exit $status), see $log; crash inputs in fuzz/artifacts/$t/"
     continue

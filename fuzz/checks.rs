@@ -106,25 +106,38 @@ fn request_round_trip(request: &ElectLeadersRequest<'_>) {
     }
     walk_tags(request.tagged_fields(), end);
 
-    // Re-encode at the same version: never longer (varints only get shorter), and parsing
-    // that gives the same values and re-encodes to the same bytes.
+    // Re-encode at the same version. A canonical frame (minimal varints, nulls as -1 or 0:
+    // what Kafka writes) comes back exactly; any other comes back canonical, shorter or as
+    // long, and different. Either way the result parses to the same values and is a fixed
+    // point of re-encoding.
     let version = request.version();
+    let canonical = canonical_request(frame).expect("the walk reads every frame that parses");
     match request.encoded_len(version) {
         Ok(len) => {
-            assert!(len <= frame.len());
             let mut out = vec![0u8; len];
             assert_eq!(request.encode(version, &mut out), Ok(len));
+            if canonical {
+                assert_eq!(out, frame, "a canonical frame re-encodes to itself");
+            } else {
+                assert!(len <= frame.len());
+                assert_ne!(out, frame, "a non-canonical frame re-encodes unchanged");
+            }
+            assert_eq!(canonical_request(&out), Some(true));
             let again = parse_request(&out).expect("re-encoded request parses");
+            assert_eq!(plain_request(&again), plain_request(request));
             assert_eq!(&again, request);
             let mut twice = vec![0u8; len];
             assert_eq!(again.encode(version, &mut twice), Ok(len));
             assert_eq!(out, twice);
         }
         // The writer refuses unknown tags out of order or repeated, which the reader keeps.
-        Err(e) => assert!(
-            matches!(e.kind, EncodeErrorKind::TaggedFieldOrder { .. }),
-            "cannot re-encode a parsed request: {e}"
-        ),
+        Err(e) => {
+            assert!(
+                matches!(e.kind, EncodeErrorKind::TaggedFieldOrder { .. }),
+                "cannot re-encode a parsed request: {e}"
+            );
+            assert!(!plain_request(request).all_tags().all(|t| tags_ascending(t)));
+        }
     }
 }
 
@@ -152,21 +165,36 @@ fn response_round_trip(response: &ElectLeadersResponse<'_>) {
     walk_tags(response.tagged_fields(), end);
 
     let version = response.version();
+    let frame = response.frame();
+    let canonical =
+        canonical_response(frame, version).expect("the walk reads every frame that parses");
     match response.encoded_len(version) {
         Ok(len) => {
-            assert!(len <= end);
             let mut out = vec![0u8; len];
             assert_eq!(response.encode(version, &mut out), Ok(len));
+            if canonical {
+                assert_eq!(out, frame, "a canonical frame re-encodes to itself");
+            } else {
+                assert!(len <= end);
+                assert_ne!(out, frame, "a non-canonical frame re-encodes unchanged");
+            }
+            assert_eq!(canonical_response(&out, version), Some(true));
             let again = parse_response(&out, version).expect("re-encoded response parses");
+            assert_eq!(plain_response(&again), plain_response(response));
             assert_eq!(&again, response);
             let mut twice = vec![0u8; len];
             assert_eq!(again.encode(version, &mut twice), Ok(len));
             assert_eq!(out, twice);
         }
-        Err(e) => assert!(
-            matches!(e.kind, EncodeErrorKind::TaggedFieldOrder { .. }),
-            "cannot re-encode a parsed response: {e}"
-        ),
+        Err(e) => {
+            assert!(
+                matches!(e.kind, EncodeErrorKind::TaggedFieldOrder { .. }),
+                "cannot re-encode a parsed response: {e}"
+            );
+            assert!(!plain_response(response)
+                .all_tags()
+                .all(|t| tags_ascending(t)));
+        }
     }
 }
 
@@ -325,6 +353,11 @@ pub fn encode_request_model(model: &RequestModel) -> Option<Vec<u8>> {
 
     let mut out = vec![0u8; len];
     assert_eq!(request.encode(version, &mut out), Ok(len));
+    assert_eq!(
+        canonical_request(&out),
+        Some(true),
+        "the writer's frame is canonical"
+    );
     let parsed = parse_request(&out).expect("a written request parses");
     assert_eq!(parsed.version(), version);
     assert_eq!(parsed.correlation_id(), model.correlation_id);
@@ -492,6 +525,11 @@ pub fn check_roundtrip_response(data: &[u8]) {
 
     let mut out = vec![0u8; len];
     assert_eq!(response.encode(version, &mut out), Ok(len));
+    assert_eq!(
+        canonical_response(&out, version),
+        Some(true),
+        "the writer's frame is canonical"
+    );
     let parsed = parse_response(&out, version).expect("a written response parses");
     assert_eq!(parsed.correlation_id(), model.correlation_id);
     same_tags(parsed.header().tagged_fields(), &header_tags);
@@ -872,6 +910,1351 @@ fn differential_response(frame: &[u8], version: i16) {
                 .unwrap();
             body.encode(&mut out, version).unwrap();
             assert_eq!(&mine[4..], &out[..], "the writers disagree");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Plain copies of parsed messages: compared field by field, so that a check never rests on
+// the views' own `PartialEq` (which a broken one would pass).
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainTopic {
+    pub topic: Vec<u8>,
+    pub partitions: Vec<i32>,
+    pub tags: Vec<(u32, Vec<u8>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainRequest {
+    pub version: i16,
+    pub correlation_id: i32,
+    pub client_id: Option<Vec<u8>>,
+    pub header_tags: Vec<(u32, Vec<u8>)>,
+    pub election_type: i8,
+    pub topics: Option<Vec<PlainTopic>>,
+    pub timeout_ms: i32,
+    pub tags: Vec<(u32, Vec<u8>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainPartition {
+    pub partition_id: i32,
+    pub error_code: i16,
+    pub error_message: Option<Vec<u8>>,
+    pub tags: Vec<(u32, Vec<u8>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainResult {
+    pub topic: Vec<u8>,
+    pub partitions: Vec<PlainPartition>,
+    pub tags: Vec<(u32, Vec<u8>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainResponse {
+    pub version: i16,
+    pub correlation_id: i32,
+    pub header_tags: Vec<(u32, Vec<u8>)>,
+    pub throttle_time_ms: i32,
+    pub error_code: i16,
+    pub results: Vec<PlainResult>,
+    pub tags: Vec<(u32, Vec<u8>)>,
+}
+
+fn plain_tags(tags: TaggedFields<'_>) -> Vec<(u32, Vec<u8>)> {
+    tags.iter().map(|f| (f.tag(), f.data().to_vec())).collect()
+}
+
+pub fn plain_request(r: &ElectLeadersRequest<'_>) -> PlainRequest {
+    PlainRequest {
+        version: r.version(),
+        correlation_id: r.correlation_id(),
+        client_id: r.header().client_id().map(<[u8]>::to_vec),
+        header_tags: plain_tags(r.header().tagged_fields()),
+        election_type: r.election_type().0,
+        topics: r.topic_partitions().map(|list| {
+            list.iter()
+                .map(|t| PlainTopic {
+                    topic: t.topic().to_vec(),
+                    partitions: t.partitions().iter().collect(),
+                    tags: plain_tags(t.tagged_fields()),
+                })
+                .collect()
+        }),
+        timeout_ms: r.timeout_ms(),
+        tags: plain_tags(r.tagged_fields()),
+    }
+}
+
+pub fn plain_response(r: &ElectLeadersResponse<'_>) -> PlainResponse {
+    PlainResponse {
+        version: r.version(),
+        correlation_id: r.correlation_id(),
+        header_tags: plain_tags(r.header().tagged_fields()),
+        throttle_time_ms: r.throttle_time_ms(),
+        error_code: r.error_code().0,
+        results: r
+            .replica_election_results()
+            .iter()
+            .map(|res| PlainResult {
+                topic: res.topic().to_vec(),
+                partitions: res
+                    .partition_result()
+                    .iter()
+                    .map(|p| PlainPartition {
+                        partition_id: p.partition_id(),
+                        error_code: p.error_code().0,
+                        error_message: p.error_message().map(<[u8]>::to_vec),
+                        tags: plain_tags(p.tagged_fields()),
+                    })
+                    .collect(),
+                tags: plain_tags(res.tagged_fields()),
+            })
+            .collect(),
+        tags: plain_tags(r.tagged_fields()),
+    }
+}
+
+impl PlainRequest {
+    fn all_tags(&self) -> impl Iterator<Item = &Vec<(u32, Vec<u8>)>> {
+        std::iter::once(&self.header_tags)
+            .chain(self.topics.iter().flatten().map(|t| &t.tags))
+            .chain(std::iter::once(&self.tags))
+    }
+}
+
+impl PlainResponse {
+    fn all_tags(&self) -> impl Iterator<Item = &Vec<(u32, Vec<u8>)>> {
+        std::iter::once(&self.header_tags)
+            .chain(
+                self.results.iter().flat_map(|r| {
+                    std::iter::once(&r.tags).chain(r.partitions.iter().map(|p| &p.tags))
+                }),
+            )
+            .chain(std::iter::once(&self.tags))
+    }
+}
+
+fn tags_ascending(tags: &[(u32, Vec<u8>)]) -> bool {
+    tags.windows(2).all(|w| w[0].0 < w[1].0)
+}
+
+/// Asserts that `got` is one of the refusals `expected` (by kind) and names a field.
+fn refused_as(got: &kafka_elect_leaders::EncodeError, expected: &[EncodeErrorKind]) {
+    assert!(
+        expected.iter().any(|k| same_kind(k, &got.kind)),
+        "refused with {got}, expected one of {expected:?}"
+    );
+    assert!(!got.field.is_empty());
+}
+
+/// What the writer must refuse when `request` is written at `version`.
+fn request_refusals(request: &PlainRequest, version: i16) -> Vec<EncodeErrorKind> {
+    let mut refusals = Vec::new();
+    if !(0..=2).contains(&version) {
+        refusals.push(EncodeErrorKind::UnsupportedVersion(version));
+    }
+    if version == 0 && request.election_type != 0 {
+        refusals.push(EncodeErrorKind::NonDefaultValue { version });
+    }
+    if version < 2 && request.all_tags().any(|t| !t.is_empty()) {
+        refusals.push(EncodeErrorKind::TaggedFieldsUnsupported { version });
+    }
+    if version == 2 && !request.all_tags().all(|t| tags_ascending(t)) {
+        refusals.push(EncodeErrorKind::TaggedFieldOrder {
+            tag: 0,
+            previous: 0,
+        });
+    }
+    let strings = request
+        .client_id
+        .iter()
+        .chain(request.topics.iter().flatten().map(|t| &t.topic));
+    if strings.into_iter().any(|s| s.len() > 32767) {
+        refusals.push(EncodeErrorKind::StringTooLong { len: 0 });
+    }
+    refusals
+}
+
+fn response_refusals(response: &PlainResponse, version: i16) -> Vec<EncodeErrorKind> {
+    let mut refusals = Vec::new();
+    if !(0..=2).contains(&version) {
+        refusals.push(EncodeErrorKind::UnsupportedVersion(version));
+    }
+    if version == 0 && response.error_code != 0 {
+        refusals.push(EncodeErrorKind::NonDefaultValue { version });
+    }
+    if version < 2 && response.all_tags().any(|t| !t.is_empty()) {
+        refusals.push(EncodeErrorKind::TaggedFieldsUnsupported { version });
+    }
+    if version == 2 && !response.all_tags().all(|t| tags_ascending(t)) {
+        refusals.push(EncodeErrorKind::TaggedFieldOrder {
+            tag: 0,
+            previous: 0,
+        });
+    }
+    let long = response.results.iter().any(|r| {
+        r.topic.len() > 32767
+            || r.partitions
+                .iter()
+                .any(|p| p.error_message.as_ref().is_some_and(|m| m.len() > 32767))
+    });
+    if long {
+        refusals.push(EncodeErrorKind::StringTooLong { len: 0 });
+    }
+    refusals
+}
+
+/// Encodes a request source at `version` with every writer check on the way: refused exactly
+/// when `refusals` says so (with one of them); otherwise `encoded_len` is the length
+/// written, a buffer one byte short is refused untouched, and the frame is canonical.
+fn encode_request_checked(
+    source: &impl EncodeRequest,
+    version: i16,
+    refusals: &[EncodeErrorKind],
+) -> Option<Vec<u8>> {
+    let len = match source.encoded_len(version) {
+        Err(e) => {
+            refused_as(&e, refusals);
+            let mut buf = [0x5au8; 64];
+            assert_eq!(source.encode(version, &mut buf), Err(e));
+            assert!(buf.iter().all(|&b| b == 0x5a));
+            return None;
+        }
+        Ok(len) => {
+            assert!(refusals.is_empty(), "accepted, but expected {refusals:?}");
+            len
+        }
+    };
+    let mut short = vec![0x5au8; len - 1];
+    let e = source.encode(version, &mut short).unwrap_err();
+    assert_eq!(e.kind, EncodeErrorKind::BufferTooSmall { needed: len });
+    assert!(short.iter().all(|&b| b == 0x5a));
+    let mut out = vec![0u8; len];
+    assert_eq!(source.encode(version, &mut out), Ok(len));
+    assert_eq!(
+        canonical_request(&out),
+        Some(true),
+        "the writer wrote a non-canonical frame"
+    );
+    Some(out)
+}
+
+fn encode_response_checked(
+    source: &impl EncodeResponse,
+    version: i16,
+    refusals: &[EncodeErrorKind],
+) -> Option<Vec<u8>> {
+    let len = match source.encoded_len(version) {
+        Err(e) => {
+            refused_as(&e, refusals);
+            let mut buf = [0x5au8; 64];
+            assert_eq!(source.encode(version, &mut buf), Err(e));
+            assert!(buf.iter().all(|&b| b == 0x5a));
+            return None;
+        }
+        Ok(len) => {
+            assert!(refusals.is_empty(), "accepted, but expected {refusals:?}");
+            len
+        }
+    };
+    let mut short = vec![0x5au8; len - 1];
+    let e = source.encode(version, &mut short).unwrap_err();
+    assert_eq!(e.kind, EncodeErrorKind::BufferTooSmall { needed: len });
+    assert!(short.iter().all(|&b| b == 0x5a));
+    let mut out = vec![0u8; len];
+    assert_eq!(source.encode(version, &mut out), Ok(len));
+    assert_eq!(
+        canonical_response(&out, version),
+        Some(true),
+        "the writer wrote a non-canonical frame"
+    );
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// Canonical form, told by a walk of the wire independent of the crate: every uvarint
+// minimal, every null written -1 (classic) or 0 (compact). Kafka writes nothing else, and
+// neither may our writer; a frame in that form must re-encode to exactly its bytes.
+
+struct Walk<'a> {
+    buf: &'a [u8],
+    at: usize,
+    canonical: bool,
+}
+
+impl<'a> Walk<'a> {
+    fn new(frame: &'a [u8]) -> Option<Self> {
+        Some(Walk {
+            buf: frame.get(4..)?,
+            at: 0,
+            canonical: true,
+        })
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let b = self.buf.get(self.at..end)?;
+        self.at = end;
+        Some(b)
+    }
+
+    fn i16(&mut self) -> Option<i16> {
+        self.take(2).map(|b| i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn i32(&mut self) -> Option<i32> {
+        self.take(4)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn uvarint(&mut self) -> Option<u32> {
+        let mut value: u64 = 0;
+        for i in 0..5 {
+            let b = *self.take(1)?.first()?;
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                if i > 0 && b == 0 {
+                    self.canonical = false;
+                }
+                return u32::try_from(value).ok();
+            }
+        }
+        None
+    }
+
+    /// A string's length: `None` for null; a non-canonical null is noted.
+    fn string_len(&mut self, flexible: bool) -> Option<Option<usize>> {
+        if flexible {
+            let n = self.uvarint()?;
+            return Some(n.checked_sub(1).map(|n| n as usize));
+        }
+        let n = self.i16()?;
+        if n < -1 {
+            self.canonical = false;
+        }
+        Some(usize::try_from(n).ok())
+    }
+
+    fn string(&mut self, flexible: bool) -> Option<()> {
+        if let Some(n) = self.string_len(flexible)? {
+            self.take(n)?;
+        }
+        Some(())
+    }
+
+    fn count(&mut self, flexible: bool) -> Option<Option<usize>> {
+        if flexible {
+            let n = self.uvarint()?;
+            return Some(n.checked_sub(1).map(|n| n as usize));
+        }
+        let n = self.i32()?;
+        if n < -1 {
+            self.canonical = false;
+        }
+        Some(usize::try_from(n).ok())
+    }
+
+    fn tags(&mut self, flexible: bool) -> Option<()> {
+        if !flexible {
+            return Some(());
+        }
+        let n = self.uvarint()?;
+        for _ in 0..n {
+            self.uvarint()?;
+            let size = self.uvarint()?;
+            self.take(size as usize)?;
+        }
+        Some(())
+    }
+
+    fn done(&self) -> Option<bool> {
+        (self.at == self.buf.len()).then_some(self.canonical)
+    }
+}
+
+/// Whether a request frame (one that parses) is in canonical form; `None` if this walk
+/// cannot read it.
+pub fn canonical_request(frame: &[u8]) -> Option<bool> {
+    let mut w = Walk::new(frame)?;
+    w.i16()?;
+    let version = w.i16()?;
+    let flexible = version >= 2;
+    w.i32()?;
+    w.string(false)?;
+    w.tags(flexible)?;
+    if version >= 1 {
+        w.take(1)?;
+    }
+    if let Some(n) = w.count(flexible)? {
+        for _ in 0..n {
+            w.string(flexible)?;
+            let partitions = w.count(flexible)?.unwrap_or(0);
+            w.take(partitions.checked_mul(4)?)?;
+            w.tags(flexible)?;
+        }
+    }
+    w.i32()?;
+    w.tags(flexible)?;
+    w.done()
+}
+
+/// The response counterpart of [`canonical_request`].
+pub fn canonical_response(frame: &[u8], version: i16) -> Option<bool> {
+    let mut w = Walk::new(frame)?;
+    let flexible = version >= 2;
+    w.i32()?;
+    w.tags(flexible)?;
+    w.i32()?;
+    if version >= 1 {
+        w.i16()?;
+    }
+    let results = w.count(flexible)?.unwrap_or(0);
+    for _ in 0..results {
+        w.string(flexible)?;
+        let partitions = w.count(flexible)?.unwrap_or(0);
+        for _ in 0..partitions {
+            w.take(6)?;
+            w.string(flexible)?;
+            w.tags(flexible)?;
+        }
+        w.tags(flexible)?;
+    }
+    w.tags(flexible)?;
+    w.done()
+}
+
+// ---------------------------------------------------------------------------------------
+// Where a message comes from in the targets below: the input's own bytes (a size-prefixed
+// frame, then the parameters), or the crate's generator (`ArbitraryRequest`,
+// `ArbitraryResponse`), which makes a valid message of any shape from few bytes.
+
+/// A request frame and what is left of the input for the parameters.
+fn take_request(data: &[u8], generate: bool) -> Option<(Vec<u8>, Unstructured<'_>)> {
+    if generate {
+        return generated_request(data);
+    }
+    let (frame, rest) = split_frame(data).ok()?;
+    Some((frame.to_vec(), Unstructured::new(rest)))
+}
+
+/// A response frame, its version, and what is left of the input.
+fn take_response(
+    data: &[u8],
+    generate: bool,
+    version: i16,
+) -> Option<(Vec<u8>, i16, Unstructured<'_>)> {
+    if generate {
+        return generated_response(data);
+    }
+    let (frame, rest) = split_frame(data).ok()?;
+    Some((frame.to_vec(), version, Unstructured::new(rest)))
+}
+
+#[cfg(feature = "arbitrary")]
+fn generated_request(data: &[u8]) -> Option<(Vec<u8>, Unstructured<'_>)> {
+    use kafka_elect_leaders::{ArbitraryRequest, EncodeRequestExt};
+    let mut u = Unstructured::new(data);
+    let r = ArbitraryRequest::arbitrary(&mut u).ok()?;
+    let frame = r.encode_to_vec(r.version).ok()?;
+    Some((frame, u))
+}
+
+#[cfg(feature = "arbitrary")]
+fn generated_response(data: &[u8]) -> Option<(Vec<u8>, i16, Unstructured<'_>)> {
+    use kafka_elect_leaders::{ArbitraryResponse, EncodeResponseExt};
+    let mut u = Unstructured::new(data);
+    let r = ArbitraryResponse::arbitrary(&mut u).ok()?;
+    let frame = r.encode_to_vec(r.version).ok()?;
+    Some((frame, r.version, u))
+}
+
+// Without the generators (the library's feature `arbitrary`), generated inputs are skipped.
+#[cfg(not(feature = "arbitrary"))]
+fn generated_request(_: &[u8]) -> Option<(Vec<u8>, Unstructured<'_>)> {
+    None
+}
+
+#[cfg(not(feature = "arbitrary"))]
+fn generated_response(_: &[u8]) -> Option<(Vec<u8>, i16, Unstructured<'_>)> {
+    None
+}
+
+/// A keep/drop decision from a seed and a name, the same each time it is asked.
+fn keeps(seed: u64, name: &[u8], salt: i64) -> bool {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for &b in name.iter().chain(&salt.to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h >> 63 == 0 || seed == 0
+}
+
+/// A client id or message: maybe null, maybe just over or at the 32767-byte limit.
+fn some_string<'a>(
+    u: &mut Unstructured<'a>,
+) -> arbitrary::Result<Option<std::borrow::Cow<'a, [u8]>>> {
+    use std::borrow::Cow;
+    Ok(match u.int_in_range(0u8..=9)? {
+        0 => None,
+        1 => Some(Cow::Owned(vec![b'k'; 32767])),
+        2 => Some(Cow::Owned(vec![b'k'; 32768])),
+        _ => Some(Cow::Borrowed(<&[u8]>::arbitrary(u)?)),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// edit: RequestEdit / ResponseEdit, the edited frame parses and shows exactly the change.
+
+/// First byte: bit 0 request (0) or response (1), bit 1 generate the message (1) or read a
+/// frame from the input (0), bits 2-3 the response version. Then the frame (when read),
+/// then the edit's parameters.
+pub fn check_edit(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let generate = selector & 2 != 0;
+    if selector & 1 == 0 {
+        if let Some((frame, mut u)) = take_request(rest, generate) {
+            let _ = edit_request(&frame, &mut u);
+        }
+    } else if let Some((frame, version, mut u)) =
+        take_response(rest, generate, i16::from((selector >> 2) % 3))
+    {
+        let _ = edit_response(&frame, version, &mut u);
+    }
+}
+
+fn edit_request(frame: &[u8], u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let Ok(request) = parse_request(frame) else {
+        return Ok(());
+    };
+    let original = plain_request(&request);
+    let version = request.version();
+    let correlation_id: Option<i32> = u.arbitrary()?;
+    let client_id = if u.arbitrary()? {
+        Some(some_string(u)?)
+    } else {
+        None
+    };
+    let election_type: Option<i8> = u.arbitrary()?;
+    let timeout_ms: Option<i32> = u.arbitrary()?;
+    let topic_seed: Option<u64> = u.arbitrary()?;
+    let partition_seed: Option<u64> = u.arbitrary()?;
+
+    let mut expected = original.clone();
+    let mut edit = request.edit();
+    if let Some(id) = correlation_id {
+        edit = edit.correlation_id(id);
+        expected.correlation_id = id;
+    }
+    if let Some(id) = &client_id {
+        edit = edit.client_id(id.as_deref());
+        expected.client_id = id.as_deref().map(<[u8]>::to_vec);
+    }
+    if let Some(t) = election_type {
+        edit = edit.election_type(ElectionType(t));
+        expected.election_type = t;
+    }
+    if let Some(t) = timeout_ms {
+        edit = edit.timeout_ms(t);
+        expected.timeout_ms = t;
+    }
+    let topic_seed = topic_seed.unwrap_or(0);
+    let partition_seed = partition_seed.unwrap_or(0);
+    if let Some(topics) = &mut expected.topics {
+        topics.retain(|t| keeps(topic_seed, &t.topic, t.partitions.len() as i64));
+        for t in topics.iter_mut() {
+            let name = t.topic.clone();
+            t.partitions
+                .retain(|&p| keeps(partition_seed, &name, i64::from(p)));
+        }
+    }
+    let edit = edit
+        .retain_topics(|t| keeps(topic_seed, t.topic(), t.partitions().len() as i64))
+        .retain_partitions(|topic, p| keeps(partition_seed, topic, i64::from(p)));
+
+    let refusals = request_refusals(&expected, version);
+    let Some(out) = encode_request_checked(&edit, version, &refusals) else {
+        return Ok(());
+    };
+    let parsed = parse_request(&out).expect("an edited request parses");
+    assert_eq!(plain_request(&parsed), expected);
+    // The views' own equality says "different" exactly when the values are.
+    assert_eq!(parsed == request, expected == original, "view equality");
+    // An edit that changes nothing is the canonical frame of the original.
+    if correlation_id.is_none()
+        && client_id.is_none()
+        && election_type.is_none()
+        && timeout_ms.is_none()
+        && topic_seed == 0
+        && partition_seed == 0
+    {
+        assert_eq!(
+            out,
+            reencoded_request(&request).expect("the same request encodes")
+        );
+    }
+    Ok(())
+}
+
+fn edit_response(frame: &[u8], version: i16, u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    let Ok(response) = parse_response(frame, version) else {
+        return Ok(());
+    };
+    let original = plain_response(&response);
+    let correlation_id: Option<i32> = u.arbitrary()?;
+    let throttle_time_ms: Option<i32> = u.arbitrary()?;
+    let error_code: Option<i16> = u.arbitrary()?;
+    let topic_seed: Option<u64> = u.arbitrary()?;
+
+    let mut expected = original.clone();
+    let mut edit = response.edit();
+    if let Some(id) = correlation_id {
+        edit = edit.correlation_id(id);
+        expected.correlation_id = id;
+    }
+    if let Some(t) = throttle_time_ms {
+        edit = edit.throttle_time_ms(t);
+        expected.throttle_time_ms = t;
+    }
+    if let Some(code) = error_code {
+        edit = edit.error_code(ErrorCode(code));
+        expected.error_code = code;
+    }
+    let topic_seed = topic_seed.unwrap_or(0);
+    expected
+        .results
+        .retain(|r| keeps(topic_seed, &r.topic, r.partitions.len() as i64));
+    let edit =
+        edit.retain_topics(|r| keeps(topic_seed, r.topic(), r.partition_result().len() as i64));
+
+    let refusals = response_refusals(&expected, version);
+    let Some(out) = encode_response_checked(&edit, version, &refusals) else {
+        return Ok(());
+    };
+    let parsed = parse_response(&out, version).expect("an edited response parses");
+    assert_eq!(plain_response(&parsed), expected);
+    assert_eq!(parsed == response, expected == original, "view equality");
+    Ok(())
+}
+
+/// A parsed request re-encoded at its own version, if the writer takes it.
+fn reencoded_request(request: &ElectLeadersRequest<'_>) -> Option<Vec<u8>> {
+    let mut out = vec![0u8; request.encoded_len(request.version()).ok()?];
+    request.encode(request.version(), &mut out).ok()?;
+    Some(out)
+}
+
+fn reencoded_response(response: &ElectLeadersResponse<'_>) -> Option<Vec<u8>> {
+    let mut out = vec![0u8; response.encoded_len(response.version()).ok()?];
+    response.encode(response.version(), &mut out).ok()?;
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// error_response: every request that parses gets an answer that encodes and parses at its
+// version, with every topic and partition it names answered with the code.
+
+/// First byte: bit 1 generate the request (1) or read a frame (0). Then the frame (when
+/// read), then the error code, message and throttle time.
+pub fn check_error_response(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Some((frame, mut u)) = take_request(rest, selector & 2 != 0) else {
+        return;
+    };
+    let Ok(request) = parse_request(&frame) else {
+        return;
+    };
+    let Ok(code) = u.arbitrary::<i16>() else {
+        return;
+    };
+    let Ok(message) = some_string(&mut u) else {
+        return;
+    };
+    let throttle: Option<i32> = u.arbitrary().unwrap_or(None);
+    let version = request.version();
+    let original = plain_request(&request);
+
+    let mut answer = request.error_response(ErrorCode(code), message.as_deref());
+    if let Some(t) = throttle {
+        answer = answer.throttle_time_ms(t);
+    }
+    let expected = PlainResponse {
+        version,
+        correlation_id: original.correlation_id,
+        header_tags: Vec::new(),
+        throttle_time_ms: throttle.unwrap_or(0),
+        error_code: if version == 0 { 0 } else { code },
+        results: original
+            .topics
+            .iter()
+            .flatten()
+            .map(|t| PlainResult {
+                topic: t.topic.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|&p| PlainPartition {
+                        partition_id: p,
+                        error_code: code,
+                        error_message: message.as_deref().map(<[u8]>::to_vec),
+                        tags: Vec::new(),
+                    })
+                    .collect(),
+                tags: Vec::new(),
+            })
+            .collect(),
+        tags: Vec::new(),
+    };
+    let refusals = response_refusals(&expected, version);
+    let Some(out) = encode_response_checked(&answer, version, &refusals) else {
+        return;
+    };
+    let parsed = parse_response(&out, version).expect("an error response parses");
+    assert_eq!(plain_response(&parsed), expected);
+    let answered: usize = expected.results.iter().map(|r| r.partitions.len()).sum();
+    let asked: usize = original
+        .topics
+        .iter()
+        .flatten()
+        .map(|t| t.partitions.len())
+        .sum();
+    assert_eq!(answered, asked);
+}
+
+// ---------------------------------------------------------------------------------------
+// reencode: a parsed message written at another version. What that version can carry must
+// encode and parse back equal; what it cannot must be refused by name. And back again.
+
+/// First byte: bit 0 request (0) or response (1), bits 2-3 the response's version, bits
+/// 4-5 the version to write at (3: one that does not exist; bit 6 makes it -1). The rest is
+/// one frame.
+pub fn check_reencode(data: &[u8]) {
+    let Some((&selector, frame)) = data.split_first() else {
+        return;
+    };
+    let mut target = i16::from((selector >> 4) & 3);
+    if selector & 0x40 != 0 {
+        target = -1 - target;
+    }
+    if selector & 1 == 0 {
+        let Ok(request) = parse_request(frame) else {
+            return;
+        };
+        let original = plain_request(&request);
+        let refusals = request_refusals(&original, target);
+        let Some(out) = encode_request_checked(&request, target, &refusals) else {
+            return;
+        };
+        let parsed = parse_request(&out).expect("a re-encoded request parses");
+        let mut expected = original.clone();
+        expected.version = target;
+        assert_eq!(plain_request(&parsed), expected);
+        // And back: the canonical frame of the original.
+        if let Some(canonical) = reencoded_request(&request) {
+            let mut back = vec![0u8; canonical.len()];
+            assert_eq!(
+                parsed.encode(request.version(), &mut back),
+                Ok(canonical.len())
+            );
+            assert_eq!(back, canonical);
+        }
+    } else {
+        let version = i16::from((selector >> 2) & 3);
+        let Ok(response) = parse_response(frame, version) else {
+            return;
+        };
+        let original = plain_response(&response);
+        let refusals = response_refusals(&original, target);
+        let Some(out) = encode_response_checked(&response, target, &refusals) else {
+            return;
+        };
+        let parsed = parse_response(&out, target).expect("a re-encoded response parses");
+        let mut expected = original.clone();
+        expected.version = target;
+        assert_eq!(plain_response(&parsed), expected);
+        if let Some(canonical) = reencoded_response(&response) {
+            let mut back = vec![0u8; canonical.len()];
+            assert_eq!(parsed.encode(version, &mut back), Ok(canonical.len()));
+            assert_eq!(back, canonical);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// scan: scan_requests / scan_responses (feature `scan`). Every reported frame is at a real
+// offset and parses there; and what is reported is what a plain walk over every offset
+// finds (requests: the first frame that parses from each point on, then on after it;
+// responses: every offset where one parses with the correlation id asked for).
+
+/// First byte: bit 0 requests (0) or responses (1), bits 2-3 the response version, bit 4
+/// take the correlation id from the first candidate (1) or from the next 4 bytes (0). The
+/// rest is the capture.
+#[cfg(feature = "scan")]
+pub fn check_scan(data: &[u8]) {
+    use kafka_elect_leaders::{scan_requests, scan_responses};
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    if selector & 1 == 0 {
+        let capture = rest;
+        let found: Vec<(usize, PlainRequest, usize)> = scan_requests(capture)
+            .map(|(at, r)| {
+                let frame = r.frame();
+                // The view borrows the capture at the offset it reports.
+                assert_eq!(frame.as_ptr(), capture[at..].as_ptr(), "offset {at}");
+                (at, plain_request(&r), frame.len())
+            })
+            .collect();
+        let mut expected = Vec::new();
+        let mut at = 0;
+        while at + 8 <= capture.len() {
+            if capture[at + 4..at + 6] == [0, 43] {
+                if let Ok((frame, _)) = split_frame(&capture[at..]) {
+                    if let Ok(r) = parse_request(frame) {
+                        expected.push((at, plain_request(&r), frame.len()));
+                        at += frame.len();
+                        continue;
+                    }
+                }
+            }
+            at += 1;
+        }
+        assert_eq!(found, expected);
+    } else {
+        let version = i16::from((selector >> 2) & 3);
+        let (correlation_id, capture) = if selector & 0x10 != 0 {
+            let id = rest
+                .get(4..8)
+                .map_or(0, |b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            (id, rest)
+        } else {
+            let Some(id) = rest.get(..4) else { return };
+            (i32::from_be_bytes([id[0], id[1], id[2], id[3]]), &rest[4..])
+        };
+        let found: Vec<(usize, PlainResponse)> = scan_responses(capture, correlation_id, version)
+            .map(|(at, r)| {
+                assert_eq!(r.frame().as_ptr(), capture[at..].as_ptr(), "offset {at}");
+                assert_eq!(r.correlation_id(), correlation_id);
+                (at, plain_response(&r))
+            })
+            .collect();
+        let needle = correlation_id.to_be_bytes();
+        let expected: Vec<(usize, PlainResponse)> = (0..capture.len().saturating_sub(7))
+            .filter(|&at| capture[at + 4..at + 8] == needle)
+            .filter_map(|at| {
+                let (frame, _) = split_frame(&capture[at..]).ok()?;
+                let r = parse_response(frame, version).ok()?;
+                Some((at, plain_response(&r)))
+            })
+            .collect();
+        assert_eq!(found, expected);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// needed: Incomplete { needed } is exactly the number of bytes missing, at every prefix of
+// a frame, from every entry point that reads a stream.
+
+/// The input is a stream: its first frame (by its size prefix) is cut at every length.
+pub fn check_needed(data: &[u8]) {
+    use kafka_elect_leaders::{peek_request, peek_response};
+    let Ok((frame, _)) = split_frame(data) else {
+        // Fewer than 4 bytes: the size prefix itself is what is missing.
+        if data.len() < 4 {
+            let e = split_frame(data).unwrap_err();
+            assert_eq!(e.needed(), Some(4 - data.len()));
+        }
+        return;
+    };
+    let len = frame.len();
+    let whole_request = parse_request(frame).map(|r| plain_request(&r));
+    for cut in 0..len {
+        let prefix = &frame[..cut];
+        // Until the size prefix is whole, only its missing bytes are known to be missing.
+        let missing = if cut < 4 { 4 - cut } else { len - cut };
+        let e = split_frame(prefix).unwrap_err();
+        assert_eq!(e.needed(), Some(missing), "split_frame at {cut} of {len}");
+        assert!(e.is_incomplete());
+        assert_eq!((e.field, e.offset), ("size", 0));
+        let e = parse_request(prefix).unwrap_err();
+        assert_eq!(e.needed(), Some(missing), "parse_request at {cut} of {len}");
+        for version in 0..3 {
+            let e = parse_response(prefix, version).unwrap_err();
+            assert_eq!(
+                e.needed(),
+                Some(missing),
+                "parse_response at {cut} of {len}"
+            );
+        }
+        let mut frames = Frames::new(prefix);
+        assert!(frames.next().is_none());
+        assert_eq!(frames.remainder(), prefix);
+        let want = (cut > 0).then_some(missing);
+        assert_eq!(frames.needed(), want, "Frames at {cut} of {len}");
+        // The peeks need 12 and 8 bytes, whatever the frame's size (which holds them: a
+        // prefix that long is a prefix of a longer frame).
+        match peek_request(prefix) {
+            Ok(p) => {
+                assert!(cut >= 12, "peek_request at {cut}");
+                assert_eq!(p.size + 4, len);
+                assert_eq!(p.api_key, i16::from_be_bytes([frame[4], frame[5]]));
+                assert_eq!(p.api_version, i16::from_be_bytes([frame[6], frame[7]]));
+            }
+            Err(e) => assert_eq!(e.needed(), Some(12 - cut), "peek_request at {cut}: {e}"),
+        }
+        match peek_response(prefix) {
+            Ok(p) => {
+                assert!(cut >= 8, "peek_response at {cut}");
+                assert_eq!(p.size + 4, len);
+                assert_eq!(p.correlation_id.to_be_bytes(), frame[4..8]);
+            }
+            Err(e) => assert_eq!(e.needed(), Some(8 - cut), "peek_response at {cut}: {e}"),
+        }
+    }
+    // Whole, it is not incomplete, whatever else it is.
+    match &whole_request {
+        Ok(_) => {}
+        Err(e) => assert!(!e.is_incomplete(), "{e}"),
+    }
+    // In a stream, the frame followed by a part of the next one: the next one's count.
+    let mut stream = frame.to_vec();
+    stream.extend_from_slice(&frame[..len / 2]);
+    let mut frames = Frames::new(&stream);
+    assert_eq!(frames.next().map(|f| f.map(<[u8]>::len)), Some(Ok(len)));
+    assert!(frames.next().is_none());
+    let missing = if len / 2 < 4 {
+        4 - len / 2
+    } else {
+        len - len / 2
+    };
+    assert_eq!(frames.needed(), (len / 2 > 0).then_some(missing));
+    assert_eq!(frames.offset(), len);
+}
+
+// ---------------------------------------------------------------------------------------
+// pairing: InFlight against a plain model (a queue), fed requests and responses read from
+// frames with peek_request / peek_response.
+
+#[derive(Arbitrary, Debug)]
+pub enum PairingOp {
+    /// A request: the header bytes of a frame for any API.
+    Request {
+        api_key: i16,
+        api_version: i16,
+        correlation_id: u8,
+    },
+    /// A response with this correlation id.
+    Response { correlation_id: u8 },
+    /// A correlation id far from the small ones.
+    ResponseAny { correlation_id: i32 },
+    /// The connection closed.
+    Clear,
+}
+
+pub fn check_pairing(data: &[u8]) {
+    let Ok(ops) = Vec::<PairingOp>::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    pairing::<1>(&ops);
+    pairing::<5>(&ops);
+}
+
+fn pairing<const N: usize>(ops: &[PairingOp]) {
+    use kafka_elect_leaders::{peek_request, peek_response, InFlight, InFlightFull, Pending};
+    use std::collections::VecDeque;
+    let mut tracker = InFlight::<N>::new();
+    let mut model: VecDeque<Pending> = VecDeque::new();
+    for op in ops {
+        match *op {
+            PairingOp::Request {
+                api_key,
+                api_version,
+                correlation_id,
+            } => {
+                let mut frame = 8i32.to_be_bytes().to_vec();
+                frame.extend_from_slice(&api_key.to_be_bytes());
+                frame.extend_from_slice(&api_version.to_be_bytes());
+                frame.extend_from_slice(&i32::from(correlation_id).to_be_bytes());
+                let peek = peek_request(&frame).expect("a request header peeks");
+                let pending = Pending::from(peek);
+                assert_eq!(
+                    (pending.api_key, pending.api_version, pending.correlation_id),
+                    (api_key, api_version, i32::from(correlation_id))
+                );
+                assert_eq!(
+                    pending.is_elect_leaders(),
+                    api_key == 43 && (0..=2).contains(&api_version)
+                );
+                let got = tracker.push(pending);
+                if model.len() == N {
+                    assert_eq!(got, Err(InFlightFull { capacity: N }));
+                } else {
+                    assert_eq!(got, Ok(()));
+                    model.push_back(pending);
+                }
+            }
+            PairingOp::Response { correlation_id } => {
+                answer(&mut tracker, &mut model, i32::from(correlation_id));
+            }
+            PairingOp::ResponseAny { correlation_id } => {
+                answer(&mut tracker, &mut model, correlation_id);
+            }
+            PairingOp::Clear => {
+                tracker.clear();
+                model.clear();
+            }
+        }
+        assert_eq!(tracker.len(), model.len());
+        assert_eq!(tracker.is_empty(), model.is_empty());
+        assert_eq!(tracker.capacity(), N);
+        assert!(tracker.iter().eq(model.iter()));
+        assert!(tracker.iter().rev().eq(model.iter().rev()));
+        assert_eq!(tracker.iter().len(), model.len());
+    }
+
+    fn answer<const N: usize>(
+        tracker: &mut InFlight<N>,
+        model: &mut VecDeque<Pending>,
+        correlation_id: i32,
+    ) {
+        let mut frame = 4i32.to_be_bytes().to_vec();
+        frame.extend_from_slice(&correlation_id.to_be_bytes());
+        let peek = peek_response(&frame).expect("a response header peeks");
+        assert_eq!(peek.correlation_id, correlation_id);
+        let got = tracker.answer(peek.correlation_id);
+        let want = model
+            .iter()
+            .position(|p| p.correlation_id == correlation_id)
+            .map(|position| {
+                let request = model[position];
+                model.drain(..=position);
+                kafka_elect_leaders::Answered {
+                    request,
+                    skipped: position,
+                }
+            });
+        assert_eq!(got, want);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// policy: the proxy's ElectLeaders policy (src/bin/elect-leaders/proxy/policy.rs, included
+// as it is) against the rules its documentation states.
+
+#[allow(dead_code)]
+#[path = "../src/bin/elect-leaders/proxy/policy.rs"]
+mod policy;
+
+/// First byte: bit 1 generate the request (1) or read a frame (0). Then the frame (when
+/// read), then the policy.
+pub fn check_policy(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Some((frame, mut u)) = take_request(rest, selector & 2 != 0) else {
+        return;
+    };
+    let Ok(request) = parse_request(&frame) else {
+        return;
+    };
+    let _ = decide(&request, &mut u);
+}
+
+fn decide(request: &ElectLeadersRequest<'_>, u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
+    use policy::{Policy, Refusal, Rule, Verdict};
+    let plain = plain_request(request);
+    let topics: Vec<&[u8]> = plain
+        .topics
+        .iter()
+        .flatten()
+        .map(|t| &t.topic[..])
+        .collect();
+    // Names the request uses, picked by index, and names of the fuzzer's own.
+    let names = |u: &mut Unstructured<'_>, own: Option<&[u8]>| -> arbitrary::Result<_> {
+        let mut set: std::collections::HashSet<Box<[u8]>> = Default::default();
+        for _ in 0..u.int_in_range(0u8..=3)? {
+            match (u.arbitrary::<u8>()?, own) {
+                (0, Some(own)) => {
+                    set.insert(own.into());
+                }
+                (i, _) if !topics.is_empty() && i & 1 == 1 => {
+                    set.insert(topics[usize::from(i) % topics.len()].into());
+                }
+                _ => {
+                    set.insert(<&[u8]>::arbitrary(u)?.into());
+                }
+            }
+        }
+        Ok(set)
+    };
+    let protected_topics = names(u, None)?;
+    let allowed_client_ids = names(u, plain.client_id.as_deref())?;
+    let policy = Policy {
+        deny_unclean: u.arbitrary()?,
+        protected_topics,
+        allowed_client_ids,
+        max_partitions: u.arbitrary::<Option<u8>>()?.map(usize::from),
+        log_only: u.arbitrary()?,
+    };
+    let decision = policy.decide(request);
+
+    // The rules, as the module's documentation states them.
+    let requested: Option<usize> = plain
+        .topics
+        .as_ref()
+        .map(|list| list.iter().map(|t| t.partitions.len()).sum());
+    assert_eq!(decision.requested, requested);
+    let unclean = policy.deny_unclean && plain.election_type == 1;
+    let protected = |t: &[u8]| policy.protected_topics.contains(t);
+    let client_refused = !policy.allowed_client_ids.is_empty()
+        && !plain
+            .client_id
+            .as_ref()
+            .is_some_and(|id| policy.allowed_client_ids.contains(&id[..]));
+    let too_many = policy
+        .max_partitions
+        .is_some_and(|max| requested.map_or(true, |n| n > max));
+    let all_unclean = plain.topics.is_none() && unclean;
+    let all_protected = plain.topics.is_none() && !policy.protected_topics.is_empty();
+    let whole = client_refused || too_many || all_unclean || all_protected;
+    let refused_entries: Vec<&PlainTopic> = plain
+        .topics
+        .iter()
+        .flatten()
+        .filter(|t| unclean || protected(&t.topic))
+        .collect();
+    let mut rules = Vec::new();
+    if client_refused {
+        rules.push(Rule::AllowClientId);
+    }
+    if too_many {
+        rules.push(Rule::MaxPartitions);
+    }
+    if all_unclean || (unclean && !topics.is_empty()) {
+        rules.push(Rule::DenyUnclean);
+    }
+    if all_protected || topics.iter().any(|t| protected(t)) {
+        rules.push(Rule::ProtectTopic);
+    }
+    let got_rules: Vec<Rule> = decision.rules.iter().collect();
+    assert_eq!(got_rules, rules);
+
+    let entries = topics.len();
+    match &decision.refusal {
+        Refusal::Whole { message } => {
+            assert!(whole);
+            assert_eq!(decision.refused, requested.unwrap_or(0));
+            for (refused, option) in [
+                (client_refused, "--allow-client-id"),
+                (too_many, "--max-partitions"),
+                (all_unclean, "--deny-unclean"),
+                (all_protected, "--protect-topic"),
+            ] {
+                assert_eq!(message.contains(option), refused, "{option}: {message}");
+            }
+        }
+        Refusal::Partitions { all } => {
+            assert!(!whole && !refused_entries.is_empty());
+            assert_eq!(*all, refused_entries.len() == entries);
+            let refused: usize = refused_entries.iter().map(|t| t.partitions.len()).sum();
+            assert_eq!(decision.refused, refused);
+        }
+        Refusal::Nothing => {
+            assert!(!whole && refused_entries.is_empty());
+            assert_eq!(decision.refused, 0);
+        }
+    }
+    if !policy.has_rules() {
+        assert_eq!(decision.refusal, Refusal::Nothing);
+    }
+    let verdict = match (&decision.refusal, policy.log_only) {
+        (Refusal::Nothing, _) => Verdict::Forwarded,
+        (_, true) => Verdict::WouldRefuse,
+        (Refusal::Whole { .. } | Refusal::Partitions { all: true }, false) => Verdict::Refused,
+        (Refusal::Partitions { all: false }, false) => Verdict::Trimmed,
+    };
+    assert_eq!(decision.verdict, verdict);
+    for t in &topics {
+        let refuses = decision.refuses_topic(&policy, t);
+        assert_eq!(refuses, whole || unclean || protected(t), "{t:?}");
+        if refuses && !whole {
+            let message = decision.partition_message(&policy, t);
+            assert_eq!(message.contains("--deny-unclean"), unclean);
+            assert_eq!(message.contains("--protect-topic"), protected(t));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// capture: the tool's pcap/pcapng reader (src/bin/elect-leaders/capture/, included as it
+// is; it needs pcap-parser, which the crate has with feature `cli`) over arbitrary bytes:
+// no panic, work bounded by the input, and the event stream keeps its documented order.
+
+#[cfg(feature = "cli")]
+#[allow(dead_code, unused_imports)]
+#[path = "../src/bin/elect-leaders/capture/mod.rs"]
+mod capture;
+
+#[cfg(feature = "cli")]
+pub fn check_capture(data: &[u8]) {
+    use capture::{Capture, ConnId, Endpoint, Event};
+    use std::collections::HashMap;
+
+    let Ok(mut reader) = Capture::new(std::io::Cursor::new(data)) else {
+        return;
+    };
+    // Open connections: their two ends. Directions: the next offset of each.
+    let mut open: HashMap<ConnId, (Endpoint, Endpoint)> = HashMap::new();
+    let mut next: HashMap<(ConnId, Endpoint), u64> = HashMap::new();
+    let mut opened = 0u32;
+    let mut events = 0usize;
+    let direction = |open: &HashMap<ConnId, (Endpoint, Endpoint)>, conn, from, to| {
+        let &(a, b) = open.get(&conn).expect("an event of a connection not open");
+        assert!((from, to) == (a, b) || (from, to) == (b, a));
+        (conn, from)
+    };
+    while let Some(event) = reader.next_event().expect("no I/O error from memory") {
+        events += 1;
+        // Every event stands for input bytes (a packet record is 16 bytes or more) or a
+        // connection opened by one.
+        assert!(
+            events <= data.len() + 64,
+            "{events} events from {} bytes",
+            data.len()
+        );
+        match event {
+            Event::Open { conn, a, b, .. } => {
+                opened += 1;
+                assert_eq!(conn, ConnId(opened), "connections numbered in order");
+                assert!(open.insert(conn, (a, b)).is_none());
+            }
+            Event::Data {
+                conn,
+                from,
+                to,
+                offset,
+                bytes,
+                ..
+            } => {
+                assert!(!bytes.is_empty());
+                let at = next.entry(direction(&open, conn, from, to)).or_insert(0);
+                assert_eq!(offset, *at, "Data continues its direction");
+                *at += bytes.len() as u64;
+            }
+            Event::Gap {
+                conn,
+                from,
+                to,
+                offset,
+                len,
+                ..
+            } => {
+                assert!(len > 0);
+                let at = next.entry(direction(&open, conn, from, to)).or_insert(0);
+                assert_eq!(offset, *at, "a Gap continues its direction");
+                *at += len;
+            }
+            Event::Close { conn, reason, .. } => {
+                assert!(open.remove(&conn).is_some(), "closed twice or never opened");
+                assert!(!reason.is_empty());
+            }
+            Event::Note { message, .. } => assert!(!message.is_empty()),
+        }
+    }
+    assert!(
+        open.is_empty(),
+        "the end of the capture closes every connection"
+    );
+    assert!(reader.next_event().expect("no I/O error").is_none());
+    assert_eq!(reader.stats().connections, opened);
+}
+
+// ---------------------------------------------------------------------------------------
+// generators: the crate's own generators and mutator, fuzzed. Whatever they produce either
+// parses and round-trips (re-encoding gives the same bytes), or is refused by name: by the
+// writer (`AnyVersion` messages) or, for a deliberate malformation, by the parser.
+
+fn generated_request_round_trips(frame: &[u8]) {
+    assert_eq!(canonical_request(frame), Some(true));
+    let parsed = parse_request(frame).expect("the writer wrote it");
+    let mut again = vec![0u8; frame.len()];
+    assert_eq!(parsed.encode(parsed.version(), &mut again), Ok(frame.len()));
+    assert_eq!(again, frame);
+}
+
+fn generated_response_round_trips(frame: &[u8], version: i16) {
+    assert_eq!(canonical_response(frame, version), Some(true));
+    let parsed = parse_response(frame, version).expect("the writer wrote it");
+    let mut again = vec![0u8; frame.len()];
+    assert_eq!(parsed.encode(version, &mut again), Ok(frame.len()));
+    assert_eq!(again, frame);
+}
+
+/// First byte: bit 0 request (0) or response (1), bit 1 any version (`AnyVersion`, which
+/// the writer may refuse) or a carryable one; it also seeds the mutator. The rest feeds
+/// the generator.
+#[cfg(feature = "arbitrary")]
+pub fn check_generators(data: &[u8]) {
+    use kafka_elect_leaders::{
+        mutate_request, mutate_response, AnyVersion, ArbitraryRequest, ArbitraryResponse,
+    };
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let mut u = Unstructured::new(rest);
+    let seed = u64::from(selector);
+    let mut out = vec![0u8; 70_000 + 2 * rest.len()];
+    if selector & 1 == 0 {
+        let request = if selector & 2 == 0 {
+            ArbitraryRequest::arbitrary(&mut u)
+        } else {
+            AnyVersion::<ArbitraryRequest>::arbitrary(&mut u).map(|a| a.0)
+        };
+        let Ok(request) = request else { return };
+        let Ok(len) = request.encoded_len(request.version) else {
+            assert!(selector & 2 != 0, "a carryable request was refused");
+            return;
+        };
+        let mut frame = vec![0u8; len];
+        request.encode(request.version, &mut frame).unwrap();
+        generated_request_round_trips(&frame);
+        let mutant = mutate_request(&frame, seed, &mut out).unwrap();
+        let bytes = &out[..mutant.len];
+        if mutant.mutation.malformed {
+            if let Err(e) = parse_request(bytes) {
+                assert!(!e.field.is_empty() && e.offset <= bytes.len());
+            }
+        } else {
+            generated_request_round_trips(bytes);
+        }
+    } else {
+        let response = if selector & 2 == 0 {
+            ArbitraryResponse::arbitrary(&mut u)
+        } else {
+            AnyVersion::<ArbitraryResponse>::arbitrary(&mut u).map(|a| a.0)
+        };
+        let Ok(response) = response else { return };
+        let Ok(len) = response.encoded_len(response.version) else {
+            assert!(selector & 2 != 0, "a carryable response was refused");
+            return;
+        };
+        let mut frame = vec![0u8; len];
+        response.encode(response.version, &mut frame).unwrap();
+        generated_response_round_trips(&frame, response.version);
+        let mutant = mutate_response(&frame, response.version, seed, &mut out).unwrap();
+        let bytes = &out[..mutant.len];
+        if mutant.mutation.malformed {
+            if let Err(e) = parse_response(bytes, mutant.version) {
+                assert!(!e.field.is_empty() && e.offset <= bytes.len());
+            }
+        } else {
+            generated_response_round_trips(bytes, mutant.version);
         }
     }
 }

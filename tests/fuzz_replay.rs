@@ -74,3 +74,62 @@ fn split_stream() {
 fn differential() {
     replay("differential", checks::check_differential);
 }
+
+#[test]
+fn edit() {
+    replay("edit", checks::check_edit);
+}
+
+#[test]
+fn error_response() {
+    replay("error_response", checks::check_error_response);
+}
+
+#[test]
+fn reencode() {
+    replay("reencode", checks::check_reencode);
+}
+
+#[cfg(feature = "scan")]
+#[test]
+fn scan() {
+    replay("scan", checks::check_scan);
+}
+
+#[test]
+fn needed() {
+    replay("needed", checks::check_needed);
+}
+
+#[test]
+fn pairing() {
+    replay("pairing", checks::check_pairing);
+}
+
+#[test]
+fn policy() {
+    replay("policy", checks::check_policy);
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn capture() {
+    replay("capture", checks::check_capture);
+}
+
+/// The structure-aware target runs two checks on each input (`fuzz_targets/structured.rs`).
+#[test]
+fn structured() {
+    replay("structured", |data| {
+        checks::check_parse_request(data);
+        let mut selected = vec![0];
+        selected.extend_from_slice(data);
+        checks::check_differential(&selected);
+    });
+}
+
+#[cfg(feature = "arbitrary")]
+#[test]
+fn generators() {
+    replay("generators", checks::check_generators);
+}

@@ -1,0 +1,7 @@
+#![no_main]
+//! Fuzz target `error_response`: `error_response` answers every partition of every request that parses. See `check_error_response` in `fuzz/checks.rs`.
+
+#[path = "../checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check_error_response(data));
