@@ -27,9 +27,10 @@ use reasm::{Key, Sink, Tracker};
 
 /// The read buffer to start with.
 const BUFFER: usize = 64 << 10;
-/// The largest block (pcapng) or packet record (pcap) read: the buffer grows to hold one up to
-/// this; a larger one is skipped (pcapng) or ends the reading (pcap, whose records cannot be
-/// skipped safely: such a length is far more likely a corrupt file than a packet).
+/// The largest block (pcapng) or packet record (pcap) read: the buffer doubles, as it fills, to
+/// hold one up to this; a larger one is skipped (pcapng) or ends the reading (pcap, whose
+/// records cannot be skipped safely: such a length is far more likely a corrupt file than a
+/// packet).
 const BLOCK_LIMIT: usize = 16 << 20;
 /// Room in the buffer beyond the block being read.
 const SLACK: usize = 4096;
@@ -531,7 +532,23 @@ impl<R: Read> Capture<R> {
                 );
                 self.finish();
             }
-            Step::TooSmall => self.too_small(),
+            Step::TooSmall => {
+                // The buffer is grown only once it is full of what was read: a length read off
+                // the file (up to 16 MiB) never sizes an allocation by itself.
+                let fits = self.next_block_len().is_some_and(|n| n <= BLOCK_LIMIT);
+                let r = self.reader.it();
+                let before = r.data().len();
+                if fits && before < self.capacity {
+                    if r.refill().is_err() {
+                        return Err(self.io_error());
+                    }
+                    let r = self.reader.it();
+                    if r.data().len() > before || r.reader_exhausted() {
+                        return Ok(());
+                    }
+                }
+                self.too_small();
+            }
             Step::Corrupt => {
                 let len = self
                     .dec
@@ -567,10 +584,11 @@ impl<R: Read> Capture<R> {
         Ok(())
     }
 
-    /// The buffer cannot hold the next block: grow it, or skip the block (pcapng), or stop.
-    fn too_small(&mut self) {
+    /// The length of the next block or packet record (its header included), as its header
+    /// says, when the buffer holds enough of it to tell.
+    fn next_block_len(&mut self) -> Option<usize> {
         let data = self.reader.it().data();
-        let needed = if self.dec.ng {
+        if self.dec.ng {
             ng_block_len(data, Some(self.dec.big_endian)).map(|len| len as usize)
         } else {
             data.get(8..12)
@@ -586,9 +604,15 @@ impl<R: Read> Capture<R> {
                     let header = if self.dec.modified { 24 } else { 16 };
                     (caplen as usize).saturating_add(header)
                 })
-        };
+        }
+    }
+
+    /// The buffer cannot hold the next block: grow it, or skip the block (pcapng), or stop.
+    fn too_small(&mut self) {
+        let needed = self.next_block_len();
         let grow_to = match needed {
-            Some(n) if n <= BLOCK_LIMIT => Some((n + SLACK).max(self.capacity * 2)),
+            // Doubling, up to what the block needs: at most twice the bytes actually read.
+            Some(n) if n <= BLOCK_LIMIT => Some((n + SLACK).min(self.capacity * 2)),
             None if !self.dec.ng && self.capacity < BLOCK_LIMIT => Some(self.capacity * 2),
             _ => None,
         };

@@ -1427,3 +1427,49 @@ fn capture_random_reordering_reassembles_the_stream() {
         }
     }
 }
+
+/// A block or record header that claims up to 16 MiB makes the buffer grow only as the bytes
+/// arrive: a short file that claims a huge block never gets a buffer of that size.
+#[test]
+fn capture_a_claimed_length_alone_does_not_grow_the_buffer() {
+    let syn = c2s(CISN, SYN, b"");
+    // pcapng: an Enhanced Packet Block whose length field says 15 MiB, then 100 bytes.
+    let mut ng = w::pcapng_file(false, &[(101, None)], &[(0, 0, &syn, syn.len() as u32)]);
+    ng.extend(6u32.to_le_bytes());
+    ng.extend((15u32 << 20).to_le_bytes());
+    ng.extend([0u8; 100]);
+    // pcap: a record whose captured length says 15 MiB, then 100 bytes.
+    let mut legacy = w::pcap_file(101, false, false, &[(1, 0, &syn, syn.len() as u32)]);
+    legacy.extend([1u8, 0, 0, 0, 0, 0, 0, 0]);
+    legacy.extend((15u32 << 20).to_le_bytes());
+    legacy.extend((15u32 << 20).to_le_bytes());
+    legacy.extend([0u8; 100]);
+    for file in [ng, legacy] {
+        let mut capture = Capture::new(&file[..]).expect("a capture");
+        let mut events = Vec::new();
+        while let Some(event) = capture.next_event().expect("no I/O error") {
+            events.push(event);
+        }
+        assert_eq!(
+            capture.capacity, BUFFER,
+            "the buffer grew for bytes that never came"
+        );
+        let n = notes(&events);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].1.contains("ends in the middle"), "{n:?}");
+    }
+    // The same block, all there, is read: the buffer doubles up to its size.
+    let big = vec![b'q'; 3 << 20];
+    let mut ip = c2s(CISN + 1, ACK, b"");
+    ip[2..4].copy_from_slice(&0u16.to_be_bytes());
+    ip.extend(&big);
+    let f = w::pcapng_file(
+        false,
+        &[(101, None)],
+        &[(0, 0, &syn, syn.len() as u32), (0, 0, &ip, ip.len() as u32)],
+    );
+    let mut capture = Capture::new(&f[..]).expect("a capture");
+    while capture.next_event().expect("no I/O error").is_some() {}
+    assert!(capture.capacity >= ip.len(), "{}", capture.capacity);
+    assert!(capture.capacity <= 2 * f.len(), "{}", capture.capacity);
+}
