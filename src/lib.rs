@@ -95,7 +95,7 @@ pub use response::{parse_response, ElectLeadersResponse, PartitionResult, Replic
 pub use rewrite::{set_request_correlation_id, set_response_correlation_id};
 #[cfg(feature = "scan")]
 #[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
-pub use scan::{scan_requests, scan_responses, RequestScanner, ResponseScanner};
+pub use scan::{scan_requests, scan_responses, RequestScanner, ResponseScanner, ScanStats};
 pub use tagged::{TaggedField, TaggedFields};
 pub use version::{
     request_header_version, response_header_version, API_KEY, MAX_VERSION, MIN_VERSION,

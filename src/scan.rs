@@ -3,9 +3,24 @@
 //!
 //! A candidate is found with memchr's `memmem`; the library's parser decides whether it is
 //! a frame. Nothing here decodes the wire a second way.
+//!
+//! # Bounded work
+//!
+//! Confirming a candidate costs a parse of its frame, and candidates can overlap: a hostile
+//! input can nest thousands of request headers whose client ids all end where one large
+//! body begins, so that every candidate walks the same body. The request scanner therefore
+//! remembers what a failed parse proved about the bytes after a client id: the parse of a
+//! request from there on depends only on those bytes, the version and where the frame
+//! ends, and the frame's end matters only through bounds checks. So one failed walk tells,
+//! for every frame end at once, whether that walk can succeed: at exactly one end (it
+//! stopped early, [`TrailingBytes`](crate::ErrorKind::TrailingBytes)), at no end (a
+//! malformed field), or only at an end past some point (it ran out of bytes). A later
+//! candidate sharing that walk is decided without parsing. [`RequestScanner::stats`] counts
+//! the work, for callers (and tests) that bound it.
 
 use memchr::memmem;
 
+use crate::error::{Error, ErrorKind};
 use crate::frame::{split_frame, SIZE_PREFIX_LEN};
 use crate::request::{parse_request, ElectLeadersRequest};
 use crate::response::{parse_response, ElectLeadersResponse};
@@ -34,6 +49,83 @@ pub fn scan_requests(capture: &[u8]) -> RequestScanner<'_> {
         finder: memmem::Finder::new(&REQUEST_PATTERN),
         from: 0,
         resume: 0,
+        walks: [None; WALK_MEMORY],
+        next_walk: 0,
+        stats: ScanStats::default(),
+    }
+}
+
+/// The work a scanner has done so far: how many candidates it met, how many it handed to
+/// the parser and how many bytes those frames held. The parser's work on a frame is at
+/// most linear in its bytes, so `parsed_bytes` bounds the scanner's parsing work.
+#[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Places where the search pattern was found.
+    pub candidates: u64,
+    /// Candidates whose frame was handed to the parser.
+    pub parsed: u64,
+    /// The bytes of the frames handed to the parser, in all.
+    pub parsed_bytes: u64,
+    /// Candidates decided without a parse, by what an earlier parse of the same bytes
+    /// proved.
+    pub remembered: u64,
+}
+
+/// How many failed walks a request scanner remembers (the most recent ones).
+const WALK_MEMORY: usize = 4;
+
+/// What a failed parse proved about the walk of a request from the end of its client id
+/// (`from`, an offset in the capture) at `version`: which frame ends it can succeed at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Walk {
+    version: u8,
+    from: usize,
+    ends: Ends,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ends {
+    /// Only a frame ending exactly here.
+    Exactly(usize),
+    /// None: a field is malformed whatever follows it.
+    Never,
+    /// Only a frame ending here or later.
+    From(usize),
+}
+
+impl Ends {
+    /// What `error`, from the parse of a frame ending at `end`, proves; `None` when it proves nothing past the frame (or is of a kind not known).
+    fn learned(error: &Error, end: usize) -> Option<Ends> {
+        Some(match error.kind {
+            // The walk finished `count` bytes early: with any other end it either finishes
+            // at the same place (every bounds check it passed still passes) or fails.
+            ErrorKind::TrailingBytes { count } => Ends::Exactly(end.checked_sub(count)?),
+            // The field at the error needed `needed` bytes past the end: a frame ending
+            // before that fails there or earlier.
+            ErrorKind::UnexpectedEnd { needed } => Ends::From(end.checked_add(needed)?),
+            // Every element takes at least one byte, so the count needs at least `count`
+            // bytes after it.
+            ErrorKind::CountTooLarge { count, remaining } => {
+                let after_count = end.checked_sub(remaining)?;
+                Ends::From(after_count.checked_add(count)?.max(end + 1))
+            }
+            // Malformed whatever the frame's end: every walk reaching it fails there.
+            ErrorKind::NegativeLength(_)
+            | ErrorKind::UnexpectedNull
+            | ErrorKind::StringTooLong { .. }
+            | ErrorKind::VarintTooLong
+            | ErrorKind::VarintOverflow => Ends::Never,
+            _ => return None,
+        })
+    }
+
+    fn allows(self, end: usize) -> bool {
+        match self {
+            Ends::Exactly(at) => end == at,
+            Ends::Never => false,
+            Ends::From(at) => end >= at,
+        }
     }
 }
 
@@ -51,6 +143,27 @@ pub struct RequestScanner<'a> {
     finder: memmem::Finder<'static>,
     from: usize,
     resume: usize,
+    walks: [Option<Walk>; WALK_MEMORY],
+    next_walk: usize,
+    stats: ScanStats,
+}
+
+impl RequestScanner<'_> {
+    /// The work done so far.
+    pub fn stats(&self) -> ScanStats {
+        self.stats
+    }
+
+    /// Where the client id of the request header starting at `start` ends: the walk from
+    /// there depends only on the bytes that follow. `None` when the frame cannot hold it.
+    fn client_id_end(&self, start: usize, end: usize) -> Option<usize> {
+        // size (4), api key (2), version (2), correlation id (4), then the client id's
+        // int16 length in every header version; negative is null.
+        let at = start + SIZE_PREFIX_LEN + 8;
+        let len = i16::from_be_bytes([*self.capture.get(at)?, *self.capture.get(at + 1)?]);
+        let from = at + 2 + usize::try_from(len).unwrap_or(0);
+        (from <= end).then_some(from)
+    }
 }
 
 impl<'a> Iterator for RequestScanner<'a> {
@@ -70,12 +183,53 @@ impl<'a> Iterator for RequestScanner<'a> {
             if !version_ok || start < self.resume {
                 continue;
             }
+            self.stats.candidates += 1;
             let Ok((frame, _)) = split_frame(&self.capture[start..]) else {
                 continue;
             };
-            if let Ok(request) = parse_request(frame) {
-                self.resume = start + frame.len();
-                return Some((start, request));
+            let end = start + frame.len();
+            let version = self.capture[at + 3];
+            let from = self.client_id_end(start, end);
+            let known = self
+                .walks
+                .iter()
+                .flatten()
+                .find(|w| Some(w.from) == from && w.version == version);
+            if known.is_some_and(|w| !w.ends.allows(end)) {
+                self.stats.remembered += 1;
+                continue;
+            }
+            self.stats.parsed += 1;
+            self.stats.parsed_bytes += frame.len() as u64;
+            match parse_request(frame) {
+                Ok(request) => {
+                    self.resume = end;
+                    return Some((start, request));
+                }
+                Err(error) => {
+                    let Some(from) = from.filter(|&from| start + error.offset >= from) else {
+                        continue;
+                    };
+                    if let Some(ends) = Ends::learned(&error, end) {
+                        let walk = Walk {
+                            version,
+                            from,
+                            ends,
+                        };
+                        match self
+                            .walks
+                            .iter_mut()
+                            .flatten()
+                            .find(|w| w.from == from && w.version == version)
+                        {
+                            Some(known) => known.ends = ends,
+                            None => {
+                                self.walks[self.next_walk] = Some(walk);
+                                self.next_walk = (self.next_walk + 1) % WALK_MEMORY;
+                            }
+                        }
+                    }
+                }
             }
         }
         self.from = self.capture.len();
@@ -95,6 +249,7 @@ pub fn scan_responses(capture: &[u8], correlation_id: i32, version: i16) -> Resp
         needle: correlation_id.to_be_bytes(),
         version,
         from: 0,
+        stats: ScanStats::default(),
     }
 }
 
@@ -106,6 +261,14 @@ pub struct ResponseScanner<'a> {
     needle: [u8; 4],
     version: i16,
     from: usize,
+    stats: ScanStats,
+}
+
+impl ResponseScanner<'_> {
+    /// The work done so far.
+    pub fn stats(&self) -> ScanStats {
+        self.stats
+    }
 }
 
 impl<'a> Iterator for ResponseScanner<'a> {
@@ -118,9 +281,12 @@ impl<'a> Iterator for ResponseScanner<'a> {
             let Some(start) = at.checked_sub(SIZE_PREFIX_LEN) else {
                 continue;
             };
+            self.stats.candidates += 1;
             let Ok((frame, _)) = split_frame(&self.capture[start..]) else {
                 continue;
             };
+            self.stats.parsed += 1;
+            self.stats.parsed_bytes += frame.len() as u64;
             if let Ok(response) = parse_response(frame, self.version) {
                 return Some((start, response));
             }

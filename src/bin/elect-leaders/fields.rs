@@ -44,7 +44,7 @@ pub const ABOUT_ERROR_MESSAGE: &str = "The result message, or null if there was 
 pub const ABOUT_TAGGED_FIELD: &str = "unknown tagged field, kept as raw bytes";
 
 /// The frame's size prefix.
-pub fn frame_node(size: impl ToString, about: &str) -> Node {
+pub fn frame_node<'a>(size: impl ToString, about: &str) -> Node<'a> {
     with_region(
         group(
             "Frame",
@@ -124,7 +124,7 @@ pub fn elements(n: usize) -> String {
 }
 
 /// The count prefix of a non-null array.
-pub fn length_leaf(n: usize, flexible: bool, range: Range<usize>) -> Node {
+pub fn length_leaf<'a>(n: usize, flexible: bool, range: Range<usize>) -> Node<'a> {
     let about = match n {
         0 => "no elements follow".to_owned(),
         1 => "1 element follows".to_owned(),
@@ -144,14 +144,14 @@ pub fn length_leaf(n: usize, flexible: bool, range: Range<usize>) -> Node {
 }
 
 /// A null array (request `TopicPartitions`): its count prefix is all there is.
-pub fn null_array_node(
+pub fn null_array_node<'a>(
     name: &str,
     ty: &str,
     flexible: bool,
     frame: &[u8],
     range: Range<usize>,
     about: &str,
-) -> Node {
+) -> Node<'a> {
     let length = if flexible {
         leaf(
             "length",
@@ -184,18 +184,23 @@ pub fn null_array_node(
 }
 
 /// An `[]int32`: count prefix, then 4 bytes per element.
-pub fn int32_list_node(name: &str, list: Int32List<'_>, flexible: bool, about: &str) -> Node {
+pub fn int32_list_node<'a>(
+    name: &str,
+    list: Int32List<'a>,
+    flexible: bool,
+    about: &str,
+) -> Node<'a> {
     let range = list.range();
     let elements_start = range.end - 4 * list.len();
-    let mut children = vec![length_leaf(
+    let children = vec![length_leaf(
         list.len(),
         flexible,
         range.start..elements_start,
     )];
-    for (j, value) in list.iter().enumerate() {
+    let values = list.iter().enumerate().map(move |(j, value)| {
         let at = elements_start + 4 * j;
-        children.push(leaf(format!("int32[{j}]"), "int32", value, at..at + 4, ""));
-    }
+        leaf(format!("int32[{j}]"), "int32", value, at..at + 4, "")
+    });
     group(
         name,
         "[]int32",
@@ -204,10 +209,11 @@ pub fn int32_list_node(name: &str, list: Int32List<'_>, flexible: bool, about: &
         about,
         children,
     )
+    .lazy(list.len(), values)
 }
 
 /// Tagged fields: the count, as on the reference page, and each unknown field.
-pub fn tagged_node(fields: TaggedFields<'_>, about: &str) -> Node {
+pub fn tagged_node<'a>(fields: TaggedFields<'a>, about: &str) -> Node<'a> {
     let range = fields.range();
     if fields.is_empty() {
         return with_region(
@@ -216,14 +222,14 @@ pub fn tagged_node(fields: TaggedFields<'_>, about: &str) -> Node {
         );
     }
     let count_end = fields.first().map_or(range.end, |f| f.range().start);
-    let mut children = vec![leaf(
+    let children = vec![leaf(
         "count",
         "uvarint",
         fields.len(),
         range.start..count_end,
         about,
     )];
-    for (i, field) in fields.iter().enumerate() {
+    let nodes = fields.iter().enumerate().map(|(i, field)| {
         let data = field.data();
         let shown = if data.is_empty() {
             "empty".to_owned()
@@ -232,14 +238,14 @@ pub fn tagged_node(fields: TaggedFields<'_>, about: &str) -> Node {
         } else {
             format!("{} ({})", to_hex(data), byte_count(data.len()))
         };
-        children.push(leaf(
+        leaf(
             format!("TaggedField[{i}]"),
             &format!("tag {}", field.tag()),
             shown,
             field.range(),
             ABOUT_TAGGED_FIELD,
-        ));
-    }
+        )
+    });
     let count = match fields.len() {
         1 => "1 field".to_owned(),
         n => format!("{n} fields"),
@@ -252,12 +258,13 @@ pub fn tagged_node(fields: TaggedFields<'_>, about: &str) -> Node {
             range,
             "count, then tag, size and data of each",
             children,
-        ),
+        )
+        .lazy(fields.len(), nodes),
         Region::Tagged,
     )
 }
 
-pub fn request_tree(r: &ElectLeadersRequest<'_>) -> Node {
+pub fn request_tree<'a>(r: &ElectLeadersRequest<'a>) -> Node<'a> {
     let frame = r.frame();
     let version = r.version();
     let flexible = version >= 2;
@@ -325,8 +332,8 @@ pub fn request_tree(r: &ElectLeadersRequest<'_>) -> Node {
         Some(list) => {
             let range = list.range();
             let count_end = list.first().map_or(range.end, |e| e.range().start);
-            let mut children = vec![length_leaf(list.len(), flexible, range.start..count_end)];
-            for (i, entry) in list.iter().enumerate() {
+            let children = vec![length_leaf(list.len(), flexible, range.start..count_end)];
+            let topics = list.iter().enumerate().map(move |(i, entry)| {
                 let partitions = entry.partitions();
                 let mut fields = vec![
                     leaf(
@@ -346,15 +353,15 @@ pub fn request_tree(r: &ElectLeadersRequest<'_>) -> Node {
                 if flexible {
                     fields.push(tagged_node(entry.tagged_fields(), ABOUT_STRUCT_TAGS));
                 }
-                children.push(group(
+                group(
                     format!("TopicPartitions[{i}]"),
                     "TopicPartitions",
                     Some("struct".to_owned()),
                     entry.range(),
                     "",
                     fields,
-                ));
-            }
+                )
+            });
             group(
                 "TopicPartitions",
                 "[]TopicPartitions",
@@ -363,6 +370,7 @@ pub fn request_tree(r: &ElectLeadersRequest<'_>) -> Node {
                 ABOUT_TOPIC_PARTITIONS,
                 children,
             )
+            .lazy(list.len(), topics)
         }
     });
     body_fields.push(leaf(
@@ -410,7 +418,7 @@ pub fn request_tree(r: &ElectLeadersRequest<'_>) -> Node {
     )
 }
 
-pub fn response_tree(r: &ElectLeadersResponse<'_>) -> Node {
+pub fn response_tree<'a>(r: &ElectLeadersResponse<'a>) -> Node<'a> {
     let frame = r.frame();
     let version = r.version();
     let flexible = version >= 2;
@@ -450,17 +458,17 @@ pub fn response_tree(r: &ElectLeadersResponse<'_>) -> Node {
     let results = r.replica_election_results();
     let range = results.range();
     let count_end = results.first().map_or(range.end, |e| e.range().start);
-    let mut children = vec![length_leaf(results.len(), flexible, range.start..count_end)];
-    for (i, result) in results.iter().enumerate() {
+    let children = vec![length_leaf(results.len(), flexible, range.start..count_end)];
+    let result_nodes = results.iter().enumerate().map(move |(i, result)| {
         let partitions = result.partition_result();
         let p_range = partitions.range();
         let p_count_end = partitions.first().map_or(p_range.end, |e| e.range().start);
-        let mut p_children = vec![length_leaf(
+        let p_children = vec![length_leaf(
             partitions.len(),
             flexible,
             p_range.start..p_count_end,
         )];
-        for (j, p) in partitions.iter().enumerate() {
+        let p_nodes = partitions.iter().enumerate().map(move |(j, p)| {
             let start = p.range().start;
             let tags = p.tagged_fields();
             let mut fields = vec![
@@ -489,15 +497,15 @@ pub fn response_tree(r: &ElectLeadersResponse<'_>) -> Node {
             if flexible {
                 fields.push(tagged_node(tags, ABOUT_STRUCT_TAGS));
             }
-            p_children.push(group(
+            group(
                 format!("PartitionResult[{j}]"),
                 "PartitionResult",
                 Some("struct".to_owned()),
                 p.range(),
                 "",
                 fields,
-            ));
-        }
+            )
+        });
         let mut fields = vec![
             leaf(
                 "Topic",
@@ -513,28 +521,32 @@ pub fn response_tree(r: &ElectLeadersResponse<'_>) -> Node {
                 p_range,
                 ABOUT_PARTITION_RESULT,
                 p_children,
-            ),
+            )
+            .lazy(partitions.len(), p_nodes),
         ];
         if flexible {
             fields.push(tagged_node(result.tagged_fields(), ABOUT_STRUCT_TAGS));
         }
-        children.push(group(
+        group(
             format!("ReplicaElectionResult[{i}]"),
             "ReplicaElectionResult",
             Some("struct".to_owned()),
             result.range(),
             "",
             fields,
-        ));
-    }
-    body_fields.push(group(
-        "ReplicaElectionResults",
-        "[]ReplicaElectionResult",
-        Some(elements(results.len())),
-        range,
-        ABOUT_RESULTS,
-        children,
-    ));
+        )
+    });
+    body_fields.push(
+        group(
+            "ReplicaElectionResults",
+            "[]ReplicaElectionResult",
+            Some(elements(results.len())),
+            range,
+            ABOUT_RESULTS,
+            children,
+        )
+        .lazy(results.len(), result_nodes),
+    );
     if flexible {
         body_fields.push(tagged_node(r.tagged_fields(), ABOUT_STRUCT_TAGS));
     }

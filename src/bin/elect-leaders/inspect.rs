@@ -24,7 +24,7 @@ use crate::hexdump::hex_layout;
 use crate::input::{FrameReader, Kind, Opened, ReadFailure, Source, BUNDLED};
 use crate::style::{Palette, Region};
 use crate::traffic::{self, Item, What};
-use crate::tree::{group, leaf, paint, render, with_region, Node};
+use crate::tree::{group, leaf, render, with_region, Node};
 use crate::Options;
 
 /// `inspect`.
@@ -288,12 +288,13 @@ fn print_tree(
     p: &Palette,
     frame: &[u8],
     title: &str,
-    tree: Node,
+    tree: Node<'_>,
 ) -> io::Result<()> {
     writeln!(out, "{title}\n\nobject tree")?;
-    render(out, p, &tree, "", true, true)?;
+    // Drawn as it is made; the regions (one byte per frame byte) are what the hex layout
+    // needs of the tree.
     let mut regions = vec![None; frame.len()];
-    paint(&tree, &mut regions);
+    render(out, p, tree, "", true, true, &mut regions)?;
     writeln!(out)?;
     hex_layout(out, p, frame, &regions, None)?;
     writeln!(out)
@@ -428,9 +429,8 @@ fn print_malformed(
     let tree = group(root, &root_ty, None, 0..len, "", children);
 
     writeln!(out, "{title}\n\nobject tree (up to the failure)")?;
-    render(out, p, &tree, "", true, true)?;
     let mut regions = vec![None; len];
-    paint(&tree, &mut regions);
+    render(out, p, tree, "", true, true, &mut regions)?;
     writeln!(out)?;
     hex_layout(out, p, bytes, &regions, Some(error))?;
     writeln!(out)

@@ -320,9 +320,24 @@ fn main() -> ExitCode {
     // Whatever was good is printed before the error is reported.
     let flushed = out.flush();
     let result = result.and(flushed.map_err(Failure::Output));
+    report_peak_memory();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
+    }
+}
+
+/// With `ELECT_LEADERS_PEAK_RSS` set, the process's peak resident memory (Linux's
+/// `VmHWM`) on standard error as it ends: what the memory bounds in the README are checked
+/// against.
+fn report_peak_memory() {
+    if std::env::var_os("ELECT_LEADERS_PEAK_RSS").is_none() {
+        return;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    match status.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+        Some(peak) => eprintln!("elect-leaders: peak RSS {}", peak.trim()),
+        None => eprintln!("elect-leaders: peak RSS unknown"),
     }
 }
 
