@@ -66,8 +66,9 @@ impl<'a> RequestHeader<'a> {
     }
 
     /// `ClientId` as UTF-8, checked now; `Ok(None)` when null.
+    #[inline]
     pub fn client_id_str(&self) -> Result<Option<&'a str>, core::str::Utf8Error> {
-        self.client_id.map(core::str::from_utf8).transpose()
+        crate::wire::utf8_opt(self.client_id)
     }
 
     /// Unknown tagged fields of the header (header v2); empty in header v1.

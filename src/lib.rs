@@ -90,8 +90,13 @@ pub use list::{Int32Iter, Int32List, List, ListIter};
 #[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
 pub use mutate::{mutate_bytes, mutate_request, mutate_response, Mutant, MutateError, Mutation};
 pub use owned::{FrameStorage, OwnedParseError, OwnedRequest, OwnedResponse};
-pub use request::{parse_request, ElectLeadersRequest, TopicPartitions};
-pub use response::{parse_response, ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
+pub use request::{
+    parse_request, visit_request, ElectLeadersRequest, RequestVisitor, TopicPartitions,
+};
+pub use response::{
+    parse_response, visit_response, ElectLeadersResponse, PartitionResult, ReplicaElectionResult,
+    ResponseVisitor,
+};
 pub use rewrite::{set_request_correlation_id, set_response_correlation_id};
 #[cfg(feature = "scan")]
 #[cfg_attr(docsrs, doc(cfg(feature = "scan")))]

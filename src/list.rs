@@ -26,9 +26,33 @@ pub(crate) mod sealed {
 }
 use sealed::Element;
 
-use nom::{Emit, Mode, OutputM, OutputMode, Streaming};
+use nom::{Check, Emit, Mode, OutputM, OutputMode, Streaming};
 
 use crate::wire::{MErr, MResult, Validate};
+
+/// One element of a list, parsed by [`List::process_each`]: returns what follows it. A trait
+/// rather than a closure so that `#[inline(always)]` holds and the element's grammar is
+/// compiled into the list's loop.
+pub(crate) trait Step<'a, OM: OutputMode> {
+    fn step(&mut self, cx: Cx, input: &'a [u8]) -> Result<&'a [u8], MErr<OM>>;
+}
+
+/// Checks each element (nom's `Check` mode): nothing is built.
+pub(crate) struct CheckEach<T>(core::marker::PhantomData<fn() -> T>);
+
+impl<T> CheckEach<T> {
+    #[inline(always)]
+    pub(crate) const fn new() -> Self {
+        CheckEach(core::marker::PhantomData)
+    }
+}
+
+impl<'a, OM: OutputMode, T: Element<'a>> Step<'a, OM> for CheckEach<T> {
+    #[inline(always)]
+    fn step(&mut self, cx: Cx, input: &'a [u8]) -> Result<&'a [u8], MErr<OM>> {
+        Ok(T::process::<Validate<OM>>(cx, input)?.0)
+    }
+}
 
 /// A lazy list of structs (`TopicPartitions`, `ReplicaElectionResult`, tagged fields, …)
 /// whose bytes were validated when the message was parsed.
@@ -47,56 +71,42 @@ pub struct List<'a, T> {
 }
 
 impl<'a, T: Element<'a>> List<'a, T> {
-    /// Walks `len` elements starting at `elements`, a suffix of the frame, checking each one
-    /// in `Check` mode, and returns the list (in `OM`'s output mode) and the input after it.
-    /// `start` is the offset of the count.
+    /// Walks `len` elements starting at `elements`, each with `step` (which parses one
+    /// element with the element's own grammar, in whatever output mode it needs, and returns
+    /// what follows it), and returns the list and the input after it. How the single-pass
+    /// visitors hand each element over while it is validated.
     #[inline(always)]
-    pub(crate) fn process<OM: OutputMode>(
+    pub(crate) fn process_each<OM: OutputMode>(
         cx: Cx,
         start: usize,
         len: usize,
         elements: &'a [u8],
+        mut step: impl Step<'a, OM>,
     ) -> MResult<'a, OM, Self> {
         // The loop is inlined twice, each time with `flexible` a constant the compiler folds
         // into the element parser, rather than a test of it on every field.
-        let rest = if cx.flexible {
-            Self::check_all::<OM>(
-                Cx {
-                    flexible: true,
-                    ..cx
-                },
-                len,
-                elements,
-            )?
+        let mut rest = elements;
+        if cx.flexible {
+            let cx = Cx {
+                flexible: true,
+                ..cx
+            };
+            for _ in 0..len {
+                rest = step.step(cx, rest)?;
+            }
         } else {
-            Self::check_all::<OM>(
-                Cx {
-                    flexible: false,
-                    ..cx
-                },
-                len,
-                elements,
-            )?
-        };
+            let cx = Cx {
+                flexible: false,
+                ..cx
+            };
+            for _ in 0..len {
+                rest = step.step(cx, rest)?;
+            }
+        }
         Ok((
             rest,
             OM::Output::bind(|| Self::checked(cx, start, len, elements, rest)),
         ))
-    }
-
-    /// Checks `len` elements from the start of `elements` and returns what follows them. A
-    /// function, not a closure, so that `#[inline(always)]` holds.
-    #[inline(always)]
-    fn check_all<OM: OutputMode>(
-        cx: Cx,
-        len: usize,
-        elements: &'a [u8],
-    ) -> Result<&'a [u8], MErr<OM>> {
-        let mut rest = elements;
-        for _ in 0..len {
-            rest = T::process::<Validate<OM>>(cx, rest)?.0;
-        }
-        Ok(rest)
     }
 
     /// The list of the `len` elements that lie in `elements` before `rest`, which were
@@ -232,8 +242,9 @@ impl<'a, T: Element<'a>> Iterator for ListIter<'a, T> {
             return None;
         }
         // The list was validated element by element with this same parser, so this cannot
-        // fail; if it somehow did, the iterator ends rather than panics.
-        match T::process::<OutputM<Emit, Emit, Streaming>>(self.cx, self.rest) {
+        // fail; if it somehow did, the iterator ends rather than panics. Nothing can fail,
+        // so the parser runs in nom's `Check` error mode: no error is built.
+        match T::process::<OutputM<Emit, Check, Streaming>>(self.cx, self.rest) {
             Ok((rest, element)) => {
                 self.rest = rest;
                 self.left -= 1;

@@ -20,10 +20,10 @@ use crate::election_type::ElectionType;
 use crate::error::Error;
 use crate::frame::{parse_framed, SIZE_PREFIX_LEN};
 use crate::header::RequestHeader;
-use crate::list::{sealed::Element, Int32List, List};
+use crate::list::{sealed::Element, CheckEach, Int32List, List, Step};
 use crate::tagged::{tagged_fields, TaggedFields};
 use crate::version;
-use crate::wire::{self, Build, Cx, MResult, PResult, Value};
+use crate::wire::{self, Build, Cx, MErr, MResult, PResult, Value, Values};
 
 const FIELD_MESSAGE: &str = "ElectLeadersRequest";
 const FIELD_ELECTION_TYPE: &str = "ElectionType";
@@ -57,45 +57,151 @@ const FIELD_TAGS: &str = "_tagged_fields";
 /// assert_eq!((e.is_incomplete(), e.needed()), (true, Some(9)));
 /// ```
 pub fn parse_request(frame: &[u8]) -> Result<ElectLeadersRequest<'_>, Error> {
+    parse_visiting::<(), false>(frame, &mut ())
+}
+
+/// What [`visit_request`] hands over while it walks a request. Every method does nothing
+/// unless overridden; `()` is the visitor that wants nothing.
+///
+/// The entries are handed over while the frame is being validated: when the walk ends in
+/// an error, the visitor has seen the entries before it (a frame shorter than its size
+/// prefix fails before any). Keep what it saw only if the walk succeeds.
+pub trait RequestVisitor<'a> {
+    /// One `TopicPartitions` entry, as soon as it is validated.
+    #[inline(always)]
+    fn topic_partitions(&mut self, entry: TopicPartitions<'a>) {
+        let _ = entry;
+    }
+}
+
+/// Wants nothing: [`visit_request`] with `()` is [`parse_request`].
+impl RequestVisitor<'_> for () {}
+
+/// Parses a request as [`parse_request`] does, and hands each `TopicPartitions` entry to
+/// `visitor` in the same walk that validates it, so the topics are read once. The returned
+/// view is [`parse_request`]'s.
+///
+/// The visitor sees entries before the end of the frame is checked: see [`RequestVisitor`].
+///
+/// ```
+/// use kafka_elect_leaders::{visit_request, RequestVisitor, TopicPartitions};
+///
+/// /// Adds up the partitions asked for.
+/// struct Count(usize);
+///
+/// impl<'a> RequestVisitor<'a> for Count {
+///     fn topic_partitions(&mut self, entry: TopicPartitions<'a>) {
+///         self.0 += entry.partitions().len();
+///     }
+/// }
+///
+/// let frame = std::fs::read("corpus/request-v2-multi.bin").unwrap();
+/// let mut count = Count(0);
+/// let request = visit_request(&frame, &mut count).unwrap();
+/// let listed: usize = request.topic_partitions().unwrap().iter().map(|t| t.partitions().len()).sum();
+/// assert_eq!(count.0, listed);
+/// ```
+pub fn visit_request<'a, V: RequestVisitor<'a>>(
+    frame: &'a [u8],
+    visitor: &mut V,
+) -> Result<ElectLeadersRequest<'a>, Error> {
+    parse_visiting::<V, true>(frame, visitor)
+}
+
+/// The request's grammar. With `VISIT` each entry is built and handed to `visitor` as it
+/// is validated; without, it is only checked (nom's `Check` mode), as [`parse_request`]
+/// needs.
+#[inline(always)]
+fn parse_visiting<'a, V: RequestVisitor<'a>, const VISIT: bool>(
+    frame: &'a [u8],
+    visitor: &mut V,
+) -> Result<ElectLeadersRequest<'a>, Error> {
     parse_framed(frame, FIELD_MESSAGE, |end, input| {
         let (rest, (header, cx)) = RequestHeader::parse(end, input)?;
-        let v = header.api_version();
-        let body_start = cx.offset(rest);
-        let (rest, election_type) = if version::has_election_type(v) {
-            wire::int8(cx, FIELD_ELECTION_TYPE)
-                .map(ElectionType)
-                .parse(rest)?
+        // The body is compiled twice, each with the encoding a constant the compiler folds
+        // into every field, rather than a test of it on every field.
+        if cx.flexible {
+            let cx = Cx {
+                flexible: true,
+                ..cx
+            };
+            body::<V, VISIT>(frame, header, cx, rest, visitor)
         } else {
-            (rest, ElectionType::PREFERRED)
-        };
-        let (rest, topic_partitions) = topic_partitions_list(cx, rest)?;
-        let (rest, timeout_ms) = wire::int32(cx, FIELD_TIMEOUT_MS).parse(rest)?;
-        let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
-        let request = ElectLeadersRequest {
-            frame,
-            header,
-            election_type,
-            topic_partitions,
-            timeout_ms,
-            tagged_fields,
-            body_start,
-        };
-        Ok((rest, request))
+            let cx = Cx {
+                flexible: false,
+                ..cx
+            };
+            body::<V, VISIT>(frame, header, cx, rest, visitor)
+        }
     })
 }
 
+/// The request's body, after its header.
 #[inline(always)]
-fn topic_partitions_list(
+fn body<'a, V: RequestVisitor<'a>, const VISIT: bool>(
+    frame: &'a [u8],
+    header: RequestHeader<'a>,
     cx: Cx,
-    input: &[u8],
-) -> PResult<'_, Option<List<'_, TopicPartitions<'_>>>> {
+    rest: &'a [u8],
+    visitor: &mut V,
+) -> PResult<'a, ElectLeadersRequest<'a>> {
+    let v = header.api_version();
+    let body_start = cx.offset(rest);
+    let (rest, election_type) = if version::has_election_type(v) {
+        wire::int8(cx, FIELD_ELECTION_TYPE)
+            .map(ElectionType)
+            .parse(rest)?
+    } else {
+        (rest, ElectionType::PREFERRED)
+    };
+    let (rest, topic_partitions) = topic_partitions_list::<V, VISIT>(cx, rest, visitor)?;
+    let (rest, timeout_ms) = wire::int32(cx, FIELD_TIMEOUT_MS).parse(rest)?;
+    let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
+    let request = ElectLeadersRequest {
+        frame,
+        header,
+        election_type,
+        topic_partitions,
+        timeout_ms,
+        tagged_fields,
+        body_start,
+    };
+    Ok((rest, request))
+}
+
+#[inline(always)]
+fn topic_partitions_list<'a, V: RequestVisitor<'a>, const VISIT: bool>(
+    cx: Cx,
+    input: &'a [u8],
+    visitor: &mut V,
+) -> PResult<'a, Option<List<'a, TopicPartitions<'a>>>> {
     let min = TopicPartitions::min_size(cx.flexible);
     let (rest, count) =
         wire::array_count(cx, true, min, FIELD_TOPIC_PARTITIONS).count::<Build>(input)?;
     match count {
         None => Ok((rest, None)),
-        Some(n) => List::process::<Build>(cx, cx.offset(input), n, rest)
-            .map(|(rest, list)| (rest, Some(list))),
+        Some(n) => {
+            let at = cx.offset(input);
+            let (rest, list) = if VISIT {
+                List::process_each::<Build>(cx, at, n, rest, VisitTopics(visitor))?
+            } else {
+                let check = CheckEach::<TopicPartitions>::new();
+                List::process_each::<Build>(cx, at, n, rest, check)?
+            };
+            Ok((rest, Some(list)))
+        }
+    }
+}
+
+/// Builds each `TopicPartitions` entry and hands it over.
+struct VisitTopics<'v, V>(&'v mut V);
+
+impl<'a, OM: OutputMode, V: RequestVisitor<'a>> Step<'a, OM> for VisitTopics<'_, V> {
+    #[inline(always)]
+    fn step(&mut self, cx: Cx, input: &'a [u8]) -> Result<&'a [u8], MErr<OM>> {
+        let (rest, entry) = TopicPartitions::process::<Values<OM>>(cx, input)?;
+        self.0.topic_partitions(entry);
+        Ok(rest)
     }
 }
 
@@ -203,9 +309,10 @@ impl<'a> TopicPartitions<'a> {
         self.topic
     }
 
-    /// `Topic` as UTF-8, checked now.
+    /// `Topic` as UTF-8, checked now: the check is all it costs.
+    #[inline]
     pub fn topic_str(&self) -> Result<&'a str, core::str::Utf8Error> {
-        core::str::from_utf8(self.topic)
+        wire::utf8(self.topic)
     }
 
     /// `Partitions`: the partitions of this topic whose leaders to elect.

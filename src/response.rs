@@ -27,10 +27,10 @@ use crate::error::Error;
 use crate::error_code::ErrorCode;
 use crate::frame::{parse_framed, SIZE_PREFIX_LEN};
 use crate::header::ResponseHeader;
-use crate::list::{sealed::Element, List};
+use crate::list::{sealed::Element, CheckEach, List, Step};
 use crate::tagged::{tagged_fields, TaggedFields};
 use crate::version;
-use crate::wire::{self, Build, Cx, MResult, Value};
+use crate::wire::{self, Build, Cx, MErr, MResult, PResult, Value, Values};
 
 const FIELD_MESSAGE: &str = "ElectLeadersResponse";
 const FIELD_VERSION: &str = "api_version";
@@ -62,42 +62,160 @@ const FIELD_TAGS: &str = "_tagged_fields";
 /// assert_eq!(partition.error_message(), Some(&b""[..]));
 /// ```
 pub fn parse_response(frame: &[u8], version: i16) -> Result<ElectLeadersResponse<'_>, Error> {
+    parse_visiting::<(), false>(frame, version, &mut ())
+}
+
+/// What [`visit_response`] hands over while it walks a response, in wire order. Every method
+/// does nothing unless overridden; `()` is the visitor that wants nothing.
+///
+/// The values are handed over while the frame is being validated: when the walk ends in an
+/// error, the visitor has seen the entries before it (a frame shorter than its size prefix
+/// fails before any). Keep what it saw only if the walk succeeds.
+pub trait ResponseVisitor<'a> {
+    /// A `ReplicaElectionResults` entry begins, with its `Topic`; its partition results
+    /// follow.
+    #[inline(always)]
+    fn replica_election_result(&mut self, topic: &'a [u8]) {
+        let _ = topic;
+    }
+
+    /// One `PartitionResult` of the entry that began last.
+    #[inline(always)]
+    fn partition_result(&mut self, result: PartitionResult<'a>) {
+        let _ = result;
+    }
+
+    /// The entry that began last ends: its whole view (tagged fields and range included).
+    #[inline(always)]
+    fn end_replica_election_result(&mut self, result: ReplicaElectionResult<'a>) {
+        let _ = result;
+    }
+}
+
+/// Wants nothing: [`visit_response`] with `()` is [`parse_response`].
+impl ResponseVisitor<'_> for () {}
+
+/// Parses a response as [`parse_response`] does, and hands every topic and partition result
+/// to `visitor` in the same walk that validates them: each byte is read once. For callers
+/// that read everything once (proxies, inspectors); the returned view is the same as
+/// [`parse_response`]'s, for the top-level fields or a second look.
+///
+/// The visitor sees values before the end of the frame is checked: see [`ResponseVisitor`].
+///
+/// ```
+/// use kafka_elect_leaders::{visit_response, PartitionResult, ResponseVisitor};
+///
+/// /// Counts the failed partitions and the bytes of their messages.
+/// #[derive(Default)]
+/// struct Failures {
+///     partitions: usize,
+///     message_bytes: usize,
+/// }
+///
+/// impl<'a> ResponseVisitor<'a> for Failures {
+///     fn partition_result(&mut self, result: PartitionResult<'a>) {
+///         if result.error_code().is_error() {
+///             self.partitions += 1;
+///             self.message_bytes += result.error_message().map_or(0, <[u8]>::len);
+///         }
+///     }
+/// }
+///
+/// let frame = std::fs::read("corpus/response-v2-min.bin").unwrap();
+/// let mut failures = Failures::default();
+/// let response = visit_response(&frame, 2, &mut failures).unwrap();
+/// assert_eq!((failures.partitions, failures.message_bytes), (0, 0));
+/// assert_eq!(response.replica_election_results().len(), 1);
+/// ```
+pub fn visit_response<'a, V: ResponseVisitor<'a>>(
+    frame: &'a [u8],
+    version: i16,
+    visitor: &mut V,
+) -> Result<ElectLeadersResponse<'a>, Error> {
+    parse_visiting::<V, true>(frame, version, visitor)
+}
+
+/// The response's grammar. With `VISIT` the entries are built and handed to `visitor` as
+/// they are validated; without, they are only checked (nom's `Check` mode), as
+/// [`parse_response`] needs.
+#[inline(always)]
+fn parse_visiting<'a, V: ResponseVisitor<'a>, const VISIT: bool>(
+    frame: &'a [u8],
+    version: i16,
+    visitor: &mut V,
+) -> Result<ElectLeadersResponse<'a>, Error> {
     version::check(version, FIELD_VERSION, 0)?;
-    parse_framed(frame, FIELD_MESSAGE, |end, input| {
-        let cx = Cx {
-            end,
-            flexible: version::is_flexible(version),
-        };
-        let (rest, header) = ResponseHeader::parse(cx, input)?;
-        let body_start = cx.offset(rest);
-        let (rest, throttle_time_ms) = wire::int32(cx, FIELD_THROTTLE).parse(rest)?;
-        let (rest, error_code) = if version::has_top_level_error_code(version) {
-            wire::int16(cx, FIELD_ERROR_CODE)
-                .map(ErrorCode)
-                .parse(rest)?
-        } else {
-            (rest, ErrorCode::NONE)
-        };
-        let at_results = rest;
-        let min = ReplicaElectionResult::min_size(cx.flexible);
-        let (rest, count) =
-            wire::array_count(cx, false, min, FIELD_RESULTS).count::<Build>(rest)?;
-        let count = count.unwrap_or(0); // not nullable: never `None`
-        let (rest, replica_election_results) =
-            List::process::<Build>(cx, cx.offset(at_results), count, rest)?;
-        let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
-        let response = ElectLeadersResponse {
-            frame,
-            version,
-            header,
-            throttle_time_ms,
-            error_code,
-            replica_election_results,
-            tagged_fields,
-            body_start,
-        };
-        Ok((rest, response))
-    })
+    // Compiled once per version, each with the version a constant the compiler folds into
+    // every field (flexible or not, top-level error code or not).
+    match version {
+        0 => parse_framed(frame, FIELD_MESSAGE, |end, input| {
+            body::<V, VISIT>(frame, 0, end, input, visitor)
+        }),
+        1 => parse_framed(frame, FIELD_MESSAGE, |end, input| {
+            body::<V, VISIT>(frame, 1, end, input, visitor)
+        }),
+        _ => parse_framed(frame, FIELD_MESSAGE, |end, input| {
+            body::<V, VISIT>(frame, 2, end, input, visitor)
+        }),
+    }
+}
+
+/// The response after its size prefix, at `version`.
+#[inline(always)]
+fn body<'a, V: ResponseVisitor<'a>, const VISIT: bool>(
+    frame: &'a [u8],
+    version: i16,
+    end: usize,
+    input: &'a [u8],
+    visitor: &mut V,
+) -> PResult<'a, ElectLeadersResponse<'a>> {
+    let cx = Cx {
+        end,
+        flexible: version::is_flexible(version),
+    };
+    let (rest, header) = ResponseHeader::parse(cx, input)?;
+    let body_start = cx.offset(rest);
+    let (rest, throttle_time_ms) = wire::int32(cx, FIELD_THROTTLE).parse(rest)?;
+    let (rest, error_code) = if version::has_top_level_error_code(version) {
+        wire::int16(cx, FIELD_ERROR_CODE)
+            .map(ErrorCode)
+            .parse(rest)?
+    } else {
+        (rest, ErrorCode::NONE)
+    };
+    let at_results = rest;
+    let min = ReplicaElectionResult::min_size(cx.flexible);
+    let (rest, count) = wire::array_count(cx, false, min, FIELD_RESULTS).count::<Build>(rest)?;
+    let count = count.unwrap_or(0); // not nullable: never `None`
+    let (rest, replica_election_results) = if VISIT {
+        List::process_each::<Build>(
+            cx,
+            cx.offset(at_results),
+            count,
+            rest,
+            VisitResults(&mut *visitor),
+        )?
+    } else {
+        List::process_each::<Build>(
+            cx,
+            cx.offset(at_results),
+            count,
+            rest,
+            CheckEach::<ReplicaElectionResult>::new(),
+        )?
+    };
+    let (rest, tagged_fields) = tagged_fields(cx, FIELD_TAGS).parse(rest)?;
+    let response = ElectLeadersResponse {
+        frame,
+        version,
+        header,
+        throttle_time_ms,
+        error_code,
+        replica_election_results,
+        tagged_fields,
+        body_start,
+    };
+    Ok((rest, response))
 }
 
 /// A parsed ElectLeadersResponse: a view over the frame's bytes.
@@ -206,9 +324,10 @@ impl<'a> ReplicaElectionResult<'a> {
         self.topic
     }
 
-    /// `Topic` as UTF-8, checked now.
+    /// `Topic` as UTF-8, checked now: the check is all it costs.
+    #[inline]
     pub fn topic_str(&self) -> Result<&'a str, core::str::Utf8Error> {
-        core::str::from_utf8(self.topic)
+        crate::wire::utf8(self.topic)
     }
 
     /// `PartitionResult`: the result for each partition.
@@ -238,13 +357,32 @@ impl<'a> Element<'a> for ReplicaElectionResult<'a> {
 
     #[inline(always)]
     fn process<OM: OutputMode>(cx: Cx, input: &'a [u8]) -> MResult<'a, OM, Self> {
+        Self::process_visit::<OM, (), false>(cx, input, &mut ())
+    }
+}
+
+impl<'a> ReplicaElectionResult<'a> {
+    /// The entry's grammar. With `VISIT`, its topic and each partition result go to
+    /// `visitor` as they are validated; without, the partition results are only checked.
+    #[inline(always)]
+    fn process_visit<OM: OutputMode, V: ResponseVisitor<'a>, const VISIT: bool>(
+        cx: Cx,
+        input: &'a [u8],
+        visitor: &mut V,
+    ) -> MResult<'a, OM, Self> {
         let (rest, topic) = wire::string_non_null(cx, FIELD_RESULT_TOPIC).value::<OM>(input)?;
+        visitor.replica_election_result(topic);
         let at_results = rest;
         let min = PartitionResult::min_size(cx.flexible);
         let (rest, count) =
             wire::array_count(cx, false, min, FIELD_PARTITION_RESULT).count::<OM>(rest)?;
         let count = count.unwrap_or(0); // not nullable: never `None`
-        let (rest, partition_result) = List::process::<OM>(cx, cx.offset(at_results), count, rest)?;
+        let at = cx.offset(at_results);
+        let (rest, partition_result) = if VISIT {
+            List::process_each::<OM>(cx, at, count, rest, VisitPartitions(visitor))?
+        } else {
+            List::process_each::<OM>(cx, at, count, rest, CheckEach::<PartitionResult>::new())?
+        };
         let (rest, tagged_fields) = tagged_fields(cx, FIELD_RESULT_TAGS).process::<OM>(rest)?;
         let entry = OM::Output::combine(partition_result, tagged_fields, |p, t| {
             ReplicaElectionResult {
@@ -256,6 +394,31 @@ impl<'a> Element<'a> for ReplicaElectionResult<'a> {
             }
         });
         Ok((rest, entry))
+    }
+}
+
+/// Builds each `ReplicaElectionResults` entry, handing it and its partition results over.
+struct VisitResults<'v, V>(&'v mut V);
+
+impl<'a, OM: OutputMode, V: ResponseVisitor<'a>> Step<'a, OM> for VisitResults<'_, V> {
+    #[inline(always)]
+    fn step(&mut self, cx: Cx, input: &'a [u8]) -> Result<&'a [u8], MErr<OM>> {
+        let (rest, entry) =
+            ReplicaElectionResult::process_visit::<Values<OM>, V, true>(cx, input, self.0)?;
+        self.0.end_replica_election_result(entry);
+        Ok(rest)
+    }
+}
+
+/// Builds each `PartitionResult` and hands it over.
+struct VisitPartitions<'v, V>(&'v mut V);
+
+impl<'a, OM: OutputMode, V: ResponseVisitor<'a>> Step<'a, OM> for VisitPartitions<'_, V> {
+    #[inline(always)]
+    fn step(&mut self, cx: Cx, input: &'a [u8]) -> Result<&'a [u8], MErr<OM>> {
+        let (rest, result) = PartitionResult::process::<Values<OM>>(cx, input)?;
+        self.0.partition_result(result);
+        Ok(rest)
     }
 }
 
@@ -305,9 +468,11 @@ impl<'a> PartitionResult<'a> {
         self.error_message
     }
 
-    /// `ErrorMessage` as UTF-8, checked now; `Ok(None)` when null.
+    /// `ErrorMessage` as UTF-8, checked now; `Ok(None)` when null. The check is all it
+    /// costs; a null or empty message costs nothing.
+    #[inline]
     pub fn error_message_str(&self) -> Result<Option<&'a str>, core::str::Utf8Error> {
-        self.error_message.map(core::str::from_utf8).transpose()
+        crate::wire::utf8_opt(self.error_message)
     }
 
     /// Unknown tagged fields of this entry (v2); empty before.

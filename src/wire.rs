@@ -425,6 +425,24 @@ impl<'a> Parser<&'a [u8]> for Int32Array {
         }
     }
 }
+/// `bytes` as UTF-8: the check and nothing more; the empty string is not looked at.
+#[inline(always)]
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, core::str::Utf8Error> {
+    if bytes.is_empty() {
+        return Ok("");
+    }
+    core::str::from_utf8(bytes)
+}
+
+/// A nullable string as UTF-8: null and empty cost nothing.
+#[inline(always)]
+pub(crate) fn utf8_opt(bytes: Option<&[u8]>) -> Result<Option<&str>, core::str::Utf8Error> {
+    match bytes {
+        None => Ok(None),
+        Some(b) => utf8(b).map(Some),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
-//! Parsing, iterating, splitting, peeking, failing, measuring and encoding allocate nothing:
-//! counted by a global allocator, per thread, so libtest's other threads cannot disturb the
-//! count.
+//! Parsing, visiting, iterating, splitting, peeking, failing, measuring and encoding (also at
+//! a known length) allocate nothing: counted by a global allocator, per thread, so libtest's
+//! other threads cannot disturb the count.
 
 mod common;
 
@@ -372,4 +372,82 @@ fn encoding_into_a_reserved_bytes_mut_allocates_nothing() {
     assert_eq!(n, 0, "allocations while encoding into a reserved BytesMut");
     assert_eq!(out.capacity(), capacity);
     black_box(sum);
+}
+
+#[test]
+fn visiting_and_encoding_at_a_known_length_allocate_nothing() {
+    struct Sum(u64);
+    impl<'a> kafka_elect_leaders::RequestVisitor<'a> for Sum {
+        fn topic_partitions(&mut self, entry: kafka_elect_leaders::TopicPartitions<'a>) {
+            self.0 += entry.topic().len() as u64;
+            self.0 += entry
+                .partitions()
+                .iter()
+                .map(|p| u64::from(p as u32))
+                .sum::<u64>();
+        }
+    }
+    impl<'a> kafka_elect_leaders::ResponseVisitor<'a> for Sum {
+        fn replica_election_result(&mut self, topic: &'a [u8]) {
+            self.0 += topic.len() as u64;
+        }
+        fn partition_result(&mut self, p: kafka_elect_leaders::PartitionResult<'a>) {
+            self.0 += u64::from(p.partition_id() as u32)
+                + p.error_message().map_or(0, <[u8]>::len) as u64;
+            self.0 += u64::from(p.error_message_str().is_ok());
+        }
+        fn end_replica_election_result(
+            &mut self,
+            r: kafka_elect_leaders::ReplicaElectionResult<'a>,
+        ) {
+            self.0 += r.range().len() as u64 + u64::from(r.topic_str().is_ok());
+        }
+    }
+    let corpus = load_corpus();
+    let lens: Vec<usize> = corpus
+        .iter()
+        .map(|f| match f.kind() {
+            Kind::Request => parse_request(&f.bytes).unwrap().encoded_len(2).unwrap_or(0),
+            Kind::Response { version } => parse_response(&f.bytes, version)
+                .unwrap()
+                .encoded_len(version)
+                .unwrap(),
+        })
+        .collect();
+    let mut out = vec![0u8; 1 << 16];
+    let mut sum = Sum(0);
+    let n = allocations_in(|| {
+        for (frame, &len) in corpus.iter().zip(&lens) {
+            let bytes = black_box(&frame.bytes[..]);
+            match frame.kind() {
+                Kind::Request => {
+                    let r = kafka_elect_leaders::visit_request(bytes, &mut sum).unwrap();
+                    if r.version() == 2 {
+                        sum.0 += r.encode_exact(2, len, &mut out).unwrap() as u64;
+                    }
+                }
+                Kind::Response { version } => {
+                    let r = kafka_elect_leaders::visit_response(bytes, version, &mut sum).unwrap();
+                    sum.0 += r.encode_exact(version, len, &mut out).unwrap() as u64;
+                }
+            }
+            // Failures too: a cut frame, and a wrong length.
+            let cut = &bytes[..bytes.len() - 1];
+            match frame.kind() {
+                Kind::Request => {
+                    assert!(kafka_elect_leaders::visit_request(cut, &mut sum).is_err());
+                }
+                Kind::Response { version } => {
+                    assert!(kafka_elect_leaders::visit_response(cut, version, &mut sum).is_err());
+                    let r = parse_response(bytes, version).unwrap();
+                    assert!(r.encode_exact(version, len + 1, &mut out).is_err());
+                }
+            }
+        }
+    });
+    assert_eq!(
+        n, 0,
+        "allocations while visiting and encoding at a known length"
+    );
+    assert!(sum.0 > 0);
 }

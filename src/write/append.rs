@@ -143,15 +143,9 @@ fn append_with_len<O: Put>(message: &impl Emit, len: usize, out: O) -> Result<()
         .checked_sub(SIZE_PREFIX_LEN)
         .and_then(|size| i32::try_from(size).ok());
     let Some(size) = size else {
-        // Only on this error path is the message measured, to say what its length is.
-        let actual = sink::frame_len(message)?;
-        return Err(EncodeError::new(
-            EncodeErrorKind::LengthMismatch {
-                expected: len,
-                actual,
-            },
-            "frame",
-        ));
+        // Only on this error path is the message measured, to say what its length is (as
+        // `encode_exact` does for a slice).
+        return Err(sink::length_mismatch(message, len));
     };
     let mut w = Appender::new(out, len);
     w.i32(size);

@@ -151,6 +151,30 @@ pub trait EncodeRequest {
             buf,
         )
     }
+
+    /// Writes the whole frame at `version` into the front of `buf` when its length `len`
+    /// (size prefix included) is already known, from [`encoded_len`](Self::encoded_len):
+    /// nothing is measured again. Returns `len`.
+    ///
+    /// If `buf` is shorter than `len`, writes nothing and returns
+    /// [`BufferTooSmall`](EncodeErrorKind::BufferTooSmall). If the message is not `len`
+    /// bytes long, returns [`LengthMismatch`](EncodeErrorKind::LengthMismatch) (measuring it
+    /// then, to say how long it is), and the first `len` bytes of `buf` hold a partial
+    /// frame. The same checks as [`encode`](Self::encode) refuse what the version cannot
+    /// carry.
+    fn encode_exact(&self, version: i16, len: usize, buf: &mut [u8]) -> Result<usize, EncodeError>
+    where
+        Self: Sized,
+    {
+        sink::encode_frame_exact(
+            &RequestFrame {
+                src: self,
+                vx: Vx::new(version)?,
+            },
+            len,
+            buf,
+        )
+    }
 }
 
 /// One `TopicPartitions` entry, as the writer reads it.

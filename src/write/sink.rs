@@ -102,34 +102,20 @@ pub(crate) const fn uvarint_len(v: u32) -> usize {
 }
 
 /// Writes into a buffer that was sized by a [`Counter`]. Never panics: a write that would
-/// run past the end (only possible if the source changed between the two passes) is
-/// recorded and reported by [`Writer::finish`].
+/// run past the end (only possible if the source changed between the two passes, or a
+/// length given by the caller was wrong) is recorded and reported by the caller.
 pub(crate) struct Writer<'b> {
     /// What is left of the buffer: each write takes its bytes off the front.
     rest: &'b mut [u8],
-    /// The buffer's whole length.
-    len: usize,
     overflow: bool,
 }
 
 impl<'b> Writer<'b> {
     pub fn new(buf: &'b mut [u8]) -> Self {
         Writer {
-            len: buf.len(),
             rest: buf,
             overflow: false,
         }
-    }
-
-    /// Checks that exactly the whole buffer was written.
-    pub fn finish(self) -> Result<usize, EncodeError> {
-        if self.overflow || !self.rest.is_empty() {
-            return Err(EncodeError::new(
-                EncodeErrorKind::InconsistentSource,
-                "frame",
-            ));
-        }
-        Ok(self.len)
     }
 
     /// The next `n` bytes of the buffer, now counted as written; `None` (and the overflow
@@ -225,11 +211,62 @@ pub(crate) fn encode_frame(message: &impl Emit, buf: &mut [u8]) -> Result<usize,
             "frame",
         ));
     };
-    let mut w = Writer::new(out);
     // `frame_len` checked that the size fits an int32.
-    w.i32((len - SIZE_PREFIX_LEN) as i32);
+    if !write_frame(message, (len - SIZE_PREFIX_LEN) as i32, out)? {
+        return Err(EncodeError::new(
+            EncodeErrorKind::InconsistentSource,
+            "frame",
+        ));
+    }
+    Ok(len)
+}
+
+/// Writes a message whose frame length the caller gives (from [`frame_len`]) without
+/// measuring it again: checks the buffer, writes, and checks the length at the end.
+pub(crate) fn encode_frame_exact(
+    message: &impl Emit,
+    len: usize,
+    buf: &mut [u8],
+) -> Result<usize, EncodeError> {
+    let size = len
+        .checked_sub(SIZE_PREFIX_LEN)
+        .and_then(|size| i32::try_from(size).ok());
+    let Some(size) = size else {
+        return Err(length_mismatch(message, len));
+    };
+    let Some(out) = buf.get_mut(..len) else {
+        return Err(EncodeError::new(
+            EncodeErrorKind::BufferTooSmall { needed: len },
+            "frame",
+        ));
+    };
+    if !write_frame(message, size, out)? {
+        return Err(length_mismatch(message, len));
+    }
+    Ok(len)
+}
+
+/// Writes the size prefix and the message into `out`; true if they filled it exactly. The
+/// one place a message is emitted into a [`Writer`], so that each message's writing code is
+/// compiled once, with every field inlined.
+fn write_frame(message: &impl Emit, size: i32, out: &mut [u8]) -> Result<bool, EncodeError> {
+    let mut w = Writer::new(out);
+    w.i32(size);
     message.emit(&mut w)?;
-    w.finish()
+    Ok(!w.overflow && w.rest.is_empty())
+}
+
+/// The error for a frame length that is not the message's: measured now, to say what it is.
+#[cold]
+#[inline(never)]
+pub(crate) fn length_mismatch(message: &impl Emit, expected: usize) -> EncodeError {
+    match frame_len(message) {
+        Ok(actual) => EncodeError::new(
+            EncodeErrorKind::LengthMismatch { expected, actual },
+            "frame",
+        ),
+        Err(e) => e,
+    }
 }
 
 /// The length of an iterator: its `size_hint` when exact, else a count.
