@@ -11,8 +11,8 @@
 //! | group | `ours` | `kafka-protocol` | `memcpy` |
 //! |---|---|---|---|
 //! | `parse/*` | `parse_request` / `parse_response` | header + body `decode` | — |
-//! | `parse_walk/*` | parse, then read every value | decode, then read every value | copy of the frame |
-//! | `encode/*` | `encode` from borrowed data | `compute_size` + size prefix + `encode` | — |
+//! | `parse_walk/*` | parse, then read every value; `ours-visit`: the same in one pass (`visit_*`) | decode, then read every value | copy of the frame |
+//! | `encode/*` | `encode` from borrowed data; `ours-exact`: `encode_exact`, length known | `compute_size` + size prefix + `encode` | copy of the frame |
 //! | `reemit/*` | `encode` of a parsed view | `encode` of a decoded message | copy of the frame |
 //! | `walk_partitions/request` | parse, sum every partition id | — | copy of the frame |
 //! | `split/stream` | `Frames` | `Bytes::split_to` loop | copy of the stream |
@@ -24,6 +24,11 @@
 //! strings are bytes until asked for `&str`; kafka-protocol checks UTF-8 while decoding, so
 //! `parse_walk/*` also has `ours+utf8`, which checks every string too.
 //!
+//! `parse_walk/*` also has the two floors, on the same body: `read-floor` sums it as
+//! big-endian 32-bit words (every byte read once), `chase-floor` reads only the lengths and
+//! counts needed to find where each element ends (`examples/profile.rs` has the same code,
+//! for callgrind).
+//!
 //! `benches/ratios.py` turns the results into the table of ratios.
 
 use std::hint::black_box;
@@ -34,8 +39,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use kafka_elect_leaders::{
     parse_request, parse_response, peek_request, ElectLeadersRequest, ElectLeadersRequestData,
     ElectLeadersResponse, ElectLeadersResponseData, ElectionType, EncodeRequest, EncodeResponse,
-    ErrorCode, Frames, PartitionResultData, ReplicaElectionResultData, TopicPartitionsData,
-    API_KEY,
+    ErrorCode, Frames, PartitionResult, PartitionResultData, ReplicaElectionResultData,
+    RequestVisitor, ResponseVisitor, TopicPartitions, TopicPartitionsData, API_KEY,
 };
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions as KpTopicPartitions;
 use kafka_protocol::messages::elect_leaders_response::{
@@ -502,6 +507,148 @@ fn copy(frame: &[u8], out: &mut [u8]) {
     black_box(out);
 }
 
+/// The walk of `walk_request` in one pass: each topic handed over as it is validated.
+fn visit_request(frame: &[u8]) -> i64 {
+    struct Walk(i64);
+    impl<'a> RequestVisitor<'a> for Walk {
+        #[inline(always)]
+        fn topic_partitions(&mut self, topic: TopicPartitions<'a>) {
+            self.0 += touch(topic.topic());
+            self.0 += topic.partitions().iter().map(i64::from).sum::<i64>();
+        }
+    }
+    let mut walk = Walk(0);
+    let r = kafka_elect_leaders::visit_request(frame, &mut walk).unwrap();
+    walk.0 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
+}
+
+/// The walk of `walk_response` in one pass: each value handed over as it is validated.
+fn visit_response(frame: &[u8], version: i16) -> i64 {
+    struct Walk(i64);
+    impl<'a> ResponseVisitor<'a> for Walk {
+        #[inline(always)]
+        fn replica_election_result(&mut self, topic: &'a [u8]) {
+            self.0 += touch(topic);
+        }
+        #[inline(always)]
+        fn partition_result(&mut self, p: PartitionResult<'a>) {
+            self.0 += i64::from(p.partition_id()) + i64::from(p.error_code().0);
+            self.0 += p.error_message().map_or(0, touch);
+        }
+    }
+    let mut walk = Walk(0);
+    let r = kafka_elect_leaders::visit_response(frame, version, &mut walk).unwrap();
+    walk.0 + i64::from(r.correlation_id()) + i64::from(r.throttle_time_ms())
+}
+
+/// The read floor: every byte of the body read once, as big-endian 32-bit words.
+fn read_floor(body: &[u8]) -> i64 {
+    let words = body.chunks_exact(4);
+    let tail = words.remainder().iter().map(|&b| u64::from(b)).sum::<u64>();
+    let sum = words
+        .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+        .sum::<u64>();
+    (sum + tail) as i64
+}
+
+/// An unsigned varint at `at`; returns (value, bytes).
+#[inline(always)]
+fn uvarint(b: &[u8], at: usize) -> (usize, usize) {
+    let mut v = 0usize;
+    let mut i = 0;
+    loop {
+        let byte = b[at + i];
+        v |= usize::from(byte & 0x7f) << (7 * i);
+        i += 1;
+        if byte < 0x80 {
+            return (v, i);
+        }
+    }
+}
+
+/// A string length or array count at `at`: (value, bytes of the prefix). Compact values
+/// are length + 1; classic strings int16, classic arrays int32.
+#[inline(always)]
+fn prefix(b: &[u8], at: usize, flexible: bool, int32: bool) -> (usize, usize) {
+    if flexible {
+        let (v, n) = uvarint(b, at);
+        (v.wrapping_sub(1), n)
+    } else if int32 {
+        let v = i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        (v as usize, 4)
+    } else {
+        let v = i16::from_be_bytes([b[at], b[at + 1]]);
+        (v as isize as usize, 2)
+    }
+}
+
+/// The chase floor of a request body: the topic count, then per topic only its name's
+/// length and its partition count, which say where the next topic starts. Trusts the
+/// frame (it was built by the writer); a floor, not a parser.
+fn chase_request(b: &[u8], version: i16) -> i64 {
+    if version >= 2 {
+        chase_request_in::<true>(b, version)
+    } else {
+        chase_request_in::<false>(b, version)
+    }
+}
+
+#[inline(always)]
+fn chase_request_in<const FLEXIBLE: bool>(b: &[u8], version: i16) -> i64 {
+    let flexible = FLEXIBLE;
+    let mut at = usize::from(version >= 1); // ElectionType
+    let (topics, n) = prefix(b, at, flexible, true);
+    at += n;
+    for _ in 0..topics {
+        let (len, n) = prefix(b, at, flexible, false);
+        at += n + len;
+        let (count, n) = prefix(b, at, flexible, true);
+        at += n + 4 * count;
+        if flexible {
+            at += 1; // no tagged fields
+        }
+    }
+    at as i64
+}
+
+/// The chase floor of a response body: per topic its name's length and result count, per
+/// result its message length and tagged-field count.
+fn chase_response(b: &[u8], version: i16) -> i64 {
+    if version >= 2 {
+        chase_response_in::<true>(b, version)
+    } else {
+        chase_response_in::<false>(b, version)
+    }
+}
+
+#[inline(always)]
+fn chase_response_in<const FLEXIBLE: bool>(b: &[u8], version: i16) -> i64 {
+    let flexible = FLEXIBLE;
+    let mut at = 4 + if version >= 1 { 2 } else { 0 };
+    let (topics, n) = prefix(b, at, flexible, true);
+    at += n;
+    for _ in 0..topics {
+        let (len, n) = prefix(b, at, flexible, false);
+        at += n + len;
+        let (count, n) = prefix(b, at, flexible, true);
+        at += n;
+        for _ in 0..count {
+            at += 6;
+            let (len, n) = prefix(b, at, flexible, false);
+            at += n + if len == usize::MAX { 0 } else { len };
+            if flexible {
+                let (tags, n) = uvarint(b, at);
+                at += n;
+                debug_assert_eq!(tags, 0);
+            }
+        }
+        if flexible {
+            at += 1;
+        }
+    }
+    at as i64
+}
+
 // ---------------------------------------------------------------------------------------
 // Benchmarks
 
@@ -549,9 +696,25 @@ fn bench_parse(c: &mut Criterion) {
             b.iter(|| walk_request_utf8(&parse_request(black_box(case.frame)).expect("parses")))
         });
         g.bench_with_input(
+            BenchmarkId::new("ours-visit", case.name),
+            case,
+            |b, case| b.iter(|| visit_request(black_box(case.frame))),
+        );
+        g.bench_with_input(
             BenchmarkId::new("kafka-protocol", case.name),
             case,
             |b, case| b.iter(|| walk_kp_request(&kp_decode_request(black_box(&case.bytes)))),
+        );
+        let body = &case.frame[parse_request(case.frame).expect("parses").body_range()];
+        g.bench_with_input(
+            BenchmarkId::new("read-floor", case.name),
+            body,
+            |b, body| b.iter(|| read_floor(black_box(body))),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("chase-floor", case.name),
+            body,
+            |b, body| b.iter(|| chase_request(black_box(body), case.version)),
         );
         let mut out = vec![0u8; case.frame.len()];
         g.bench_with_input(BenchmarkId::new("memcpy", case.name), case, |b, case| {
@@ -576,6 +739,11 @@ fn bench_parse(c: &mut Criterion) {
             })
         });
         g.bench_with_input(
+            BenchmarkId::new("ours-visit", case.name),
+            case,
+            |b, case| b.iter(|| visit_response(black_box(case.frame), case.version)),
+        );
+        g.bench_with_input(
             BenchmarkId::new("kafka-protocol", case.name),
             case,
             |b, case| {
@@ -583,6 +751,18 @@ fn bench_parse(c: &mut Criterion) {
                     walk_kp_response(&kp_decode_response(black_box(&case.bytes), case.version))
                 })
             },
+        );
+        let parsed = parse_response(case.frame, case.version).expect("parses");
+        let body = &case.frame[parsed.body_range()];
+        g.bench_with_input(
+            BenchmarkId::new("read-floor", case.name),
+            body,
+            |b, body| b.iter(|| read_floor(black_box(body))),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("chase-floor", case.name),
+            body,
+            |b, body| b.iter(|| chase_response(black_box(body), case.version)),
         );
         let mut out = vec![0u8; case.frame.len()];
         g.bench_with_input(BenchmarkId::new("memcpy", case.name), case, |b, case| {
@@ -643,10 +823,24 @@ fn bench_encode(c: &mut Criterion) {
             })
         });
         g.bench_with_input(
+            BenchmarkId::new("ours-exact", case.name),
+            case,
+            |b, case| {
+                b.iter(|| {
+                    black_box(&case.data)
+                        .encode_exact(case.version, case.frame.len(), &mut out)
+                        .expect("encodes")
+                })
+            },
+        );
+        g.bench_with_input(
             BenchmarkId::new("kafka-protocol", case.name),
             case,
             |b, case| b.iter(|| kp_encode_request(black_box(&case.kp), case.version, &mut kp_out)),
         );
+        g.bench_with_input(BenchmarkId::new("memcpy", case.name), case, |b, case| {
+            b.iter(|| copy(case.frame, &mut out))
+        });
     }
     g.finish();
 
@@ -661,10 +855,24 @@ fn bench_encode(c: &mut Criterion) {
             })
         });
         g.bench_with_input(
+            BenchmarkId::new("ours-exact", case.name),
+            case,
+            |b, case| {
+                b.iter(|| {
+                    black_box(&case.data)
+                        .encode_exact(case.version, case.frame.len(), &mut out)
+                        .expect("encodes")
+                })
+            },
+        );
+        g.bench_with_input(
             BenchmarkId::new("kafka-protocol", case.name),
             case,
             |b, case| b.iter(|| kp_encode_response(black_box(&case.kp), case.version, &mut kp_out)),
         );
+        g.bench_with_input(BenchmarkId::new("memcpy", case.name), case, |b, case| {
+            b.iter(|| copy(case.frame, &mut out))
+        });
     }
     g.finish();
 

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --release --example profile
-bin=target/release/examples/profile
+bin=${CARGO_TARGET_DIR:-target}/release/examples/profile
 count() {
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 >/dev/null |
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'

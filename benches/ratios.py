@@ -11,6 +11,10 @@ and case, and checks the targets:
 - walking every partition of the large request (`walk_partitions/request`, `ours`): at
   least half the speed of copying the frame (memcpy time / ours time >= 0.5).
 
+A last table puts the one-pass walk (`ours-visit`) and `encode_exact` (`ours-exact`) next
+to kafka-protocol, the read and chase floors and memcpy of the same run (no target: the
+floors' targets are instruction counts, from benches/icount_table.sh).
+
 Usage:
     python3 benches/ratios.py [CRITERION_DIR] [--stat median|mean|slope] [--check]
 
@@ -150,6 +154,39 @@ def main():
             cells = [f"{fmt_time(t[0])} ({fmt_speed(*t)})" if t else "" for t in (ours, only, copy)]
             print(f"| {case} | {ours[1]} | {' | '.join(cells)} | {speed:.3g} "
                   f"| ≥ {WALK_TARGET} {'met' if met else '**missed**'} |")
+
+    # The single-pass visitors and the known-length encoder, against the peer and the
+    # floors of the same run (times; benches/icount_table.sh has the instruction counts).
+    floor_rows = [(g, c) for g, f, c in results if f in ("ours-visit", "ours-exact")]
+    if floor_rows:
+        print("\nAgainst the floors (times, same run): parse + walk in one pass (`visit_*`), "
+              "and `encode_exact` (length known):\n")
+        print("| operation | message | case | bytes | ours (views) | ours (one pass) "
+              "| kafka-protocol | read floor | chase floor | memcpy | kafka-protocol / one pass "
+              "| one pass / chase floor | one pass / read floor | one pass / memcpy |")
+        print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for group in ("parse_walk/request", "parse_walk/response", "encode/request",
+                      "encode/response"):
+            fast = "ours-visit" if group.startswith("parse_walk") else "ours-exact"
+            for case in sorted({c for g, c in floor_rows if g == group}, key=case_key):
+                t = {f: get(group, f, case)
+                     for f in (OURS, fast, KP, "read-floor", "chase-floor", COPY)}
+                one = t[fast]
+                if not one:
+                    continue
+
+                def cell(x):
+                    return fmt_time(x[0]) if x else ""
+
+                def over(x):
+                    return fmt_ratio(one[0] / x[0]) if x else ""
+
+                kp_ratio = fmt_ratio(t[KP][0] / one[0]) if t[KP] else ""
+                print(f"| {'parse + walk' if fast == 'ours-visit' else 'encode'} "
+                      f"| {group.split('/')[1]} | {case} | {one[1] or ''} "
+                      f"| {' | '.join(cell(t[f]) for f in (OURS, fast, KP, 'read-floor', 'chase-floor', COPY))} "
+                      f"| {kp_ratio} | {over(t['chase-floor'])} | {over(t['read-floor'])} "
+                      f"| {over(t[COPY])} |")
 
     rows = [(g, f, c) for g, f, c in results if g in STREAM_GROUPS]
     if rows:

@@ -10,17 +10,33 @@
 //!
 //! OP is one of `parse_req`, `walk_req`, `sum_only` (partition ids of a request parsed
 //! beforehand), `parse_resp`, `walk_resp`, `encode_req`, `encode_resp`, `reemit_req`,
-//! `reemit_resp`. It prints the mean time per iteration on stderr; `benches/icount.sh`
-//! turns callgrind's totals into instructions per iteration.
+//! `reemit_resp`, `encode_known_req`, `encode_known_resp` (`encode_exact` with the length
+//! known); the peer's `kp_walk_req`, `kp_walk_resp` (kafka-protocol decodes the body
+//! and the same fields are read), `kp_encode_req`, `kp_encode_resp` (its `compute_size` +
+//! size prefix + `encode` into a reused buffer); and the floors, on the same frames:
+//! `read_floor_req`, `read_floor_resp` (sum the body as big-endian 32-bit words, touching
+//! every byte once) and `chase_floor_req`, `chase_floor_resp` (read only the lengths and
+//! counts needed to find where each element ends: a request's topic name lengths and
+//! partition counts, a response's topic name lengths, partition counts, message lengths and
+//! tagged-field counts). `reference` is the 29-byte request and 28-byte response of the
+//! reference page. It prints the mean time per iteration on stderr; `benches/icount.sh` and
+//! `benches/icount_table.sh` turn callgrind's totals into instructions per iteration.
 
 use std::hint::black_box;
 use std::time::Instant;
 
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_elect_leaders::{
     parse_request, parse_response, ElectLeadersRequestData, ElectLeadersResponseData,
-    EncodeRequest, EncodeResponse, ErrorCode, PartitionResultData, ReplicaElectionResultData,
+    EncodeRequest, EncodeResponse, ErrorCode, PartitionResult, PartitionResultData,
+    ReplicaElectionResultData, RequestVisitor, ResponseVisitor, TopicPartitions,
     TopicPartitionsData,
 };
+use kafka_protocol::messages::{
+    ElectLeadersRequest as KpRequest, ElectLeadersResponse as KpResponse,
+    RequestHeader as KpRequestHeader, ResponseHeader as KpResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 fn usage() -> ! {
     eprintln!("usage: profile OP ITERATIONS [reference|typical|large] [VERSION]");
@@ -33,31 +49,44 @@ fn main() {
         usage()
     };
     let iterations: u32 = iterations.parse().unwrap_or_else(|_| usage());
-    let (topics, partitions) = match args.get(3).map(String::as_str) {
-        Some("reference") => (1, 1),
-        Some("large") => (1000, 100),
-        None | Some("typical") => (10, 10),
-        Some(_) => usage(),
+    let case = args.get(3).map_or("typical", String::as_str);
+    let (topics, partitions) = match case {
+        "reference" => (1, 1),
+        "large" => (1000, 100),
+        "typical" => (10, 10),
+        _ => usage(),
     };
     let version: i16 = args
         .get(4)
         .map_or(0, |v| v.parse().unwrap_or_else(|_| usage()));
 
     // The cases of benches/codec.rs: topic names, every third partition failed with a
-    // message.
-    let names: Vec<Vec<u8>> = (0..topics)
-        .map(|i| format!("bench.topic-{i:04}").into_bytes())
-        .collect();
+    // message; or the reference frames (one empty topic, partition 0, an empty message).
+    let names: Vec<Vec<u8>> = if case == "reference" {
+        vec![Vec::new()]
+    } else {
+        (0..topics)
+            .map(|i| format!("bench.topic-{i:04}").into_bytes())
+            .collect()
+    };
     let ids: Vec<i32> = (0..partitions).collect();
     let entries: Vec<_> = names
         .iter()
         .map(|n| TopicPartitionsData::new(n, &ids))
         .collect();
-    let request = ElectLeadersRequestData {
-        correlation_id: 42,
-        client_id: Some(b"bench-admin-client"),
-        topic_partitions: Some(&entries),
-        ..Default::default()
+    let request = if case == "reference" {
+        ElectLeadersRequestData {
+            topic_partitions: Some(&entries),
+            timeout_ms: 0,
+            ..Default::default()
+        }
+    } else {
+        ElectLeadersRequestData {
+            correlation_id: 42,
+            client_id: Some(b"bench-admin-client"),
+            topic_partitions: Some(&entries),
+            ..Default::default()
+        }
     };
     let messages: Vec<Vec<u8>> = names
         .iter()
@@ -77,13 +106,16 @@ fn main() {
             (0..partitions)
                 .map(|p| PartitionResultData {
                     partition_id: p,
-                    error_code: if p % 3 == 0 {
+                    error_code: if p % 3 == 0 && case != "reference" {
                         ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE
                     } else {
                         ErrorCode::NONE
                     },
-                    error_message: (p % 3 == 0)
-                        .then(|| &messages[t * partitions as usize + p as usize][..]),
+                    error_message: if case == "reference" {
+                        Some(b"")
+                    } else {
+                        (p % 3 == 0).then(|| &messages[t * partitions as usize + p as usize][..])
+                    },
                     tagged_fields: &[],
                 })
                 .collect()
@@ -99,7 +131,7 @@ fn main() {
         })
         .collect();
     let response = ElectLeadersResponseData {
-        correlation_id: 42,
+        correlation_id: if case == "reference" { 0 } else { 42 },
         replica_election_results: &topic_results,
         ..Default::default()
     };
@@ -110,40 +142,140 @@ fn main() {
     response
         .encode(version, &mut response_frame)
         .expect("sized");
-    let mut out = vec![0; request_frame.len().max(response_frame.len())];
+    let request_len = request_frame.len();
+    let response_len = response_frame.len();
+    let mut out = vec![0; request_len.max(response_len)];
     let parsed_request = parse_request(&request_frame).expect("parses");
     let parsed_response = parse_response(&response_frame, version).expect("parses");
 
-    let mut acc = 0i64;
-    let start = Instant::now();
-    for _ in 0..iterations {
-        acc += match op.as_str() {
-            "parse_req" => i64::from(
+    // kafka-protocol's side: the body after our header (it decodes the body only), and the
+    // same messages decoded once, to encode.
+    let request_header_len = parsed_request.body_range().start;
+    let response_header_len = parsed_response.body_range().start;
+    let request_body = Bytes::copy_from_slice(&request_frame[request_header_len..]);
+    let response_body = Bytes::copy_from_slice(&response_frame[response_header_len..]);
+    let kp_request = {
+        let mut buf = Bytes::copy_from_slice(&request_frame[4..]);
+        let header = KpRequestHeader::decode(&mut buf, KpRequest::header_version(version))
+            .expect("kafka-protocol decodes");
+        (
+            header,
+            KpRequest::decode(&mut buf, version).expect("decodes"),
+        )
+    };
+    let kp_response = {
+        let mut buf = Bytes::copy_from_slice(&response_frame[4..]);
+        let header = KpResponseHeader::decode(&mut buf, KpResponse::header_version(version))
+            .expect("kafka-protocol decodes");
+        (
+            header,
+            KpResponse::decode(&mut buf, version).expect("decodes"),
+        )
+    };
+    let mut kp_out = BytesMut::with_capacity(out.len());
+    if case == "reference" && version == 2 {
+        assert_eq!(
+            request_frame,
+            include_bytes!("../corpus/request-v2-min.bin")
+        );
+        assert_eq!(
+            response_frame,
+            include_bytes!("../corpus/response-v2-min.bin")
+        );
+    }
+
+    // The operation is chosen once, before the loop: one indirect call an iteration, not a
+    // string comparison per arm.
+    let mut run: Box<dyn FnMut() -> i64 + '_> = match op.as_str() {
+        "parse_req" => Box::new(|| {
+            i64::from(
                 parse_request(black_box(&request_frame))
                     .unwrap()
                     .timeout_ms(),
-            ),
-            "walk_req" => walk_request(&parse_request(black_box(&request_frame)).unwrap()),
-            "sum_only" => walk_request(black_box(&parsed_request)),
-            "parse_resp" => i64::from(
+            )
+        }),
+        "walk_req" => Box::new(|| walk_request(&parse_request(black_box(&request_frame)).unwrap())),
+        "sum_only" => Box::new(|| walk_request(black_box(&parsed_request))),
+        "parse_resp" => Box::new(|| {
+            i64::from(
                 parse_response(black_box(&response_frame), version)
                     .unwrap()
                     .throttle_time_ms(),
-            ),
-            "walk_resp" => {
-                walk_response(&parse_response(black_box(&response_frame), version).unwrap())
-            }
-            "encode_req" => black_box(&request).encode(version, &mut out).unwrap() as i64,
-            "encode_resp" => black_box(&response).encode(version, &mut out).unwrap() as i64,
-            "reemit_req" => black_box(&parsed_request)
+            )
+        }),
+        "walk_resp" => Box::new(|| {
+            walk_response(&parse_response(black_box(&response_frame), version).unwrap())
+        }),
+        "encode_req" => Box::new(|| black_box(&request).encode(version, &mut out).unwrap() as i64),
+        "encode_resp" => {
+            Box::new(|| black_box(&response).encode(version, &mut out).unwrap() as i64)
+        }
+        "encode_known_req" => Box::new(|| {
+            black_box(&request)
+                .encode_exact(version, request_len, &mut out)
+                .unwrap() as i64
+        }),
+        "encode_known_resp" => Box::new(|| {
+            black_box(&response)
+                .encode_exact(version, response_len, &mut out)
+                .unwrap() as i64
+        }),
+        "reemit_req" => Box::new(|| {
+            black_box(&parsed_request)
                 .encode(version, &mut out)
-                .unwrap() as i64,
-            "reemit_resp" => black_box(&parsed_response)
+                .unwrap() as i64
+        }),
+        "reemit_resp" => Box::new(|| {
+            black_box(&parsed_response)
                 .encode(version, &mut out)
-                .unwrap() as i64,
-            _ => usage(),
-        };
+                .unwrap() as i64
+        }),
+        "visit_req" => Box::new(|| visit_request(black_box(&request_frame))),
+        "visit_resp" => Box::new(|| visit_response(black_box(&response_frame), version)),
+        "kp_walk_req" => Box::new(|| {
+            let mut buf = black_box(&request_body).clone();
+            walk_kp_request(&KpRequest::decode(&mut buf, version).unwrap())
+        }),
+        "kp_walk_resp" => Box::new(|| {
+            let mut buf = black_box(&response_body).clone();
+            walk_kp_response(&KpResponse::decode(&mut buf, version).unwrap())
+        }),
+        "kp_encode_req" => Box::new(|| {
+            kp_encode(
+                black_box(&kp_request),
+                KpRequest::header_version(version),
+                version,
+                &mut kp_out,
+            )
+        }),
+        "kp_encode_resp" => Box::new(|| {
+            kp_encode(
+                black_box(&kp_response),
+                KpResponse::header_version(version),
+                version,
+                &mut kp_out,
+            )
+        }),
+        "read_floor_req" => {
+            Box::new(|| read_floor(black_box(&request_frame[request_header_len..])))
+        }
+        "read_floor_resp" => {
+            Box::new(|| read_floor(black_box(&response_frame[response_header_len..])))
+        }
+        "chase_floor_req" => {
+            Box::new(|| chase_request(black_box(&request_frame[request_header_len..]), version))
+        }
+        "chase_floor_resp" => {
+            Box::new(|| chase_response(black_box(&response_frame[response_header_len..]), version))
+        }
+        _ => usage(),
+    };
+    let mut acc = 0i64;
+    let start = Instant::now();
+    for _ in 0..iterations {
+        acc += run();
     }
+    drop(run);
     eprintln!("{:?} per iteration", start.elapsed() / iterations.max(1));
     println!("{acc}");
 }
@@ -171,4 +303,184 @@ fn walk_response(r: &kafka_elect_leaders::ElectLeadersResponse<'_>) -> i64 {
         }
     }
     acc
+}
+
+/// The walk of `walk_request` in one pass: each topic handed over as it is validated.
+fn visit_request(frame: &[u8]) -> i64 {
+    struct Walk(i64);
+    impl<'a> RequestVisitor<'a> for Walk {
+        #[inline(always)]
+        fn topic_partitions(&mut self, topic: TopicPartitions<'a>) {
+            self.0 += touch(topic.topic());
+            self.0 += topic.partitions().iter().map(i64::from).sum::<i64>();
+        }
+    }
+    let mut walk = Walk(0);
+    let r = kafka_elect_leaders::visit_request(frame, &mut walk).unwrap();
+    walk.0 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
+}
+
+/// The walk of `walk_response` in one pass: each value handed over as it is validated.
+fn visit_response(frame: &[u8], version: i16) -> i64 {
+    struct Walk(i64);
+    impl<'a> ResponseVisitor<'a> for Walk {
+        #[inline(always)]
+        fn replica_election_result(&mut self, topic: &'a [u8]) {
+            self.0 += touch(topic);
+        }
+        #[inline(always)]
+        fn partition_result(&mut self, p: PartitionResult<'a>) {
+            self.0 += i64::from(p.partition_id()) + i64::from(p.error_code().0);
+            self.0 += p.error_message().map_or(0, touch);
+        }
+    }
+    let mut walk = Walk(0);
+    let r = kafka_elect_leaders::visit_response(frame, version, &mut walk).unwrap();
+    walk.0 + i64::from(r.correlation_id()) + i64::from(r.throttle_time_ms())
+}
+
+fn walk_kp_request(body: &KpRequest) -> i64 {
+    let mut acc = i64::from(body.timeout_ms);
+    for topic in body.topic_partitions.iter().flatten() {
+        acc += touch(topic.topic.as_bytes());
+        acc += topic.partitions.iter().map(|&p| i64::from(p)).sum::<i64>();
+    }
+    acc
+}
+
+fn walk_kp_response(body: &KpResponse) -> i64 {
+    let mut acc = i64::from(body.throttle_time_ms);
+    for result in &body.replica_election_results {
+        acc += touch(result.topic.as_bytes());
+        for p in &result.partition_result {
+            acc += i64::from(p.partition_id) + i64::from(p.error_code);
+            acc += p.error_message.as_ref().map_or(0, |m| touch(m.as_bytes()));
+        }
+    }
+    acc
+}
+
+/// kafka-protocol's encode of a whole frame into a reused buffer: measure (for the size
+/// prefix), then write; no allocation once `out` has grown.
+fn kp_encode<H: Encodable, B: Encodable>(
+    (header, body): &(H, B),
+    header_version: i16,
+    version: i16,
+    out: &mut BytesMut,
+) -> i64 {
+    out.clear();
+    let size = header.compute_size(header_version).unwrap() + body.compute_size(version).unwrap();
+    out.reserve(4 + size);
+    out.put_i32(size as i32);
+    header.encode(out, header_version).unwrap();
+    body.encode(out, version).unwrap();
+    out.len() as i64
+}
+
+/// The read floor: every byte of the body read once, as big-endian 32-bit words.
+fn read_floor(body: &[u8]) -> i64 {
+    let words = body.chunks_exact(4);
+    let tail = words.remainder().iter().map(|&b| u64::from(b)).sum::<u64>();
+    let sum = words
+        .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+        .sum::<u64>();
+    (sum + tail) as i64
+}
+
+/// An unsigned varint at `at`; returns (value, bytes).
+#[inline(always)]
+fn uvarint(b: &[u8], at: usize) -> (usize, usize) {
+    let mut v = 0usize;
+    let mut i = 0;
+    loop {
+        let byte = b[at + i];
+        v |= usize::from(byte & 0x7f) << (7 * i);
+        i += 1;
+        if byte < 0x80 {
+            return (v, i);
+        }
+    }
+}
+
+/// A string length or array count at `at`: (value, bytes of the prefix). Compact values
+/// are length + 1; classic strings int16, classic arrays int32.
+#[inline(always)]
+fn prefix(b: &[u8], at: usize, flexible: bool, int32: bool) -> (usize, usize) {
+    if flexible {
+        let (v, n) = uvarint(b, at);
+        (v.wrapping_sub(1), n)
+    } else if int32 {
+        let v = i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        (v as usize, 4)
+    } else {
+        let v = i16::from_be_bytes([b[at], b[at + 1]]);
+        (v as isize as usize, 2)
+    }
+}
+
+/// The chase floor of a request body: the topic count, then per topic only its name's
+/// length and its partition count, which say where the next topic starts. Trusts the
+/// frame (it was built by the writer); a floor, not a parser.
+fn chase_request(b: &[u8], version: i16) -> i64 {
+    if version >= 2 {
+        chase_request_in::<true>(b, version)
+    } else {
+        chase_request_in::<false>(b, version)
+    }
+}
+
+#[inline(always)]
+fn chase_request_in<const FLEXIBLE: bool>(b: &[u8], version: i16) -> i64 {
+    let flexible = FLEXIBLE;
+    let mut at = usize::from(version >= 1); // ElectionType
+    let (topics, n) = prefix(b, at, flexible, true);
+    at += n;
+    for _ in 0..topics {
+        let (len, n) = prefix(b, at, flexible, false);
+        at += n + len;
+        let (count, n) = prefix(b, at, flexible, true);
+        at += n + 4 * count;
+        if flexible {
+            at += 1; // no tagged fields
+        }
+    }
+    at as i64
+}
+
+/// The chase floor of a response body: per topic its name's length and result count, per
+/// result its message length and tagged-field count.
+fn chase_response(b: &[u8], version: i16) -> i64 {
+    if version >= 2 {
+        chase_response_in::<true>(b, version)
+    } else {
+        chase_response_in::<false>(b, version)
+    }
+}
+
+#[inline(always)]
+fn chase_response_in<const FLEXIBLE: bool>(b: &[u8], version: i16) -> i64 {
+    let flexible = FLEXIBLE;
+    let mut at = 4 + if version >= 1 { 2 } else { 0 };
+    let (topics, n) = prefix(b, at, flexible, true);
+    at += n;
+    for _ in 0..topics {
+        let (len, n) = prefix(b, at, flexible, false);
+        at += n + len;
+        let (count, n) = prefix(b, at, flexible, true);
+        at += n;
+        for _ in 0..count {
+            at += 6;
+            let (len, n) = prefix(b, at, flexible, false);
+            at += n + if len == usize::MAX { 0 } else { len };
+            if flexible {
+                let (tags, n) = uvarint(b, at);
+                at += n;
+                debug_assert_eq!(tags, 0);
+            }
+        }
+        if flexible {
+            at += 1;
+        }
+    }
+    at as i64
 }
