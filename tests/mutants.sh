@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Mutation testing of the core codec with cargo-mutants (not run in CI: hours on 2 cores).
+#
+#   tests/mutants.sh            # both passes; results in mutants.out/ (missed.txt is the list)
+#   tests/mutants.sh --shard 1/4   # extra arguments go to both passes
+#
+# Pass 1 builds and runs only the fast, feature-light tests against every mutant of the core
+# (about 6-8 s a mutant). Pass 2 re-tests only what pass 1 missed (`--iterate`) with the
+# whole suite, Apache Kafka's own codec (tests/kafka_java.rs) and the differential test
+# against kafka-protocol included, so a mutant is reported missed only when nothing kills it.
+# Install: cargo install cargo-mutants --locked (27.x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+files=(-f src/wire.rs -f src/list.rs -f src/tagged.rs -f src/frame.rs -f src/header.rs
+  -f src/request.rs -f src/response.rs -f 'src/write/*.rs')
+KEL_SKIP_JAVA=1 cargo mutants --no-shuffle --features bytes "${files[@]}" "$@" -- \
+  --lib --test edits --test mutation_sweep --test known_answers --test malformed \
+  --test reencode --test truncation --test no_alloc --test visit --test writer_limits || true
+cargo mutants --iterate --no-shuffle --all-features "${files[@]}" "$@"
