@@ -345,6 +345,7 @@ where
 /// [`ErrorKind::Incomplete`] with the exact number of bytes missing, whatever field they
 /// would have held; more is [`ErrorKind::SizeMismatch`]; bytes left after the body are
 /// [`ErrorKind::TrailingBytes`]. Offsets count from the start of `input`.
+#[inline(always)]
 pub(crate) fn parse_framed<'a, T>(
     input: &'a [u8],
     message: &'static str,

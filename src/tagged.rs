@@ -121,9 +121,15 @@ impl<'a> Parser<&'a [u8]> for TaggedFieldsParser {
         if !cx.flexible {
             return Ok((input, OM::Output::bind(|| List::absent(start))));
         }
+        // Almost every struct has none: one zero byte, nothing to walk.
+        if let Some((&0, rest)) = input.split_first() {
+            return Ok((
+                rest,
+                OM::Output::bind(|| List::checked(cx, start, 0, rest, rest)),
+            ));
+        }
         // The count is a plain uvarint here, not the compact count + 1 of arrays.
         let (rest, count) = wire::uvarint(cx, name).value::<OM>(input)?;
-        // Almost every struct has none: one byte, nothing to walk.
         if count == 0 {
             return Ok((
                 rest,

@@ -278,6 +278,28 @@ impl<'a> Parser<&'a [u8]> for Str {
     #[inline(always)]
     fn process<OM: OutputMode>(&mut self, input: &'a [u8]) -> MResult<'a, OM, Option<&'a [u8]>> {
         let Str { cx, nullable, name } = *self;
+        // A compact length of one byte (every string shorter than 127 bytes): its own
+        // path, where the length is known to be small, not merged with the general one.
+        if cx.flexible {
+            if let Some((&b, rest)) = input.split_first() {
+                if b < 0x80 {
+                    if b == 0 {
+                        return if nullable {
+                            Ok((rest, OM::Output::bind(|| None)))
+                        } else {
+                            Err(null_error(cx, -1, name, input))
+                        };
+                    }
+                    let len = usize::from(b - 1);
+                    if rest.len() < len {
+                        let needed = len - rest.len();
+                        return Err(cx.error(ErrorKind::UnexpectedEnd { needed }, name, input));
+                    }
+                    let (bytes, rest) = rest.split_at(len);
+                    return Ok((rest, OM::Output::bind(|| Some(bytes))));
+                }
+            }
+        }
         let (rest, len) = length_prefix::<OM>(cx, false, name, input)?;
         if len < 0 {
             return if nullable {
@@ -287,7 +309,8 @@ impl<'a> Parser<&'a [u8]> for Str {
             };
         }
         let len = len as usize;
-        if len > MAX_STRING_LEN {
+        // A classic int16 length never is.
+        if cx.flexible && len > MAX_STRING_LEN {
             return Err(cx.error(ErrorKind::StringTooLong { len }, name, input));
         }
         if rest.len() < len {

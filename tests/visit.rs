@@ -229,3 +229,118 @@ fn str_accessors_check_utf8_and_pass_null_and_empty() {
     }
     assert!(errors > 0, "some sample has a null message");
 }
+
+/// The string and tagged-field parsers' fast paths (a one-byte compact length, no tagged
+/// fields) and the general paths beside them: strings on both sides of the one-byte length
+/// (126 bytes is the longest it holds), tagged fields present, and each fast path's errors
+/// at their exact offsets.
+#[test]
+fn compact_lengths_on_both_sides_of_one_byte() {
+    use kafka_elect_leaders::{
+        ElectLeadersRequestData, ErrorKind, TaggedFieldData, TopicPartitionsData,
+    };
+
+    let names: Vec<Vec<u8>> = [0usize, 1, 125, 126, 127, 300]
+        .iter()
+        .map(|&n| (0..n).map(|i| b'a' + (i % 26) as u8).collect())
+        .collect();
+    let tags = [
+        TaggedFieldData::new(3, b"xyz"),
+        TaggedFieldData::new(9, b""),
+    ];
+    let partitions = [7, -1, i32::MAX];
+    let mut entries: Vec<TopicPartitionsData> = names
+        .iter()
+        .map(|n| TopicPartitionsData::new(n, &partitions))
+        .collect();
+    entries[1].tagged_fields = &tags;
+    for version in 0..=2 {
+        for client_id in [None, Some(&names[0][..]), Some(&names[5][..])] {
+            let request = ElectLeadersRequestData {
+                client_id,
+                topic_partitions: Some(&entries),
+                ..Default::default()
+            };
+            let entries_here: Vec<_> = if version == 2 {
+                entries.clone()
+            } else {
+                entries
+                    .iter()
+                    .map(|e| TopicPartitionsData::new(e.topic, e.partitions))
+                    .collect()
+            };
+            let request = ElectLeadersRequestData {
+                topic_partitions: Some(&entries_here),
+                ..request
+            };
+            let len = request.encoded_len(version).unwrap();
+            let mut frame = vec![0; len];
+            request.encode(version, &mut frame).unwrap();
+            let mut seen = Topics::default();
+            let view = visit_request(&frame, &mut seen).unwrap();
+            assert_eq!(view, parse_request(&frame).unwrap());
+            assert_eq!(view.header().client_id(), client_id);
+            let topics = view.topic_partitions().unwrap();
+            assert_eq!(topics.len(), names.len());
+            for ((topic, visited), name) in topics.iter().zip(&seen.0).zip(&names) {
+                assert_eq!(topic, *visited);
+                assert_eq!(topic.topic(), &name[..], "v{version}");
+                assert!(topic.partitions().iter().eq(partitions));
+            }
+            let tagged: Vec<_> = topics
+                .iter()
+                .nth(1)
+                .unwrap()
+                .tagged_fields()
+                .iter()
+                .map(|t| (t.tag(), t.data()))
+                .collect();
+            let want: &[(u32, &[u8])] = if version == 2 {
+                &[(3, b"xyz"), (9, b"")]
+            } else {
+                &[]
+            };
+            assert_eq!(tagged, want, "v{version}");
+        }
+    }
+
+    // v2, no client id, one topic "ab" with one partition: the topic's compact length is
+    // at offset 17 (size 4, header 2 + 2 + 4 + 2 + 1, election type, topic count), and 13
+    // bytes follow it.
+    let one = [TopicPartitionsData::new(b"ab", &[1])];
+    let request = ElectLeadersRequestData {
+        client_id: None,
+        topic_partitions: Some(&one),
+        ..Default::default()
+    };
+    let mut frame = vec![0; request.encoded_len(2).unwrap()];
+    request.encode(2, &mut frame).unwrap();
+    assert_eq!(frame.len(), 31);
+    assert_eq!(&frame[17..20], &[3, b'a', b'b']);
+    let cases = [
+        (0x00, ErrorKind::UnexpectedNull),
+        (0x7f, ErrorKind::UnexpectedEnd { needed: 126 - 13 }),
+        (0x0f, ErrorKind::UnexpectedEnd { needed: 14 - 13 }),
+    ];
+    for (byte, kind) in cases {
+        let mut bad = frame.clone();
+        bad[17] = byte;
+        for e in [
+            parse_request(&bad).unwrap_err(),
+            visit_request(&bad, &mut Topics::default()).unwrap_err(),
+        ] {
+            assert_eq!(e.kind, kind, "{byte:#04x}");
+            assert_eq!((e.field, e.offset), ("TopicPartitions.Topic", 17));
+        }
+    }
+    // A length one short: the topic is "a", and the partition count is then read from 'b'
+    // (97 partitions, more than the 10 bytes left can hold).
+    let mut bad = frame.clone();
+    bad[17] = 2;
+    let e = parse_request(&bad).unwrap_err();
+    assert_eq!((e.field, e.offset), ("TopicPartitions.Partitions", 19));
+    assert!(
+        matches!(e.kind, ErrorKind::CountTooLarge { count: 97, .. }),
+        "{e:?}"
+    );
+}
