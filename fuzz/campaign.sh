@@ -31,25 +31,29 @@ target_args() {
   esac
 }
 scratch=${FUZZ_SCRATCH:-/tmp/kel-fuzz}
+build=(-O)
+if [ "${FUZZ_SANITIZER:-address}" != address ]; then
+  build+=(-s "$FUZZ_SANITIZER" --target-dir "fuzz/target/$FUZZ_SANITIZER")
+fi
 mkdir -p fuzz/logs
 for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t"
   log="fuzz/logs/$t-$runs.log"
   start=$(date +%s)
   set +e
-  cargo +nightly fuzz run -O "$t" "$scratch/$t" "corpus/fuzz/$t" -- \
+  cargo +nightly fuzz run "${build[@]}" "$t" "$scratch/$t" "corpus/fuzz/$t" -- \
     -runs="$runs" -print_final_stats=1 -rss_limit_mb=4096 $(target_args "$t") ${FUZZ_ARGS:-} >"$log" 2>&1
   status=$?
   set -e
   end=$(date +%s)
-  echo "# target=$t runs=$runs exit=$status seconds=$((end - start)) args=$(target_args "$t") ${FUZZ_ARGS:-}" >>"$log"
+  echo "# target=$t runs=$runs exit=$status seconds=$((end - start)) sanitizer=${FUZZ_SANITIZER:-address} args=$(target_args "$t") ${FUZZ_ARGS:-}" >>"$log"
   if [ $status -ne 0 ]; then
     echo "$t: FAILED (exit $status), see $log; crash inputs in fuzz/artifacts/$t/"
     continue
   fi
   # Minimize: scratch + committed corpus → corpus/fuzz/$t.
   cp -n "corpus/fuzz/$t"/* "$scratch/$t"/ 2>/dev/null || true
-  cargo +nightly fuzz cmin -O "$t" "$scratch/$t" >>"$log" 2>&1
+  cargo +nightly fuzz cmin "${build[@]}" "$t" "$scratch/$t" >>"$log" 2>&1
   rm -rf "corpus/fuzz/$t"
   mkdir -p "corpus/fuzz/$t"
   cp "$scratch/$t"/* "corpus/fuzz/$t"/

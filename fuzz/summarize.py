@@ -26,5 +26,8 @@ for path in sys.argv[1:]:
     options = " ".join(
         o for o in (running.group(1).split() if running else []) if o.startswith(("-max_len", "-max_total_time"))
     )
+    sanitizer = re.search(r"sanitizer=(\S+)", text)
+    if sanitizer and sanitizer.group(1) != "address":
+        options = (options + f" (sanitizer {sanitizer.group(1)})").strip()
     rate = int(execs) // max(int(seconds), 1) if execs.isdigit() else "?"
     print(f"| {name} | {int(execs):,} | {seconds} | {rate:,} | {cov} | {ft} | {corpus} | {crashes} | {options} |")
