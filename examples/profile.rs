@@ -11,7 +11,8 @@
 //! OP is one of `parse_req`, `walk_req`, `sum_only` (partition ids of a request parsed
 //! beforehand), `parse_resp`, `walk_resp`, `encode_req`, `encode_resp`, `reemit_req`,
 //! `reemit_resp`, `encode_known_req`, `encode_known_resp` (`encode_exact` with the length
-//! known); the peer's `kp_walk_req`, `kp_walk_resp` (kafka-protocol decodes the body
+//! known), `visit_req`, `visit_resp` (the single-pass visitors), `visit_req_unsigned` (the
+//! request visitor adding ids as the read floor adds words, zero-extended); the peer's `kp_walk_req`, `kp_walk_resp` (kafka-protocol decodes the body
 //! and the same fields are read), `kp_encode_req`, `kp_encode_resp` (its `compute_size` +
 //! size prefix + `encode` into a reused buffer); and the floors, on the same frames:
 //! `read_floor_req`, `read_floor_resp` (sum the body as big-endian 32-bit words, touching
@@ -235,6 +236,7 @@ fn main() {
                 .unwrap() as i64
         }),
         "visit_req" => Box::new(|| visit_request(black_box(&request_frame))),
+        "visit_req_unsigned" => Box::new(|| visit_request_unsigned(black_box(&request_frame))),
         "visit_resp" => Box::new(|| visit_response(black_box(&response_frame), version)),
         "kp_walk_req" => Box::new(|| {
             let mut buf = black_box(&request_body).clone();
@@ -322,6 +324,26 @@ fn visit_request(frame: &[u8]) -> i64 {
     let mut walk = Walk(0);
     let r = kafka_elect_leaders::visit_request(frame, &mut walk).unwrap();
     walk.0 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
+}
+
+/// `visit_request` with the ids added as the read floor adds its words (zero-extended, not
+/// sign-extended): what the walk costs when its arithmetic is the floor's.
+fn visit_request_unsigned(frame: &[u8]) -> i64 {
+    struct Walk(u64);
+    impl<'a> RequestVisitor<'a> for Walk {
+        #[inline(always)]
+        fn topic_partitions(&mut self, topic: TopicPartitions<'a>) {
+            self.0 += touch(topic.topic()) as u64;
+            self.0 += topic
+                .partitions()
+                .iter()
+                .map(|id| u64::from(id as u32))
+                .sum::<u64>();
+        }
+    }
+    let mut walk = Walk(0);
+    let r = kafka_elect_leaders::visit_request(frame, &mut walk).unwrap();
+    walk.0 as i64 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
 }
 
 /// The walk of `walk_response` in one pass: each value handed over as it is validated.
