@@ -1692,8 +1692,9 @@ pub fn check_reencode(data: &[u8]) {
 // responses: every offset where one parses with the correlation id asked for).
 
 /// First byte: bit 0 requests (0) or responses (1), bits 2-3 the response version, bit 4
-/// take the correlation id from the first candidate (1) or from the next 4 bytes (0). The
-/// rest is the capture.
+/// take the correlation id from the first candidate (1) or from the next 4 bytes (0), bits
+/// 5-7 a work limit (16 bytes walked a step) for a second scan, which must find what the
+/// first found up to where it says it stopped. The rest is the capture.
 #[cfg(feature = "scan")]
 pub fn check_scan(data: &[u8]) {
     use kafka_elect_leaders::{scan_requests, scan_responses};
@@ -1725,6 +1726,19 @@ pub fn check_scan(data: &[u8]) {
             at += 1;
         }
         assert_eq!(found, expected);
+        let limit = u64::from(selector >> 5) * 16;
+        let mut limited = scan_requests(capture).work_limit(limit);
+        let at: Vec<usize> = limited.by_ref().map(|(at, _)| at).collect();
+        check_limited(
+            &at,
+            &expected.iter().map(|f| f.0).collect::<Vec<_>>(),
+            limited.stopped_at(),
+        );
+        let work = limited.stats().walked_bytes;
+        assert!(
+            work <= limit + capture.len() as u64,
+            "work {work}, limit {limit}"
+        );
     } else {
         let version = i16::from((selector >> 2) & 3);
         let (correlation_id, capture) = if selector & 0x10 != 0 {
@@ -1753,6 +1767,38 @@ pub fn check_scan(data: &[u8]) {
             })
             .collect();
         assert_eq!(found, expected);
+        let limit = u64::from(selector >> 5) * 16;
+        let mut limited = scan_responses(capture, correlation_id, version).work_limit(limit);
+        let at: Vec<usize> = limited.by_ref().map(|(at, _)| at).collect();
+        check_limited(
+            &at,
+            &expected.iter().map(|f| f.0).collect::<Vec<_>>(),
+            limited.stopped_at(),
+        );
+        let work = limited.stats().walked_bytes;
+        assert!(
+            work <= limit + capture.len() as u64,
+            "work {work}, limit {limit}"
+        );
+    }
+}
+
+/// A scan with a work limit found `found`, one without found `all`: the same up to where the
+/// limited one says it stopped, and all of it if it did not.
+#[cfg(feature = "scan")]
+fn check_limited(found: &[usize], all: &[usize], stopped_at: Option<usize>) {
+    match stopped_at {
+        None => assert_eq!(found, all),
+        Some(stop) => {
+            assert_eq!(found, &all[..found.len()], "a prefix of the full scan");
+            assert!(
+                found.iter().all(|&at| at < stop),
+                "found {found:?}, stopped at {stop}"
+            );
+            if let Some(&next) = all.get(found.len()) {
+                assert!(next >= stop, "{next} skipped before the stop at {stop}");
+            }
+        }
     }
 }
 

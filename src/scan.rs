@@ -17,6 +17,15 @@
 //! malformed field), or only at an end past some point (it ran out of bytes). A later
 //! candidate sharing that walk is decided without parsing. [`RequestScanner::stats`] counts
 //! the work, for callers (and tests) that bound it.
+//!
+//! That memory covers candidates that share the bytes after their client ids. Crafted input
+//! can still make candidates whose walks start apart and meet later, each walking the shared
+//! part again (and responses have no client id to share). For a bound that holds whatever
+//! the input, give the scanner a budget: [`RequestScanner::work_limit`] (and the same on
+//! [`ResponseScanner`]) stops it once the parser has walked that many bytes in all, and
+//! [`RequestScanner::stopped_at`] says where it stopped, so that nothing is skipped
+//! silently. Everything found before that point is exactly what an unbounded scan finds
+//! there.
 
 use memchr::memmem;
 
@@ -52,14 +61,18 @@ pub fn scan_requests(capture: &[u8]) -> RequestScanner<'_> {
         walks: [None; WALK_MEMORY],
         next_walk: 0,
         stats: ScanStats::default(),
+        limit: u64::MAX,
+        stopped_at: None,
     }
 }
 
 /// The work a scanner has done so far: how many candidates it met, how many it handed to
-/// the parser and how many bytes those frames held. The parser's work on a frame is at
-/// most linear in its bytes, so `parsed_bytes` bounds the scanner's parsing work.
+/// the parser, how many bytes those frames held and how many of them the parser walked.
+/// The parser's work on a frame is linear in the bytes it walks, so `walked_bytes` measures
+/// the scanner's parsing work (and is what [`RequestScanner::work_limit`] bounds).
 #[cfg_attr(docsrs, doc(cfg(feature = "scan")))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScanStats {
     /// Places where the search pattern was found.
     pub candidates: u64,
@@ -67,6 +80,9 @@ pub struct ScanStats {
     pub parsed: u64,
     /// The bytes of the frames handed to the parser, in all.
     pub parsed_bytes: u64,
+    /// The bytes the parser walked, in all: the whole of each frame found, and of each
+    /// candidate that failed, its bytes up to the field that failed.
+    pub walked_bytes: u64,
     /// Candidates decided without a parse, by what an earlier parse of the same bytes
     /// proved.
     pub remembered: u64,
@@ -146,12 +162,44 @@ pub struct RequestScanner<'a> {
     walks: [Option<Walk>; WALK_MEMORY],
     next_walk: usize,
     stats: ScanStats,
+    limit: u64,
+    stopped_at: Option<usize>,
 }
 
 impl RequestScanner<'_> {
     /// The work done so far.
     pub fn stats(&self) -> ScanStats {
         self.stats
+    }
+
+    /// Stops the scan once the parser has walked `limit` bytes in all
+    /// ([`ScanStats::walked_bytes`]); the work is then at most `limit` plus one frame.
+    /// Without a limit, crafted input (candidate frames that overlap and share a long
+    /// stretch of bytes) can make the work grow with the square of its length.
+    ///
+    /// When the limit is reached, the scanner yields nothing more and
+    /// [`stopped_at`](Self::stopped_at) says where: what was found before that offset is
+    /// what a scan without a limit finds there.
+    ///
+    /// ```
+    /// use kafka_elect_leaders::scan_requests;
+    /// let frame = std::fs::read("corpus/request-v2-multi.bin").unwrap();
+    /// let capture = [&frame[..], &frame[..]].concat();
+    /// let mut scanner = scan_requests(&capture).work_limit(1);
+    /// assert_eq!(scanner.next().map(|(at, _)| at), Some(0));
+    /// assert!(scanner.next().is_none());
+    /// assert_eq!(scanner.stopped_at(), Some(frame.len()));
+    /// ```
+    #[must_use]
+    pub fn work_limit(mut self, limit: u64) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Where the scan stopped because its [work limit](Self::work_limit) was reached: the
+    /// offset of the first candidate it did not decide. `None` while it has not.
+    pub fn stopped_at(&self) -> Option<usize> {
+        self.stopped_at
     }
 
     /// Where the client id of the request header starting at `start` ends: the walk from
@@ -199,9 +247,15 @@ impl<'a> Iterator for RequestScanner<'a> {
                 self.stats.remembered += 1;
                 continue;
             }
+            if self.stats.walked_bytes >= self.limit {
+                self.stopped_at = Some(start);
+                break;
+            }
             self.stats.parsed += 1;
             self.stats.parsed_bytes += frame.len() as u64;
-            match parse_request(frame) {
+            let parsed = parse_request(frame);
+            self.stats.walked_bytes += walked(frame, parsed.as_ref().err());
+            match parsed {
                 Ok(request) => {
                     self.resume = end;
                     return Some((start, request));
@@ -239,6 +293,12 @@ impl<'a> Iterator for RequestScanner<'a> {
 
 impl core::iter::FusedIterator for RequestScanner<'_> {}
 
+/// The bytes of `frame` the parser walked: all of them, or those before the field that
+/// failed.
+fn walked(frame: &[u8], error: Option<&Error>) -> u64 {
+    error.map_or(frame.len(), |e| e.offset.min(frame.len())) as u64
+}
+
 /// Every frame in `capture` that parses as an ElectLeadersResponse of `version` with this
 /// `correlation_id`, in order, with its offset. Responses carry no API key, so the needle
 /// is the correlation id, right after a size prefix.
@@ -250,6 +310,8 @@ pub fn scan_responses(capture: &[u8], correlation_id: i32, version: i16) -> Resp
         version,
         from: 0,
         stats: ScanStats::default(),
+        limit: u64::MAX,
+        stopped_at: None,
     }
 }
 
@@ -262,12 +324,27 @@ pub struct ResponseScanner<'a> {
     version: i16,
     from: usize,
     stats: ScanStats,
+    limit: u64,
+    stopped_at: Option<usize>,
 }
 
 impl ResponseScanner<'_> {
     /// The work done so far.
     pub fn stats(&self) -> ScanStats {
         self.stats
+    }
+
+    /// Stops the scan once the parser has walked `limit` bytes in all, as
+    /// [`RequestScanner::work_limit`] does.
+    #[must_use]
+    pub fn work_limit(mut self, limit: u64) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Where the scan stopped because its [work limit](Self::work_limit) was reached.
+    pub fn stopped_at(&self) -> Option<usize> {
+        self.stopped_at
     }
 }
 
@@ -285,9 +362,15 @@ impl<'a> Iterator for ResponseScanner<'a> {
             let Ok((frame, _)) = split_frame(&self.capture[start..]) else {
                 continue;
             };
+            if self.stats.walked_bytes >= self.limit {
+                self.stopped_at = Some(start);
+                break;
+            }
             self.stats.parsed += 1;
             self.stats.parsed_bytes += frame.len() as u64;
-            if let Ok(response) = parse_response(frame, self.version) {
+            let parsed = parse_response(frame, self.version);
+            self.stats.walked_bytes += walked(frame, parsed.as_ref().err());
+            if let Ok(response) = parsed {
                 return Some((start, response));
             }
         }

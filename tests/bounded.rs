@@ -182,6 +182,120 @@ fn a_frame_among_the_nested_headers_is_still_found() {
     assert_eq!(found[0], ((200 - 1) * 14, 200 - 1));
 }
 
+/// A chain of `topics` version-0 topic entries, each of whose names holds a request header
+/// whose client id ends four bytes before the next entry: from there, the entry's last
+/// partition id reads as a topic count, and the candidate walks every entry after it. The
+/// walks start apart and meet, so what the scanner remembers does not help: each walks the
+/// rest of the chain. Every candidate's frame ends one byte after the chain's timeout, so
+/// every walk fails there, at its very end. A valid frame before and one after the chain.
+fn chain_of_meeting_walks(topics: usize, valid: &[u8]) -> Vec<u8> {
+    const ENTRY: usize = 24;
+    let chain_start = valid.len();
+    let chain_end = chain_start + topics * ENTRY;
+    let frame_end = chain_end + 4 + 1; // timeout, one byte too many
+    let mut input = valid.to_vec();
+    for i in 0..topics {
+        let header = chain_start + i * ENTRY + 2;
+        let size = i32::try_from(frame_end - header - 4).unwrap();
+        input.extend_from_slice(&14i16.to_be_bytes()); // name: the header
+        input.extend_from_slice(&size.to_be_bytes());
+        input.extend_from_slice(&[0, 43, 0, 0]); // ElectLeaders v0
+        input.extend_from_slice(&(i as i32).to_be_bytes());
+        input.extend_from_slice(&4i16.to_be_bytes()); // client id: the next 4 bytes
+        input.extend_from_slice(&1i32.to_be_bytes()); // one partition
+        let rest = i32::try_from(topics - 1 - i).unwrap();
+        input.extend_from_slice(&rest.to_be_bytes()); // its id: the entries after it
+    }
+    input.extend_from_slice(&60_000i32.to_be_bytes());
+    input.push(0);
+    input.extend_from_slice(valid);
+    input
+}
+
+#[test]
+fn a_work_limit_bounds_walks_that_meet_and_says_where_it_stopped() {
+    let valid = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/corpus/request-v0.bin"
+    ))
+    .unwrap();
+    let walked = |input: &[u8]| {
+        let mut scanner = scan_requests(input);
+        let found: Vec<usize> = scanner.by_ref().map(|(at, _)| at).collect();
+        (found, scanner.stats().walked_bytes)
+    };
+
+    // Without a limit this input is the scanner's worst case: the input doubled, the work
+    // about four times. (That it is, is what makes the rest of the test mean something.)
+    let small = chain_of_meeting_walks(1000, &valid);
+    let large = chain_of_meeting_walks(2000, &valid);
+    let (found_small, work_small) = walked(&small);
+    let (found_large, work_large) = walked(&large);
+    eprintln!(
+        "no limit: {} bytes walked {work_small}, {} bytes walked {work_large}",
+        small.len(),
+        large.len()
+    );
+    assert!(
+        work_large > 3 * work_small && work_small > 100 * small.len() as u64,
+        "work {work_small} for {} bytes, {work_large} for {}",
+        small.len(),
+        large.len()
+    );
+    assert_eq!(found_large, [0, large.len() - valid.len()]);
+    assert_eq!(
+        found_small,
+        scan_every_candidate(&small)
+            .iter()
+            .map(|f| f.0)
+            .collect::<Vec<_>>()
+    );
+
+    // With a limit of eight times the input, the work is at most that and one frame more,
+    // the scan says where it stopped, and what it found before is what the full scan found.
+    for input in [&small, &large] {
+        let limit = 8 * input.len() as u64;
+        let mut scanner = scan_requests(input).work_limit(limit);
+        let found: Vec<usize> = scanner.by_ref().map(|(at, _)| at).collect();
+        let work = scanner.stats().walked_bytes;
+        assert!(
+            work <= limit + input.len() as u64,
+            "work {work}, limit {limit}"
+        );
+        let stopped = scanner.stopped_at().expect("the limit is reached");
+        assert!(stopped > valid.len() && stopped < input.len() - valid.len());
+        assert_eq!(found, [0], "found before {stopped}");
+        assert!(scanner.next().is_none(), "nothing more after the stop");
+    }
+
+    // A limit the work does not reach changes nothing.
+    let mut scanner = scan_requests(&small).work_limit(work_small);
+    let found: Vec<usize> = scanner.by_ref().map(|(at, _)| at).collect();
+    assert_eq!((found, scanner.stopped_at()), (found_small, None));
+}
+
+#[test]
+fn a_response_scan_stops_at_its_work_limit() {
+    let frame = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/corpus/response-v2-multi.bin"
+    ))
+    .unwrap();
+    let id = kafka_elect_leaders::parse_response(&frame, 2)
+        .unwrap()
+        .correlation_id();
+    let input = [&frame[..], b"other", &frame[..]].concat();
+    let all: Vec<usize> = kafka_elect_leaders::scan_responses(&input, id, 2)
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(all, [0, frame.len() + 5]);
+    let mut scanner = kafka_elect_leaders::scan_responses(&input, id, 2).work_limit(1);
+    assert_eq!(scanner.next().map(|(at, _)| at), Some(0));
+    assert!(scanner.next().is_none());
+    assert_eq!(scanner.stopped_at(), Some(frame.len() + 5));
+    assert_eq!(scanner.stats().walked_bytes, frame.len() as u64);
+}
+
 /// The tool's memory, measured: peak resident memory of `inspect`, `decode` and `encode` on
 /// large frames, against the bounds the README states (a multiple of the largest frame, or
 /// of the largest JSON object for `encode`, plus a constant for the program itself). The
@@ -365,4 +479,53 @@ mod tool_memory {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// The tool's `scan` on the input above: each window's search has a work limit, so the
+/// crafted chain costs a bounded amount, and the stretch not searched is named.
+#[cfg(feature = "cli")]
+#[test]
+fn the_tool_names_what_its_search_did_not_reach() {
+    use std::process::Command;
+    let valid = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/corpus/request-v0.bin"
+    ))
+    .unwrap();
+    // 3,000 entries: 72 KB whose full search walks about 100 MB, past the limit of
+    // 32 bytes a byte plus 16 MiB.
+    let input = chain_of_meeting_walks(3000, &valid);
+    let dir = std::env::temp_dir().join(format!("kel-bounded-{}-scan", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("chain.bin");
+    std::fs::write(&path, &input).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["scan", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!output.status.success(), "a partial search fails: {stderr}");
+    let note = stderr
+        .lines()
+        .find(|l| l.contains("not searched"))
+        .unwrap_or_else(|| panic!("no note: {stderr}"));
+    let range = note
+        .split("bytes ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|r| r.split_once(".."))
+        .map(|(a, b)| (a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()))
+        .unwrap_or_else(|| panic!("no range in {note}"));
+    assert!(
+        range.0 > valid.len() && range.1 == input.len(),
+        "{range:?} of {} bytes: {note}",
+        input.len()
+    );
+    assert!(stderr.contains("the output is partial"), "{stderr}");
+    assert!(
+        stdout.contains(&format!("1 ElectLeaders request in {}", path.display())),
+        "the frame before the chain is found: {stdout}"
+    );
 }

@@ -49,6 +49,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
     let mut found: Vec<Found> = Vec::new();
     let mut line = String::new();
     let mut failed = None;
+    let mut skipped = Skipped::default();
     let streaming = responses_reader.is_none();
     let requests_len = stream_windows(requests_reader, |window, base, at_end| {
         let limit = if at_end {
@@ -57,7 +58,8 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
             incomplete_request(window).min(window.len().saturating_sub(11))
         };
         let mut consumed = limit;
-        for (start, request) in scan_requests(window) {
+        let mut scanner = scan_requests(window).work_limit(work_limit(window.len()));
+        for (start, request) in scanner.by_ref() {
             if start >= limit {
                 break;
             }
@@ -89,6 +91,10 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
                 answer: None,
             });
         }
+        if let Some(stop) = scanner.stopped_at().filter(|&stop| stop < limit) {
+            skipped.note(&requests_source.name(), base, stop..limit, window.len());
+            consumed = limit;
+        }
         consumed
     })
     .map_err(|e| Failure::Input(format!("{}: {e}", requests_source.name())))?;
@@ -100,8 +106,14 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
     // still waiting for one.
     let responses = match (responses_reader, &responses_source) {
         (Some(reader), Some(source)) => {
-            let len = pair_stream(reader, &mut found, options.json)
-                .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
+            let len = pair_stream(
+                reader,
+                &mut found,
+                options.json,
+                &source.name(),
+                &mut skipped,
+            )
+            .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
             Some((source.name(), len))
         }
         _ => None,
@@ -125,7 +137,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
         }
     }
     if options.json {
-        return Ok(());
+        return skipped.finish(&requests_source.name());
     }
     let count = match found.len() {
         1 => "1 ElectLeaders request".to_owned(),
@@ -143,7 +155,46 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
             )?
         }
     }
-    Ok(())
+    skipped.finish(&name)
+}
+
+/// How much parsing the search of one window may do: the parser's bytes walked, as a
+/// multiple of the window's length, plus a constant. An ordinary capture needs about one
+/// window's length; input crafted so that candidate frames overlap and re-walk the same
+/// bytes could otherwise need a multiple of the window's length per byte.
+const WORK_PER_BYTE: u64 = 32;
+const WORK_CONSTANT: u64 = 16 << 20;
+
+fn work_limit(window: usize) -> u64 {
+    (window as u64).saturating_mul(WORK_PER_BYTE) + WORK_CONSTANT
+}
+
+/// The stretches of a raw file not searched because the search's work limit was reached.
+#[derive(Default)]
+struct Skipped {
+    stretches: u64,
+}
+
+impl Skipped {
+    /// Reports the bytes `range` of a window at `base` as not searched.
+    fn note(&mut self, name: &str, base: u64, range: std::ops::Range<usize>, window: usize) {
+        self.stretches += 1;
+        eprintln!(
+            "elect-leaders: {name}: bytes {}..{} not searched: overlapping candidate frames \
+             there took the search past its work limit of {} bytes parsed ({WORK_PER_BYTE} \
+             for each of the window's {} bytes, plus {} MiB)",
+            base + range.start as u64,
+            base + range.end as u64,
+            work_limit(window),
+            window,
+            WORK_CONSTANT >> 20
+        );
+    }
+
+    /// The end of the scan: an error saying the output is partial when something was skipped.
+    fn finish(&self, name: &str) -> Result<(), Failure> {
+        traffic::finish(name, self.stretches)
+    }
 }
 
 /// A request found in a raw file, waiting for its response.
@@ -204,7 +255,13 @@ fn incomplete_request(window: &[u8]) -> usize {
 /// a size prefix is a candidate; the library's parser decides, at that request's version.
 /// A response answers the oldest waiting request with its correlation id (Kafka answers
 /// in order), and is used once.
-fn pair_stream(reader: impl Read, found: &mut [Found], json: bool) -> std::io::Result<u64> {
+fn pair_stream(
+    reader: impl Read,
+    found: &mut [Found],
+    json: bool,
+    name: &str,
+    skipped: &mut Skipped,
+) -> std::io::Result<u64> {
     let mut waiting: HashMap<i32, VecDeque<usize>> = HashMap::new();
     for (i, request) in found.iter().enumerate() {
         waiting
@@ -214,6 +271,8 @@ fn pair_stream(reader: impl Read, found: &mut [Found], json: bool) -> std::io::R
     }
     stream_windows(reader, |window, base, at_end| {
         let mut at = 0;
+        let limit = work_limit(window.len());
+        let mut walked = 0u64;
         while at + 8 <= window.len() && !waiting.is_empty() {
             let id = i32::from_be_bytes([
                 window[at + 4],
@@ -225,8 +284,17 @@ fn pair_stream(reader: impl Read, found: &mut [Found], json: bool) -> std::io::R
                 let i = queue[0];
                 match split_frame(&window[at..]) {
                     Err(e) if e.is_incomplete() && !at_end => return at,
+                    Ok(_) if walked >= limit => {
+                        skipped.note(name, base, at..window.len(), window.len());
+                        return window.len();
+                    }
                     Ok((frame, _)) => {
-                        if let Ok(response) = parse_response(frame, found[i].version) {
+                        let parsed = parse_response(frame, found[i].version);
+                        walked += match &parsed {
+                            Ok(_) => frame.len(),
+                            Err(e) => e.offset.min(frame.len()),
+                        } as u64;
+                        if let Ok(response) = parsed {
                             queue.pop_front();
                             if queue.is_empty() {
                                 waiting.remove(&id);
