@@ -201,7 +201,11 @@ answers the oldest waiting request with its correlation id and is used once.
 
 Both files are streamed, a few MB at a time: memory holds one window, at most one frame
 kept across windows, and what is printed of each request until its response is found.
-Use - for standard input (for one of the files).
+Use - for standard input (for one of the files). The search of each window may parse 32
+bytes per byte of it, plus 16 MiB: ordinary captures need about one. Bytes crafted so
+that candidate frames overlap can need more; the search then gives up on the rest of
+that window, names the bytes it did not search on stderr, goes on with the next window,
+and exits with status 1.
 
 A pcap or pcapng CAPTURE (recognised by its magic number) is read as a stream instead,
 connection by connection, as 'decode' reads it: one line per ElectLeaders request and
