@@ -481,51 +481,111 @@ mod tool_memory {
     }
 }
 
-/// The tool's `scan` on the input above: each window's search has a work limit, so the
-/// crafted chain costs a bounded amount, and the stretch not searched is named.
+/// A chain of `entries` version-0 response results, each with one partition whose error
+/// message holds a response header (`correlation_id`): from there, the message's last 8
+/// bytes read as a throttle time and a result count, and the candidate walks every entry
+/// after it, the same trap as [`chain_of_meeting_walks`] for the responses' search. Every
+/// candidate's frame ends one byte after the chain; a valid response follows.
+#[cfg(feature = "cli")]
+fn response_chain_of_meeting_walks(entries: usize, correlation_id: i32, valid: &[u8]) -> Vec<u8> {
+    const ENTRY: usize = 31;
+    let frame_end = entries * ENTRY + 1;
+    let mut input = Vec::new();
+    for i in 0..entries {
+        let header = i * ENTRY + 15;
+        input.extend_from_slice(&[0, 1, b'a']); // topic "a"
+        input.extend_from_slice(&1i32.to_be_bytes()); // one partition
+        input.extend_from_slice(&(i as i32).to_be_bytes()); // its id
+        input.extend_from_slice(&[0, 0, 0, 16]); // no error, a 16-byte message:
+        let size = i32::try_from(frame_end - header - 4).unwrap();
+        input.extend_from_slice(&size.to_be_bytes());
+        input.extend_from_slice(&correlation_id.to_be_bytes());
+        input.extend_from_slice(&0i32.to_be_bytes()); // throttle time
+        let rest = i32::try_from(entries - 1 - i).unwrap();
+        input.extend_from_slice(&rest.to_be_bytes()); // results: the entries after it
+    }
+    input.push(0);
+    let mut valid = valid.to_vec();
+    valid[4..8].copy_from_slice(&correlation_id.to_be_bytes());
+    input.extend_from_slice(&valid);
+    input
+}
+
+/// The tool's `scan` on the two traps above: each window's search has a work limit, so a
+/// crafted chain costs a bounded amount, and the stretch not searched is named. A short
+/// chain, within the limit, is searched whole.
 #[cfg(feature = "cli")]
 #[test]
 fn the_tool_names_what_its_search_did_not_reach() {
-    use std::process::Command;
-    let valid = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/corpus/request-v0.bin"
-    ))
-    .unwrap();
-    // 3,000 entries: 72 KB whose full search walks about 100 MB, past the limit of
-    // 32 bytes a byte plus 16 MiB.
-    let input = chain_of_meeting_walks(3000, &valid);
+    use std::process::{Command, Output};
+    let corpus = |name: &str| {
+        std::fs::read(format!("{}/corpus/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
+    let request = corpus("request-v0.bin");
+    let correlation_id = parse_request(&request).unwrap().correlation_id();
     let dir = std::env::temp_dir().join(format!("kel-bounded-{}-scan", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("chain.bin");
-    std::fs::write(&path, &input).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-        .args(["scan", path.to_str().unwrap()])
-        .output()
-        .unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let scan = |files: &[(&str, &[u8])]| -> (Output, String, String) {
+        let paths: Vec<String> = files
+            .iter()
+            .map(|(name, bytes)| {
+                let path = dir.join(name);
+                std::fs::write(&path, bytes).unwrap();
+                path.to_str().unwrap().to_owned()
+            })
+            .collect();
+        let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .arg("scan")
+            .args(&paths)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(output.stdout.clone()).unwrap();
+        let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+        (output, stdout, stderr)
+    };
+    // The bytes a note says were not searched.
+    let not_searched = |stderr: &str| -> (usize, usize) {
+        let note = stderr
+            .lines()
+            .find(|l| l.contains("not searched"))
+            .unwrap_or_else(|| panic!("no note: {stderr}"));
+        note.split("bytes ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|r| r.split_once(".."))
+            .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
+            .unwrap_or_else(|| panic!("no range in {note}"))
+    };
+
+    // Requests: 3,000 entries, 72 KB whose full search walks about 100 MB, past the limit
+    // of 32 bytes a byte plus 16 MiB. The frame before the chain is found, the one after
+    // it is in the stretch given up on.
+    let input = chain_of_meeting_walks(3000, &request);
+    let (output, stdout, stderr) = scan(&[("chain.bin", &input)]);
     assert!(!output.status.success(), "a partial search fails: {stderr}");
-    let note = stderr
-        .lines()
-        .find(|l| l.contains("not searched"))
-        .unwrap_or_else(|| panic!("no note: {stderr}"));
-    let range = note
-        .split("bytes ")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|r| r.split_once(".."))
-        .map(|(a, b)| (a.parse::<usize>().unwrap(), b.parse::<usize>().unwrap()))
-        .unwrap_or_else(|| panic!("no range in {note}"));
+    let (from, to) = not_searched(&stderr);
     assert!(
-        range.0 > valid.len() && range.1 == input.len(),
-        "{range:?} of {} bytes: {note}",
-        input.len()
+        from > request.len() && to == input.len(),
+        "{from}..{to}: {stderr}"
     );
     assert!(stderr.contains("the output is partial"), "{stderr}");
-    assert!(
-        stdout.contains(&format!("1 ElectLeaders request in {}", path.display())),
-        "the frame before the chain is found: {stdout}"
-    );
+    assert!(stdout.contains("1 ElectLeaders request in"), "{stdout}");
+    // 300 entries: within the limit, both frames found.
+    let (output, stdout, stderr) = scan(&[("chain.bin", &chain_of_meeting_walks(300, &request))]);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("2 ElectLeaders requests in"), "{stdout}");
+
+    // Responses: the same for the search of the other direction.
+    let response = corpus("response-v0.bin");
+    let input = response_chain_of_meeting_walks(3000, correlation_id, &response);
+    let (output, stdout, stderr) = scan(&[("request.bin", &request), ("chain.bin", &input)]);
+    assert!(!output.status.success(), "a partial search fails: {stderr}");
+    let (from, to) = not_searched(&stderr);
+    assert!(from > 0 && to == input.len(), "{from}..{to}: {stderr}");
+    assert!(stdout.contains("response not found"), "{stdout}");
+    let input = response_chain_of_meeting_walks(300, correlation_id, &response);
+    let (output, stdout, stderr) = scan(&[("request.bin", &request), ("chain.bin", &input)]);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("1 answered in"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
