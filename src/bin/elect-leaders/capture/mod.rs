@@ -477,6 +477,22 @@ impl<R: Read> Capture<R> {
         if self.skip > 0 {
             return self.skip_step();
         }
+        // A block shorter than its own header and trailer (12 bytes): pcap-parser 0.17
+        // subtracts 12 from the length unchecked for some block types (an overflow panic
+        // in a debug build, a 4 GiB "incomplete" block in a release one), so it is not
+        // handed over.
+        if let Some(len) = self.short_ng_block() {
+            let next_packet = self.dec.stats.packets + 1;
+            self.note(
+                next_packet,
+                format!(
+                    "a pcapng block with an impossible length ({len} bytes, less than the 12 of \
+                     its header and trailer): the rest of the capture cannot be read"
+                ),
+            );
+            self.finish();
+            return Ok(());
+        }
         let r = self.reader.it();
         let step = match r.next() {
             Ok((len, block)) => {
@@ -582,6 +598,25 @@ impl<R: Read> Capture<R> {
             Step::ReadError => return Err(self.io_error()),
         }
         Ok(())
+    }
+
+    /// The length the next pcapng block (not a section header) claims, when it is less than
+    /// the 12 bytes every block has.
+    fn short_ng_block(&mut self) -> Option<u32> {
+        if !self.dec.ng {
+            return None;
+        }
+        let data = self.reader.it().data();
+        if data.get(..4)? == PCAPNG_MAGIC {
+            return None;
+        }
+        let raw: [u8; 4] = data.get(4..8)?.try_into().ok()?;
+        let len = if self.dec.big_endian {
+            u32::from_be_bytes(raw)
+        } else {
+            u32::from_le_bytes(raw)
+        };
+        (len < 12).then_some(len)
     }
 
     /// The length of the next block or packet record (its header included), as its header

@@ -1124,6 +1124,39 @@ fn capture_pcapng_corrupt_block_is_skipped() {
 }
 
 #[test]
+fn capture_pcapng_block_shorter_than_its_header_stops_with_a_note() {
+    // Found by the capture fuzz target: a Process Information Block (0x80000001) claiming
+    // 4 bytes made pcap-parser 0.17 subtract 12 from 4. In each byte order, and for a
+    // plain block type as well.
+    for big_endian in [false, true] {
+        for kind in [0x8000_0001u32, 6] {
+            let syn = c2s(CISN, SYN, b"");
+            let mut f = w::ng_shb(big_endian);
+            f.extend(w::ng_idb(101, 0, None, None, big_endian));
+            f.extend(w::ng_epb(0, 0, &syn, syn.len() as u32, big_endian));
+            let (kind, four) = if big_endian {
+                (kind.to_be_bytes(), 4u32.to_be_bytes())
+            } else {
+                (kind.to_le_bytes(), 4u32.to_le_bytes())
+            };
+            f.extend(kind);
+            f.extend(four);
+            f.extend([0; 16]);
+            let (events, stats) = read(&f);
+            let n = notes(&events);
+            assert_eq!(n.len(), 1, "{n:?}");
+            assert_eq!(n[0].0, 2);
+            assert!(
+                n[0].1
+                    .contains("impossible length (4 bytes, less than the 12"),
+                "{n:?}"
+            );
+            assert_eq!(stats.packets, 1);
+        }
+    }
+}
+
+#[test]
 fn capture_large_blocks_grow_the_buffer() {
     let big = vec![b'q'; 200_000];
     // Raw IP with a jumbo-sized payload (IPv4 total length 0: segmentation offload).
