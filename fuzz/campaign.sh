@@ -8,6 +8,12 @@
 # Each target also gets its own options (`target_args` below): the targets that read frames
 # get a -max_len that holds a 32767-byte string, the longest Kafka writes, with room to spare.
 #
+# FUZZ_SANITIZER=none builds without AddressSanitizer (in fuzz/target/none, beside the ASan
+# build): two to six times the executions per second. The crate and the tool forbid unsafe
+# code, so what ASan adds there is mostly its allocator's limits on the dependencies.
+# Neither build has overflow checks (`-O` without `-a`): `cargo test` replays every corpus
+# input with them, which is how session 5 saw pcap-parser's overflow (FUZZING.md).
+#
 # For each target: `cargo +nightly fuzz run` (AddressSanitizer, the default) for RUNS
 # executions, starting from corpus/fuzz/TARGET and writing new inputs to a scratch
 # directory; then `cargo fuzz cmin` over both, and the minimized set replaces
