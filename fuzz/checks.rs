@@ -1728,16 +1728,15 @@ pub fn check_scan(data: &[u8]) {
         assert_eq!(found, expected);
         let limit = u64::from(selector >> 5) * 16;
         let mut limited = scan_requests(capture).work_limit(limit);
-        let at: Vec<usize> = limited.by_ref().map(|(at, _)| at).collect();
-        check_limited(
-            &at,
-            &expected.iter().map(|f| f.0).collect::<Vec<_>>(),
-            limited.stopped_at(),
-        );
+        let found: Vec<usize> = limited.by_ref().map(|(at, _)| at).collect();
+        let all: Vec<usize> = expected.iter().map(|f| f.0).collect();
         let work = limited.stats().walked_bytes;
-        assert!(
-            work <= limit + capture.len() as u64,
-            "work {work}, limit {limit}"
+        check_limited(
+            &found,
+            &all,
+            limited.stopped_at(),
+            (work, limit),
+            capture.len(),
         );
     } else {
         let version = i16::from((selector >> 2) & 3);
@@ -1769,24 +1768,34 @@ pub fn check_scan(data: &[u8]) {
         assert_eq!(found, expected);
         let limit = u64::from(selector >> 5) * 16;
         let mut limited = scan_responses(capture, correlation_id, version).work_limit(limit);
-        let at: Vec<usize> = limited.by_ref().map(|(at, _)| at).collect();
-        check_limited(
-            &at,
-            &expected.iter().map(|f| f.0).collect::<Vec<_>>(),
-            limited.stopped_at(),
-        );
+        let found: Vec<usize> = limited.by_ref().map(|(at, _)| at).collect();
+        let all: Vec<usize> = expected.iter().map(|f| f.0).collect();
         let work = limited.stats().walked_bytes;
-        assert!(
-            work <= limit + capture.len() as u64,
-            "work {work}, limit {limit}"
+        check_limited(
+            &found,
+            &all,
+            limited.stopped_at(),
+            (work, limit),
+            capture.len(),
         );
     }
 }
 
 /// A scan with a work limit found `found`, one without found `all`: the same up to where the
-/// limited one says it stopped, and all of it if it did not.
+/// limited one says it stopped, and all of it if it did not; and its work was at most the
+/// limit and one frame (at most the capture) more.
 #[cfg(feature = "scan")]
-fn check_limited(found: &[usize], all: &[usize], stopped_at: Option<usize>) {
+fn check_limited(
+    found: &[usize],
+    all: &[usize],
+    stopped_at: Option<usize>,
+    (work, limit): (u64, u64),
+    capture_len: usize,
+) {
+    assert!(
+        work <= limit + capture_len as u64,
+        "work {work}, limit {limit}"
+    );
     match stopped_at {
         None => assert_eq!(found, all),
         Some(stop) => {

@@ -60,9 +60,7 @@ pub fn scan_requests(capture: &[u8]) -> RequestScanner<'_> {
         resume: 0,
         walks: [None; WALK_MEMORY],
         next_walk: 0,
-        stats: ScanStats::default(),
-        limit: u64::MAX,
-        stopped_at: None,
+        work: Work::unlimited(),
     }
 }
 
@@ -161,15 +159,13 @@ pub struct RequestScanner<'a> {
     resume: usize,
     walks: [Option<Walk>; WALK_MEMORY],
     next_walk: usize,
-    stats: ScanStats,
-    limit: u64,
-    stopped_at: Option<usize>,
+    work: Work,
 }
 
 impl RequestScanner<'_> {
     /// The work done so far.
     pub fn stats(&self) -> ScanStats {
-        self.stats
+        self.work.stats
     }
 
     /// Stops the scan once the parser has walked `limit` bytes in all
@@ -192,14 +188,14 @@ impl RequestScanner<'_> {
     /// ```
     #[must_use]
     pub fn work_limit(mut self, limit: u64) -> Self {
-        self.limit = limit;
+        self.work.limit = limit;
         self
     }
 
     /// Where the scan stopped because its [work limit](Self::work_limit) was reached: the
     /// offset of the first candidate it did not decide. `None` while it has not.
     pub fn stopped_at(&self) -> Option<usize> {
-        self.stopped_at
+        self.work.stopped_at
     }
 
     /// Where the client id of the request header starting at `start` ends: the walk from
@@ -231,7 +227,7 @@ impl<'a> Iterator for RequestScanner<'a> {
             if !version_ok || start < self.resume {
                 continue;
             }
-            self.stats.candidates += 1;
+            self.work.stats.candidates += 1;
             let Ok((frame, _)) = split_frame(&self.capture[start..]) else {
                 continue;
             };
@@ -244,17 +240,14 @@ impl<'a> Iterator for RequestScanner<'a> {
                 .flatten()
                 .find(|w| Some(w.from) == from && w.version == version);
             if known.is_some_and(|w| !w.ends.allows(end)) {
-                self.stats.remembered += 1;
+                self.work.stats.remembered += 1;
                 continue;
             }
-            if self.stats.walked_bytes >= self.limit {
-                self.stopped_at = Some(start);
+            if !self.work.admit(start) {
                 break;
             }
-            self.stats.parsed += 1;
-            self.stats.parsed_bytes += frame.len() as u64;
             let parsed = parse_request(frame);
-            self.stats.walked_bytes += walked(frame, parsed.as_ref().err());
+            self.work.parsed(frame, parsed.as_ref().err());
             match parsed {
                 Ok(request) => {
                     self.resume = end;
@@ -293,10 +286,40 @@ impl<'a> Iterator for RequestScanner<'a> {
 
 impl core::iter::FusedIterator for RequestScanner<'_> {}
 
-/// The bytes of `frame` the parser walked: all of them, or those before the field that
-/// failed.
-fn walked(frame: &[u8], error: Option<&Error>) -> u64 {
-    error.map_or(frame.len(), |e| e.offset.min(frame.len())) as u64
+/// A scanner's account of its work: what it has done, what it may do, where it stopped.
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    stats: ScanStats,
+    limit: u64,
+    stopped_at: Option<usize>,
+}
+
+impl Work {
+    fn unlimited() -> Work {
+        Work {
+            stats: ScanStats::default(),
+            limit: u64::MAX,
+            stopped_at: None,
+        }
+    }
+
+    /// Whether the candidate at `start` may be parsed; when the limit is reached, the scan
+    /// stops there.
+    fn admit(&mut self, start: usize) -> bool {
+        if self.stats.walked_bytes >= self.limit {
+            self.stopped_at = Some(start);
+            return false;
+        }
+        true
+    }
+
+    /// Counts the parse of `frame`: all its bytes walked, or those before the field that
+    /// failed.
+    fn parsed(&mut self, frame: &[u8], error: Option<&Error>) {
+        self.stats.parsed += 1;
+        self.stats.parsed_bytes += frame.len() as u64;
+        self.stats.walked_bytes += error.map_or(frame.len(), |e| e.offset.min(frame.len())) as u64;
+    }
 }
 
 /// Every frame in `capture` that parses as an ElectLeadersResponse of `version` with this
@@ -309,9 +332,7 @@ pub fn scan_responses(capture: &[u8], correlation_id: i32, version: i16) -> Resp
         needle: correlation_id.to_be_bytes(),
         version,
         from: 0,
-        stats: ScanStats::default(),
-        limit: u64::MAX,
-        stopped_at: None,
+        work: Work::unlimited(),
     }
 }
 
@@ -323,28 +344,26 @@ pub struct ResponseScanner<'a> {
     needle: [u8; 4],
     version: i16,
     from: usize,
-    stats: ScanStats,
-    limit: u64,
-    stopped_at: Option<usize>,
+    work: Work,
 }
 
 impl ResponseScanner<'_> {
     /// The work done so far.
     pub fn stats(&self) -> ScanStats {
-        self.stats
+        self.work.stats
     }
 
     /// Stops the scan once the parser has walked `limit` bytes in all, as
     /// [`RequestScanner::work_limit`] does.
     #[must_use]
     pub fn work_limit(mut self, limit: u64) -> Self {
-        self.limit = limit;
+        self.work.limit = limit;
         self
     }
 
     /// Where the scan stopped because its [work limit](Self::work_limit) was reached.
     pub fn stopped_at(&self) -> Option<usize> {
-        self.stopped_at
+        self.work.stopped_at
     }
 }
 
@@ -358,18 +377,15 @@ impl<'a> Iterator for ResponseScanner<'a> {
             let Some(start) = at.checked_sub(SIZE_PREFIX_LEN) else {
                 continue;
             };
-            self.stats.candidates += 1;
+            self.work.stats.candidates += 1;
             let Ok((frame, _)) = split_frame(&self.capture[start..]) else {
                 continue;
             };
-            if self.stats.walked_bytes >= self.limit {
-                self.stopped_at = Some(start);
+            if !self.work.admit(start) {
                 break;
             }
-            self.stats.parsed += 1;
-            self.stats.parsed_bytes += frame.len() as u64;
             let parsed = parse_response(frame, self.version);
-            self.stats.walked_bytes += walked(frame, parsed.as_ref().err());
+            self.work.parsed(frame, parsed.as_ref().err());
             if let Ok(response) = parsed {
                 return Some((start, response));
             }
