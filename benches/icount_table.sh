@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 bin=${BIN:-${CARGO_TARGET_DIR:-target}/release/examples/profile}
 versions=("$@")
 [ ${#versions[@]} -eq 0 ] && versions=(2)
-walk_ops=${WALK_OPS-"walk_req visit_req kp_walk_req read_floor_req chase_floor_req walk_resp visit_resp kp_walk_resp read_floor_resp chase_floor_resp"}
+walk_ops=${WALK_OPS-"walk_req visit_req visit_req_words kp_walk_req read_floor_req chase_floor_req walk_resp visit_resp kp_walk_resp read_floor_resp chase_floor_resp"}
 encode_ops=${ENCODE_OPS-"encode_req encode_known_req kp_encode_req encode_resp encode_known_resp kp_encode_resp"}
 
 count() {

@@ -12,7 +12,8 @@
 //! beforehand), `parse_resp`, `walk_resp`, `encode_req`, `encode_resp`, `reemit_req`,
 //! `reemit_resp`, `encode_known_req`, `encode_known_resp` (`encode_exact` with the length
 //! known), `visit_req`, `visit_resp` (the single-pass visitors), `visit_req_unsigned` (the
-//! request visitor adding ids as the read floor adds words, zero-extended); the peer's `kp_walk_req`, `kp_walk_resp` (kafka-protocol decodes the body
+//! request visitor adding ids as the read floor adds words, zero-extended), `visit_req_words`
+//! (the ids read from `Int32List::as_bytes` in the read floor's own loop); the peer's `kp_walk_req`, `kp_walk_resp` (kafka-protocol decodes the body
 //! and the same fields are read), `kp_encode_req`, `kp_encode_resp` (its `compute_size` +
 //! size prefix + `encode` into a reused buffer); and the floors, on the same frames:
 //! `read_floor_req`, `read_floor_resp` (sum the body as big-endian 32-bit words, touching
@@ -237,6 +238,7 @@ fn main() {
         }),
         "visit_req" => Box::new(|| visit_request(black_box(&request_frame))),
         "visit_req_unsigned" => Box::new(|| visit_request_unsigned(black_box(&request_frame))),
+        "visit_req_words" => Box::new(|| visit_request_words(black_box(&request_frame))),
         "visit_resp" => Box::new(|| visit_response(black_box(&response_frame), version)),
         "kp_walk_req" => Box::new(|| {
             let mut buf = black_box(&request_body).clone();
@@ -338,6 +340,28 @@ fn visit_request_unsigned(frame: &[u8]) -> i64 {
                 .partitions()
                 .iter()
                 .map(|id| u64::from(id as u32))
+                .sum::<u64>();
+        }
+    }
+    let mut walk = Walk(0);
+    let r = kafka_elect_leaders::visit_request(frame, &mut walk).unwrap();
+    walk.0 as i64 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
+}
+
+/// `visit_request` with the ids read from `Int32List::as_bytes` exactly as the read floor
+/// reads the body (big-endian words, zero-extended, added): the walk when the caller's
+/// arithmetic is the floor's, loop shape included.
+fn visit_request_words(frame: &[u8]) -> i64 {
+    struct Walk(u64);
+    impl<'a> RequestVisitor<'a> for Walk {
+        #[inline(always)]
+        fn topic_partitions(&mut self, topic: TopicPartitions<'a>) {
+            self.0 += touch(topic.topic()) as u64;
+            self.0 += topic
+                .partitions()
+                .as_bytes()
+                .chunks_exact(4)
+                .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
                 .sum::<u64>();
         }
     }
