@@ -34,7 +34,7 @@ use std::time::Instant;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_elect_leaders::{
     parse_request, parse_response, ElectLeadersRequestData, ElectLeadersResponseData,
-    EncodeRequest, EncodeResponse, ErrorCode, PartitionResult, PartitionResultData,
+    EncodeRequest, EncodeResponse, ErrorCode, Int32List, PartitionResult, PartitionResultData,
     ReplicaElectionResultData, RequestVisitor, ResponseVisitor, TopicPartitions,
     TopicPartitionsData,
 };
@@ -328,46 +328,40 @@ fn visit_request(frame: &[u8]) -> i64 {
     walk.0 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
 }
 
-/// `visit_request` with the ids added as the read floor adds its words (zero-extended, not
-/// sign-extended): what the walk costs when its arithmetic is the floor's.
-fn visit_request_unsigned(frame: &[u8]) -> i64 {
-    struct Walk(u64);
-    impl<'a> RequestVisitor<'a> for Walk {
+/// `visit_request` with each topic's ids summed by `sum_ids` into a `u64`, the read
+/// floor's accumulator.
+#[inline(always)]
+fn visit_request_summing(frame: &[u8], sum_ids: impl Fn(Int32List<'_>) -> u64) -> i64 {
+    struct Walk<F>(u64, F);
+    impl<'a, F: Fn(Int32List<'_>) -> u64> RequestVisitor<'a> for Walk<F> {
         #[inline(always)]
         fn topic_partitions(&mut self, topic: TopicPartitions<'a>) {
             self.0 += touch(topic.topic()) as u64;
-            self.0 += topic
-                .partitions()
-                .iter()
-                .map(|id| u64::from(id as u32))
-                .sum::<u64>();
+            self.0 += (self.1)(topic.partitions());
         }
     }
-    let mut walk = Walk(0);
+    let mut walk = Walk(0, sum_ids);
     let r = kafka_elect_leaders::visit_request(frame, &mut walk).unwrap();
     walk.0 as i64 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
+}
+
+/// `visit_request` with the ids added as the read floor adds its words (zero-extended, not
+/// sign-extended), through the iterator: what the walk costs when its arithmetic is the
+/// floor's.
+fn visit_request_unsigned(frame: &[u8]) -> i64 {
+    visit_request_summing(frame, |ids| ids.iter().map(|id| u64::from(id as u32)).sum())
 }
 
 /// `visit_request` with the ids read from `Int32List::as_bytes` exactly as the read floor
 /// reads the body (big-endian words, zero-extended, added): the walk when the caller's
 /// arithmetic is the floor's, loop shape included.
 fn visit_request_words(frame: &[u8]) -> i64 {
-    struct Walk(u64);
-    impl<'a> RequestVisitor<'a> for Walk {
-        #[inline(always)]
-        fn topic_partitions(&mut self, topic: TopicPartitions<'a>) {
-            self.0 += touch(topic.topic()) as u64;
-            self.0 += topic
-                .partitions()
-                .as_bytes()
-                .chunks_exact(4)
-                .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
-                .sum::<u64>();
-        }
-    }
-    let mut walk = Walk(0);
-    let r = kafka_elect_leaders::visit_request(frame, &mut walk).unwrap();
-    walk.0 as i64 + i64::from(r.correlation_id()) + i64::from(r.timeout_ms())
+    visit_request_summing(frame, |ids| {
+        ids.as_bytes()
+            .chunks_exact(4)
+            .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+            .sum()
+    })
 }
 
 /// The walk of `walk_response` in one pass: each value handed over as it is validated.
