@@ -171,3 +171,88 @@ fn a_parsed_topic_read_by_value_gives_its_partitions_and_encodes_the_same() {
         "{topics_seen} {partitions_seen}"
     );
 }
+
+/// Every value of the plain sources reaches the frame: the timeout, and tagged fields in
+/// each of the response's four places; ids of a list longer than the appending writers'
+/// batch of 64 come out in order through every way of encoding.
+#[test]
+fn plain_sources_carry_every_value() {
+    use kafka_elect_leaders::{
+        parse_response, ElectLeadersRequestData, ElectLeadersResponseData, EncodeResponse,
+        ErrorCode, PartitionResultData, ReplicaElectionResultData, TaggedFieldData,
+        TopicPartitionsData,
+    };
+    let ids: Vec<i32> = (0..200).map(|i| i * 7 - 3).collect();
+    let topics = [TopicPartitionsData::new(b"long-list", &ids)];
+    for version in 0..=2 {
+        let request = ElectLeadersRequestData {
+            topic_partitions: Some(&topics),
+            timeout_ms: 1234,
+            ..Default::default()
+        };
+        let mut frame = vec![0u8; request.encoded_len(version).unwrap()];
+        request.encode(version, &mut frame).unwrap();
+        let parsed = parse_request(&frame).unwrap();
+        assert_eq!(parsed.timeout_ms(), 1234, "v{version}");
+        let topic = parsed.topic_partitions().unwrap().first().unwrap();
+        assert_eq!(
+            topic.partitions().iter().collect::<Vec<_>>(),
+            ids,
+            "v{version}"
+        );
+        #[cfg(feature = "std")]
+        {
+            use kafka_elect_leaders::EncodeRequestExt;
+            assert_eq!(request.encode_to_vec(version).unwrap(), frame, "v{version}");
+        }
+        #[cfg(feature = "bytes")]
+        {
+            use kafka_elect_leaders::EncodeRequestExt;
+            let mut buf = bytes::BytesMut::new();
+            request.encode_buf(version, &mut buf).unwrap();
+            assert_eq!(&buf[..], &frame[..], "v{version}");
+            let mut buf = bytes::BytesMut::new();
+            request
+                .encode_with_len(version, frame.len(), &mut buf)
+                .unwrap();
+            assert_eq!(&buf[..], &frame[..], "v{version}");
+        }
+    }
+
+    let tag = |t: u32, data: &'static [u8]| [TaggedFieldData::new(t, data)];
+    let (header, body, result, partition) =
+        (tag(1, b"h"), tag(2, b"bo"), tag(3, b"res"), tag(4, b"part"));
+    let partitions = [PartitionResultData {
+        partition_id: 9,
+        error_code: ErrorCode(0),
+        error_message: None,
+        tagged_fields: &partition,
+    }];
+    let results = [ReplicaElectionResultData {
+        topic: b"t",
+        partition_result: &partitions,
+        tagged_fields: &result,
+    }];
+    let response = ElectLeadersResponseData {
+        correlation_id: 5,
+        header_tagged_fields: &header,
+        replica_election_results: &results,
+        tagged_fields: &body,
+        ..Default::default()
+    };
+    let mut frame = vec![0u8; response.encoded_len(2).unwrap()];
+    response.encode(2, &mut frame).unwrap();
+    let parsed = parse_response(&frame, 2).unwrap();
+    let tags = |fields: kafka_elect_leaders::TaggedFields<'_>| -> Vec<(u32, Vec<u8>)> {
+        fields
+            .iter()
+            .map(|f| (f.tag(), f.data().to_vec()))
+            .collect()
+    };
+    assert_eq!(tags(parsed.header().tagged_fields()), [(1, b"h".to_vec())]);
+    assert_eq!(tags(parsed.tagged_fields()), [(2, b"bo".to_vec())]);
+    let result = parsed.replica_election_results().first().unwrap();
+    assert_eq!(tags(result.tagged_fields()), [(3, b"res".to_vec())]);
+    let partition = result.partition_result().first().unwrap();
+    assert_eq!(tags(partition.tagged_fields()), [(4, b"part".to_vec())]);
+}

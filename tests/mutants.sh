@@ -35,7 +35,7 @@ files=(-f src/wire.rs -f src/list.rs -f src/tagged.rs -f src/frame.rs -f src/hea
 # a mutant about half the time of `cargo test --no-run` building every target.
 fast=()
 for t in edits mutation_sweep known_answers malformed reencode truncation no_alloc visit writer_limits \
-  proxy_toolkit; do
+  encode_sources proxy_toolkit; do
   fast+=(-C "--test=$t")
 done
 KEL_SKIP_JAVA=1 cargo mutants --no-shuffle --features bytes,tokio "${files[@]}" -C --lib "${fast[@]}" "$@" || true

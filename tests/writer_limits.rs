@@ -739,3 +739,40 @@ fn frame_size_far_over() {
     );
     request_refused(far, 1, want);
 }
+
+// ---------------------------------------------------------------------------------------
+// The appending writers gather a source's ids 64 at a time.
+
+/// A source whose ids disagree with their count, across batches of 64 or within one: the
+/// appending writers refuse it by name, `encode_buf` leaves no more than the measured
+/// length in the buffer, and `encode_with_len` leaves nothing.
+#[cfg(feature = "bytes")]
+#[test]
+fn appended_ids_from_a_source_that_lies() {
+    use kafka_elect_leaders::EncodeRequestExt;
+    for (claimed, yields) in [(70, 65), (1, 3), (70, 200), (130, 129)] {
+        let request = BigRequest {
+            partitions: Count { claimed, yields },
+            ..BigRequest::SMALL
+        };
+        let what = format!("claims {claimed}, gives {yields}");
+        // Measuring counts the ids the source claims; it does not read them.
+        let measured = request.encoded_len(2).expect(&what);
+        assert_eq!(
+            request.encode_to_vec(2),
+            Err(inconsistent(PARTITIONS)),
+            "{what}"
+        );
+        let mut buf = bytes::BytesMut::new();
+        assert_eq!(
+            request.encode_buf(2, &mut buf),
+            Err(inconsistent(PARTITIONS)),
+            "{what}"
+        );
+        assert!(buf.len() <= measured, "{what}: {} > {measured}", buf.len());
+        let mut buf = bytes::BytesMut::from(&b"kept"[..]);
+        let e = request.encode_with_len(2, measured, &mut buf).unwrap_err();
+        assert_eq!(e, inconsistent(PARTITIONS), "{what}");
+        assert_eq!(&buf[..], b"kept", "{what}");
+    }
+}
