@@ -775,4 +775,24 @@ fn appended_ids_from_a_source_that_lies() {
         assert_eq!(e, inconsistent(PARTITIONS), "{what}");
         assert_eq!(&buf[..], b"kept", "{what}");
     }
+
+    // A length given to `encode_with_len` that ends inside the ids (everything before them
+    // fits): the ids are the first write that does not, and the error gives the real length.
+    let request = BigRequest {
+        partitions: Count::real(100),
+        ..BigRequest::SMALL
+    };
+    let measured = request.encoded_len(2).unwrap();
+    // After the ids at v2: the topic's tagged-field count, TimeoutMs, the body's count.
+    let short = measured - (1 + 4 + 1) - 4 * 50;
+    let mut buf = bytes::BytesMut::from(&b"kept"[..]);
+    let e = request.encode_with_len(2, short, &mut buf).unwrap_err();
+    assert_eq!(
+        e.kind,
+        EncodeErrorKind::LengthMismatch {
+            expected: short,
+            actual: measured
+        }
+    );
+    assert_eq!(&buf[..], b"kept");
 }
