@@ -14,7 +14,7 @@
 # Install: cargo install cargo-mutants --locked (27.x).
 #
 # Survivors that are equivalent (no test can tell them apart from the code; checked
-# 2026-12-01, see the session note):
+# 2026-12-01 in sessions 5 and 6, see their notes):
 # - `delete field flexible from struct Cx expression` (list.rs, request.rs, response.rs):
 #   the branch runs only when `cx.flexible` already has the value the field restates; it
 #   is there to make the value a compile-time constant.
@@ -27,6 +27,16 @@
 # - `tagged_fields -> iter::empty()` on ErrorResponse and its parts: already empty.
 # - `Int32Iter::fold -> Default::default()` on the default target: that `fold` is compiled
 #   only where the target has byte shuffles; the x86-64-v3 unit tests in CI cover it.
+# - `replace match guard flexible && n < 0x7f with false`, `< with ==`, `< with <=` in
+#   `sink::count`: the one-byte fast path; the general arm writes the same byte.
+# - `Appender::i32s`, `len > self.room` made `>=`: differs only when a wrong
+#   `encode_with_len` length ends exactly after the ids, and then the error (the real
+#   length) and the emptied buffer are the same; `got < batch` made `>`: a source that ran
+#   short then leaves the loop by the count, returning the same total.
+# - `encode_with_len`, `len - SIZE_PREFIX_LEN` made `/` in the test that only decides how
+#   much to reserve.
+# Times out (hangs, so the tests notice): `Appender::i32s`'s `while left > 0` made `>=`.
+# `Int32Iter::next -> Some(..)` times out in pass 1 and is caught in pass 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=(-f src/wire.rs -f src/list.rs -f src/tagged.rs -f src/frame.rs -f src/header.rs
