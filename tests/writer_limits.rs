@@ -377,6 +377,24 @@ const RESPONSE_HEADER_TAGS: &str = "ResponseHeader._tagged_fields";
 const RESULT_TAGS: &str = "ReplicaElectionResults._tagged_fields";
 const PARTITION_TAGS: &str = "ReplicaElectionResults.PartitionResult._tagged_fields";
 
+/// Sets how many tagged fields a source has in one place.
+type SetTags<M> = fn(&mut M, Count);
+
+/// Where a request carries tagged fields, and how to set a [`BigRequest`]'s count there.
+const REQUEST_TAG_PLACES: [(SetTags<BigRequest>, &str); 3] = [
+    (|r, c| r.header_tags = c, REQUEST_HEADER_TAGS),
+    (|r, c| r.topic_tags = c, TOPIC_TAGS),
+    (|r, c| r.tags = c, BODY_TAGS),
+];
+
+/// The same for a response.
+const RESPONSE_TAG_PLACES: [(SetTags<BigResponse>, &str); 4] = [
+    (|r, c| r.header_tags = c, RESPONSE_HEADER_TAGS),
+    (|r, c| r.partition_tags = c, PARTITION_TAGS),
+    (|r, c| r.result_tags = c, RESULT_TAGS),
+    (|r, c| r.tags = c, BODY_TAGS),
+];
+
 // ---------------------------------------------------------------------------------------
 // The sources themselves
 
@@ -552,13 +570,7 @@ fn partition_result_count() {
 
 #[test]
 fn tagged_field_count_request() {
-    type Set = fn(&mut BigRequest, Count);
-    let places: [(Set, &str); 3] = [
-        (|r, c| r.header_tags = c, REQUEST_HEADER_TAGS),
-        (|r, c| r.topic_tags = c, TOPIC_TAGS),
-        (|r, c| r.tags = c, BODY_TAGS),
-    ];
-    for (set, field) in places {
+    for (set, field) in REQUEST_TAG_PLACES {
         let mut over = BigRequest::SMALL;
         set(&mut over, Count::claims(U32_MAX + 1));
         too_many_request(over, 2, U32_MAX + 1, field);
@@ -580,39 +592,34 @@ fn tagged_field_count_request() {
 /// shortcut for an empty set still looks): refused by name, while measuring and writing.
 #[test]
 fn tagged_fields_that_give_more_than_they_claim() {
+    // Measuring, and writing without measuring (`encode_exact`), which meets the tags in
+    // the writer itself.
+    fn refused_both_ways(
+        encoded_len: impl Fn() -> Result<usize, EncodeError>,
+        encode_exact: impl Fn(&mut [u8]) -> Result<usize, EncodeError>,
+        field: &'static str,
+    ) {
+        assert_eq!(encoded_len(), Err(inconsistent(field)));
+        assert_eq!(encode_exact(&mut [0u8; 64]), Err(inconsistent(field)));
+    }
     for (claimed, yields) in [(0, 1), (1, 2)] {
         let lie = Count { claimed, yields };
-        type SetRequest = fn(&mut BigRequest, Count);
-        type SetResponse = fn(&mut BigResponse, Count);
-        let requests: [(SetRequest, &str); 3] = [
-            (|r, c| r.header_tags = c, REQUEST_HEADER_TAGS),
-            (|r, c| r.topic_tags = c, TOPIC_TAGS),
-            (|r, c| r.tags = c, BODY_TAGS),
-        ];
-        for (set, field) in requests {
+        for (set, field) in REQUEST_TAG_PLACES {
             let mut request = BigRequest::SMALL;
             set(&mut request, lie);
-            assert_eq!(request.encoded_len(2), Err(inconsistent(field)));
-            let mut buf = [0u8; 64];
-            assert_eq!(
-                request.encode_exact(2, 64, &mut buf),
-                Err(inconsistent(field))
+            refused_both_ways(
+                || request.encoded_len(2),
+                |buf| request.encode_exact(2, 64, buf),
+                field,
             );
         }
-        let responses: [(SetResponse, &str); 4] = [
-            (|r, c| r.header_tags = c, RESPONSE_HEADER_TAGS),
-            (|r, c| r.partition_tags = c, PARTITION_TAGS),
-            (|r, c| r.result_tags = c, RESULT_TAGS),
-            (|r, c| r.tags = c, BODY_TAGS),
-        ];
-        for (set, field) in responses {
+        for (set, field) in RESPONSE_TAG_PLACES {
             let mut response = BigResponse::SMALL;
             set(&mut response, lie);
-            assert_eq!(response.encoded_len(2), Err(inconsistent(field)));
-            let mut buf = [0u8; 64];
-            assert_eq!(
-                response.encode_exact(2, 64, &mut buf),
-                Err(inconsistent(field))
+            refused_both_ways(
+                || response.encoded_len(2),
+                |buf| response.encode_exact(2, 64, buf),
+                field,
             );
         }
     }
@@ -620,14 +627,7 @@ fn tagged_fields_that_give_more_than_they_claim() {
 
 #[test]
 fn tagged_field_count_response() {
-    type Set = fn(&mut BigResponse, Count);
-    let places: [(Set, &str); 4] = [
-        (|r, c| r.header_tags = c, RESPONSE_HEADER_TAGS),
-        (|r, c| r.partition_tags = c, PARTITION_TAGS),
-        (|r, c| r.result_tags = c, RESULT_TAGS),
-        (|r, c| r.tags = c, BODY_TAGS),
-    ];
-    for (set, field) in places {
+    for (set, field) in RESPONSE_TAG_PLACES {
         let mut over = BigResponse::SMALL;
         set(&mut over, Count::claims(U32_MAX + 1));
         too_many_response(over, 2, U32_MAX + 1, field);
