@@ -31,9 +31,7 @@
 //!
 //! `benches/ratios.py` turns the results into the table of ratios.
 
-#[path = "common/floors.rs"]
-mod floors;
-use floors::{chase_request, chase_response, read_floor};
+use kafka_elect_leaders_testkit::floors::{chase_request, chase_response, read_floor};
 
 use std::hint::black_box;
 use std::time::Duration;

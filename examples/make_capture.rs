@@ -9,8 +9,7 @@
 //! ```
 //! (path, size in MB, connections). The same arguments always give the same file.
 
-#[path = "../tests/common/pcap.rs"]
-mod pcap;
+use kafka_elect_leaders_testkit::pcap;
 
 use std::io::{BufWriter, Write};
 

@@ -24,9 +24,7 @@
 //! reference page. It prints the mean time per iteration on stderr; `benches/icount.sh` and
 //! `benches/icount_table.sh` turn callgrind's totals into instructions per iteration.
 
-#[path = "../benches/common/floors.rs"]
-mod floors;
-use floors::{chase_request, chase_response, read_floor};
+use kafka_elect_leaders_testkit::floors::{chase_request, chase_response, read_floor};
 
 use std::hint::black_box;
 use std::time::Instant;

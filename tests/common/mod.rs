@@ -8,7 +8,8 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
-pub mod pcap;
+#[allow(unused_imports)]
+pub use kafka_elect_leaders_testkit::pcap;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};

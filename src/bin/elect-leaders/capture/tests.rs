@@ -6,9 +6,7 @@ use std::io::Read;
 
 use super::*;
 
-#[path = "../../../../tests/common/pcap.rs"]
-mod w;
-
+use kafka_elect_leaders_testkit::pcap as w;
 use w::{ACK, FIN, PSH, RST, SYN};
 
 // ---------------------------------------------------------------------------------------

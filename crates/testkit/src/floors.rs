@@ -1,7 +1,10 @@
 //! The floors the speed targets are measured against, shared by `benches/codec.rs` and
-//! `examples/profile.rs` (included with `#[path]`, so both measure the same code).
+//! `examples/profile.rs`, so both measure the same code. Every function is `#[inline]`: a
+//! floor must compile into the caller's loop as it did when it was a module of the bench,
+//! not stay behind a call into this crate.
 
 /// The read floor: every byte of the body read once, as big-endian 32-bit words.
+#[inline]
 pub fn read_floor(body: &[u8]) -> i64 {
     let words = body.chunks_exact(4);
     let tail = words.remainder().iter().map(|&b| u64::from(b)).sum::<u64>();
@@ -45,6 +48,7 @@ fn prefix(b: &[u8], at: usize, flexible: bool, int32: bool) -> (usize, usize) {
 /// The chase floor of a request body: the topic count, then per topic only its name's
 /// length and its partition count, which say where the next topic starts. Trusts the
 /// frame (it was built by the writer); a floor, not a parser.
+#[inline]
 pub fn chase_request(b: &[u8], version: i16) -> i64 {
     if version >= 2 {
         chase_request_in::<true>(b, version)
@@ -73,6 +77,7 @@ fn chase_request_in<const FLEXIBLE: bool>(b: &[u8], version: i16) -> i64 {
 
 /// The chase floor of a response body: per topic its name's length and result count, per
 /// result its message length and tagged-field count.
+#[inline]
 pub fn chase_response(b: &[u8], version: i16) -> i64 {
     if version >= 2 {
         chase_response_in::<true>(b, version)

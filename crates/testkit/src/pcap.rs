@@ -4,10 +4,8 @@
 //! IPv4 or IPv6 (with extension headers) and TCP. Checksums are left zero: readers of captures
 //! do not check them (offloading makes them wrong on the capturing host anyway).
 //!
-//! Shared by the `elect-leaders` binary's unit tests (included with `#[path]`) and the
-//! integration tests (`tests/common`), so it depends on nothing but std.
-
-#![allow(dead_code)]
+//! Shared by the capture reader's unit tests, the tool's integration tests and the capture
+//! benchmark's generator, so it depends on nothing but std.
 
 /// TCP flags.
 pub const FIN: u8 = 0x01;
