@@ -47,7 +47,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # 1. The proxy (release) and ProducerPerformance's classpath (kafka-tools 4.4.0).
-(cd "$ROOT" && cargo build -q --release --features proxy --bin elect-leaders)
+(cd "$ROOT" && cargo build -q --release -p elect-leaders --bin elect-leaders)
 PROXY_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/elect-leaders"
 TOOLS_POM="$E2E_DIR/tools-pom.xml"
 cat >"$TOOLS_POM" <<'EOF'

@@ -3,7 +3,7 @@
 
     python3 corpus/fuzz_seeds.py
 
-Each target reads its input its own way (see fuzz/checks.rs), so each gets the sample
+Each target reads its input its own way (see crates/fuzz-checks/src/lib.rs), so each gets the sample
 frames in its own shape. Seeds are named seed-*; inputs kept by `cargo fuzz cmin` and past
 crashes live beside them. Python 3 standard library only.
 """
@@ -81,7 +81,7 @@ def main():
         stream = b"".join(d for s, d in responses if response_version(s) == v)
         write("parse_response", f"stream-v{v}", bytes([v]) + stream)
 
-    # The targets of issue 14 (see fuzz/checks.rs for each one's input layout).
+    # The targets of issue 14 (see crates/fuzz-checks/src/lib.rs for each one's input layout).
     params = bytes(range(1, 64))  # edit, error_response and policy parameters
     for stem, data in requests:
         write("structured", stem, data)

@@ -1,7 +1,6 @@
 #![no_main]
-//! Fuzz target `capture`: the tool's capture reader (src/bin/elect-leaders/capture/) over arbitrary bytes. See `check_capture` in `fuzz/checks.rs`.
+//! Fuzz target `capture`: the capture reader (crates/capture) over arbitrary bytes. See `check_capture` in `crates/fuzz-checks`.
 
-#[path = "../checks.rs"]
-mod checks;
+use kafka_elect_leaders_fuzz_checks as checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check_capture(data));

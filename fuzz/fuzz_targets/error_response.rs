@@ -1,7 +1,6 @@
 #![no_main]
-//! Fuzz target `error_response`: `error_response` answers every partition of every request that parses. See `check_error_response` in `fuzz/checks.rs`.
+//! Fuzz target `error_response`: `error_response` answers every partition of every request that parses. See `check_error_response` in `crates/fuzz-checks`.
 
-#[path = "../checks.rs"]
-mod checks;
+use kafka_elect_leaders_fuzz_checks as checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check_error_response(data));

@@ -1,7 +1,6 @@
 #![no_main]
-//! Fuzz target `roundtrip_request`: see `check_roundtrip_request` in `fuzz/checks.rs`.
+//! Fuzz target `roundtrip_request`: see `check_roundtrip_request` in `crates/fuzz-checks`.
 
-#[path = "../checks.rs"]
-mod checks;
+use kafka_elect_leaders_fuzz_checks as checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check_roundtrip_request(data));

@@ -1,7 +1,6 @@
 #![no_main]
-//! Fuzz target `split_stream`: see `check_split_stream` in `fuzz/checks.rs`.
+//! Fuzz target `split_stream`: see `check_split_stream` in `crates/fuzz-checks`.
 
-#[path = "../checks.rs"]
-mod checks;
+use kafka_elect_leaders_fuzz_checks as checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::check_split_stream(data));

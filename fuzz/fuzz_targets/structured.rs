@@ -13,8 +13,7 @@
 //! mutator cannot parse still move. With `KEL_DEFAULT_MUTATOR=1` in the environment every
 //! mutation is libFuzzer's own: the same target, for comparing coverage on one budget.
 
-#[path = "../checks.rs"]
-mod checks;
+use kafka_elect_leaders_fuzz_checks as checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     checks::check_parse_request(data);

@@ -97,7 +97,7 @@ if ! mvn -q -B -o -f "$JAVA_DIR/pom.xml" compile dependency:build-classpath \
         || { cat "$E2E_DIR/mvn-java.log" >&2; say "the Java Admin tool does not build"; exit 1; }
 fi
 export ADMIN_CP="$JAVA_DIR/target/classes:$(cat "$JAVA_DIR/target/classpath.txt")"
-(cd "$ROOT" && cargo build -q --example e2e_frames && cargo build -q --features proxy --bin elect-leaders)
+(cd "$ROOT" && cargo build -q --example e2e_frames && cargo build -q -p elect-leaders --bin elect-leaders)
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export E2E_FRAMES="$TARGET_DIR/debug/examples/e2e_frames"
 PROXY_BIN="$TARGET_DIR/debug/elect-leaders"

@@ -1,16 +1,21 @@
 //! Helpers for the tests and benchmarks of the kafka-elect-leaders workspace; not published.
 //!
+//! - [`corpus`]: the sample frames of `corpus/`, hex literals, and surgery on frames.
 //! - [`pcap`]: a small writer of pcap and pcapng captures and hand-built packets (every link
 //!   type the capture reader knows, IPv4 and IPv6, TCP), for tests that need a capture with
 //!   a given fault.
 //! - [`floors`]: the lower bounds the codec's speed is measured against (a read of every
 //!   byte, and a chase of only the lengths and counts), for `benches/codec.rs` and
 //!   `examples/profile.rs`.
+//! - [`traps`]: inputs that make a search of arbitrary bytes work as hard as it can.
 //!
 //! It depends on nothing but std, so every crate of the workspace, the codec included, can
 //! take it as a dev-dependency without a cycle.
 
 #![forbid(unsafe_code)]
 
+pub mod corpus;
+pub use corpus::*;
 pub mod floors;
 pub mod pcap;
+pub mod traps;

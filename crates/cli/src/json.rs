@@ -1813,7 +1813,7 @@ mod tests {
     /// The corpus frames as `decode` prints them, pretty-printed too, so that large values
     /// read piece by piece meet every field, null and tagged field there is.
     fn corpus_json() -> Vec<String> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus");
         let mut lines = Vec::new();
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();

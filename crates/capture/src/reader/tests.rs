@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 use super::*;
+use crate::reasm;
 
 use kafka_elect_leaders_testkit::pcap as w;
 use w::{ACK, FIN, PSH, RST, SYN};

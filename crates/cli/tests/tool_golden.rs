@@ -5,7 +5,7 @@
 //!
 //! These files hold the tool still while its code moves between crates: a change of output
 //! shows up here as a diff to review. After a deliberate change, rewrite them with
-//! `UPDATE_GOLDEN=1 cargo test --test tool_golden` and review `git diff`.
+//! `UPDATE_GOLDEN=1 cargo test -p elect-leaders --test tool_golden` and review `git diff`.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -37,7 +37,7 @@ fn case(name: String, dir: &Path, args: &[&str]) -> Case {
 }
 
 fn cases() -> Vec<Case> {
-    let corpus = root().join("corpus");
+    let corpus = root().join("../../corpus");
     let captures = corpus.join("captures");
     let mut cases = Vec::new();
     let mut frames: Vec<String> = std::fs::read_dir(&corpus)

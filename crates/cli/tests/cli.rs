@@ -4,9 +4,9 @@
 //! usage errors (exit 2) and `--help`.
 //!
 //! Golden files live in `tests/golden/`; after a deliberate change of the output, rewrite
-//! them with `UPDATE_GOLDEN=1 cargo test --features cli --test cli` and review the diff.
+//! them with `UPDATE_GOLDEN=1 cargo test -p elect-leaders --test cli` and review the diff.
 
-mod common;
+use kafka_elect_leaders_testkit as common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

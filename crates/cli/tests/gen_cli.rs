@@ -79,12 +79,12 @@ fn gen_hex_pipes_into_mutate_hex() {
 
 #[test]
 fn mutate_reads_binary_frames_and_keeps_going_on_garbage() {
-    let mut input = std::fs::read("corpus/request-v2-multi.bin").unwrap();
+    let mut input = kafka_elect_leaders_testkit::load("request-v2-multi.bin");
     input.extend_from_slice(b"\x00\x00\x00\x09garbage");
     let (code, out, err) = tool(&["mutate", "--count", "5"], &input);
     assert_eq!(code, 0, "{err}");
     assert!(!out.is_empty());
-    let response = std::fs::read("corpus/response-v1.bin").unwrap();
+    let response = kafka_elect_leaders_testkit::load("response-v1.bin");
     let args = [
         "mutate",
         "--kind",

@@ -6,21 +6,20 @@
 //! The corpora live in the repository only: in a copy without `corpus/fuzz/`, every test
 //! here passes after one line on stderr saying so.
 
-#[path = "../fuzz/checks.rs"]
-mod checks;
+use kafka_elect_leaders_fuzz_checks as checks;
 
 use std::io::Write;
 use std::path::Path;
 use std::sync::Once;
 
 fn replay(target: &str, check: fn(&[u8])) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus");
     if !root.join("fuzz").is_dir() {
         // Once for the whole file, on the real stderr: libtest captures `eprintln!`.
         static SKIPPED: Once = Once::new();
         SKIPPED.call_once(|| {
             let line = format!(
-                "fuzz_replay: skipped: no fuzz corpora at {} (they are kept in the \
+                "replay: skipped: no fuzz corpora at {} (they are kept in the \
                  repository only)\n",
                 root.join("fuzz").display()
             );
@@ -90,7 +89,6 @@ fn reencode() {
     replay("reencode", checks::check_reencode);
 }
 
-#[cfg(feature = "scan")]
 #[test]
 fn scan() {
     replay("scan", checks::check_scan);
@@ -111,7 +109,6 @@ fn policy() {
     replay("policy", checks::check_policy);
 }
 
-#[cfg(feature = "cli")]
 #[test]
 fn capture() {
     replay("capture", checks::check_capture);
@@ -128,7 +125,6 @@ fn structured() {
     });
 }
 
-#[cfg(feature = "arbitrary")]
 #[test]
 fn generators() {
     replay("generators", checks::check_generators);

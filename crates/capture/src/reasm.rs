@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
-use super::decode::{Segment, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN};
-use super::{ConnId, Endpoint, Event, Timestamp};
+use crate::decode::{Segment, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN};
+use crate::reader::{ConnId, Endpoint, Event, Timestamp};
 
 /// Out-of-order bytes held per direction, at most; past this the lowest hole is declared a gap.
-pub(super) const HELD_LIMIT: usize = 8 << 20;
+pub(crate) const HELD_LIMIT: usize = 8 << 20;
 /// What one held piece costs beyond its bytes (map node, bookkeeping), so that a flood of tiny
 /// segments is bounded too.
 const PIECE_OVERHEAD: usize = 64;
@@ -19,7 +19,7 @@ const RECENT_LIMIT: usize = 64 << 10;
 const CLOSED_LIMIT: usize = 1 << 16;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(super) struct Key(Endpoint, Endpoint);
+pub(crate) struct Key(Endpoint, Endpoint);
 
 impl Key {
     fn new(x: Endpoint, y: Endpoint) -> Key {
@@ -126,7 +126,7 @@ enum Out {
 
 /// All connections of a capture.
 #[derive(Default)]
-pub(super) struct Tracker {
+pub(crate) struct Tracker {
     conns: HashMap<Key, Conn>,
     closed: HashSet<Key>,
     closed_order: VecDeque<Key>,
@@ -134,7 +134,7 @@ pub(super) struct Tracker {
 }
 
 /// Where events and notes go.
-pub(super) struct Sink<'a> {
+pub(crate) struct Sink<'a> {
     pub events: &'a mut VecDeque<Event>,
     pub notes: &'a mut u64,
 }

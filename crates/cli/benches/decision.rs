@@ -2,10 +2,10 @@
 //! (100 topics of 10 partitions): parse, policy check, and what the proxy then writes.
 //!
 //! ```sh
-//! cargo bench --features proxy --bench decision
+//! cargo bench -p elect-leaders --bench decision
 //! ```
 //!
-//! The policy and answer modules are the binary's own (`src/bin/elect-leaders/proxy/`),
+//! The policy and answer modules are the binary's own (`crates/cli/src/proxy/`),
 //! compiled into this bench as they are.
 
 use std::collections::HashSet;
@@ -20,11 +20,11 @@ use kafka_elect_leaders::{
 };
 
 #[allow(dead_code, unused_imports)]
-#[path = "../src/bin/elect-leaders/proxy/policy.rs"]
+#[path = "../src/proxy/policy.rs"]
 mod policy;
 
 #[allow(dead_code, unused_imports)]
-#[path = "../src/bin/elect-leaders/proxy/answer.rs"]
+#[path = "../src/proxy/answer.rs"]
 mod answer;
 
 /// `answer.rs` finds the policy at `crate::proxy::policy`, as in the binary.

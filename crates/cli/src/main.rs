@@ -6,7 +6,6 @@
 //! need a framework) and maps failures to exit statuses: 0 success, 1 malformed or
 //! unreadable input, 2 usage error.
 
-mod capture;
 mod fail;
 mod fields;
 mod fuzz_cmd;
@@ -28,6 +27,7 @@ use std::process::ExitCode;
 
 use fail::Failure;
 use input::{Kind, Source};
+use kafka_elect_leaders_capture as capture;
 
 const USAGE: &str = "\
 elect-leaders: look at Apache Kafka ElectLeaders frames (API key 43, versions 0-2).

@@ -1,5 +1,6 @@
 //! The checks the fuzz targets run, shared with the stable replay test
-//! (`tests/fuzz_replay.rs`), which runs every seed and every past crash through them.
+//! (`tests/replay.rs`), which runs every seed and every past crash through them. Not
+//! published: a crate so that the fuzz targets and the replay compile the same code.
 //!
 //! Each `check_*` function takes the raw fuzz input and panics on a failed property.
 
@@ -1353,7 +1354,6 @@ fn take_response(
     Some((frame.to_vec(), version, Unstructured::new(rest)))
 }
 
-#[cfg(feature = "arbitrary")]
 fn generated_request(data: &[u8]) -> Option<(Vec<u8>, Unstructured<'_>)> {
     use kafka_elect_leaders::{ArbitraryRequest, EncodeRequestExt};
     let mut u = Unstructured::new(data);
@@ -1362,24 +1362,12 @@ fn generated_request(data: &[u8]) -> Option<(Vec<u8>, Unstructured<'_>)> {
     Some((frame, u))
 }
 
-#[cfg(feature = "arbitrary")]
 fn generated_response(data: &[u8]) -> Option<(Vec<u8>, i16, Unstructured<'_>)> {
     use kafka_elect_leaders::{ArbitraryResponse, EncodeResponseExt};
     let mut u = Unstructured::new(data);
     let r = ArbitraryResponse::arbitrary(&mut u).ok()?;
     let frame = r.encode_to_vec(r.version).ok()?;
     Some((frame, r.version, u))
-}
-
-// Without the generators (the library's feature `arbitrary`), generated inputs are skipped.
-#[cfg(not(feature = "arbitrary"))]
-fn generated_request(_: &[u8]) -> Option<(Vec<u8>, Unstructured<'_>)> {
-    None
-}
-
-#[cfg(not(feature = "arbitrary"))]
-fn generated_response(_: &[u8]) -> Option<(Vec<u8>, i16, Unstructured<'_>)> {
-    None
 }
 
 /// A keep/drop decision from a seed and a name, the same each time it is asked.
@@ -1707,7 +1695,6 @@ pub fn check_reencode(data: &[u8]) {
 /// take the correlation id from the first candidate (1) or from the next 4 bytes (0), bits
 /// 5-7 a work limit (16 bytes walked a step) for a second scan, which must find what the
 /// first found up to where it says it stopped. The rest is the capture.
-#[cfg(feature = "scan")]
 pub fn check_scan(data: &[u8]) {
     use kafka_elect_leaders::{scan_requests, scan_responses};
     let Some((&selector, rest)) = data.split_first() else {
@@ -1796,7 +1783,6 @@ pub fn check_scan(data: &[u8]) {
 /// A scan with a work limit found `found`, one without found `all`: the same up to where the
 /// limited one says it stopped, and all of it if it did not; and its work was at most the
 /// limit and one frame (at most the capture) more.
-#[cfg(feature = "scan")]
 fn check_limited(
     found: &[usize],
     all: &[usize],
@@ -2010,11 +1996,11 @@ fn pairing<const N: usize>(ops: &[PairingOp]) {
 }
 
 // ---------------------------------------------------------------------------------------
-// policy: the proxy's ElectLeaders policy (src/bin/elect-leaders/proxy/policy.rs, included
+// policy: the proxy's ElectLeaders policy (the guard's policy module, included
 // as it is) against the rules its documentation states.
 
 #[allow(dead_code)]
-#[path = "../src/bin/elect-leaders/proxy/policy.rs"]
+#[path = "../../cli/src/proxy/policy.rs"]
 mod policy;
 
 /// First byte: bit 1 generate the request (1) or read a frame (0). Then the frame (when
@@ -2159,16 +2145,12 @@ fn decide(request: &ElectLeadersRequest<'_>, u: &mut Unstructured<'_>) -> arbitr
 }
 
 // ---------------------------------------------------------------------------------------
-// capture: the tool's pcap/pcapng reader (src/bin/elect-leaders/capture/, included as it
+// capture: the pcap/pcapng reader (crates/capture, as a library: as it
 // is; it needs pcap-parser, which the crate has with feature `cli`) over arbitrary bytes:
 // no panic, work bounded by the input, and the event stream keeps its documented order.
 
-#[cfg(feature = "cli")]
-#[allow(dead_code, unused_imports)]
-#[path = "../src/bin/elect-leaders/capture/mod.rs"]
-mod capture;
+use kafka_elect_leaders_capture as capture;
 
-#[cfg(feature = "cli")]
 pub fn check_capture(data: &[u8]) {
     use capture::{Capture, ConnId, Endpoint, Event};
     use std::collections::HashMap;
@@ -2266,7 +2248,6 @@ fn generated_response_round_trips(frame: &[u8], version: i16) {
 /// First byte: bit 0 request (0) or response (1), bit 1 any version (`AnyVersion`, which
 /// the writer may refuse) or a carryable one; it also seeds the mutator. The rest feeds
 /// the generator.
-#[cfg(feature = "arbitrary")]
 pub fn check_generators(data: &[u8]) {
     use kafka_elect_leaders::{
         mutate_request, mutate_response, AnyVersion, ArbitraryRequest, ArbitraryResponse,

@@ -7,8 +7,6 @@
 //! capture order: a connection opens, bytes of each direction arrive in stream order (with
 //! gaps where the capture lost some), the connection closes. Nothing here knows about Kafka.
 
-mod decode;
-mod reasm;
 #[cfg(test)]
 mod tests;
 
@@ -22,8 +20,8 @@ use pcap_parser::pcapng::{Block, OptionCode};
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
 
-use decode::Decoded;
-use reasm::{Key, Sink, Tracker};
+use crate::decode::{self, Decoded};
+use crate::reasm::{Key, Sink, Tracker};
 
 /// The read buffer to start with.
 const BUFFER: usize = 64 << 10;
@@ -65,7 +63,9 @@ pub fn is_capture(head: &[u8]) -> bool {
 /// One end of a TCP connection.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct Endpoint {
+    /// The IPv4 or IPv6 address.
     pub ip: IpAddr,
+    /// The TCP port.
     pub port: u16,
 }
 
@@ -79,7 +79,9 @@ impl fmt::Display for Endpoint {
 /// A capture time: seconds since the Unix epoch (UTC) and nanoseconds (below 10^9).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
 pub struct Timestamp {
+    /// Whole seconds since 1970-01-01T00:00:00Z.
     pub secs: u64,
+    /// Nanoseconds past `secs`.
     pub nanos: u32,
 }
 
@@ -135,8 +137,9 @@ impl fmt::Display for ConnId {
     }
 }
 
-/// What a capture says, in capture order.
+/// What a capture says, in capture order. Each variant's text says what its fields are.
 #[derive(Clone, PartialEq, Eq, Debug)]
+#[allow(missing_docs)]
 pub enum Event {
     /// A connection seen for the first time. `a` sent the first packet seen (the SYN's sender
     /// when `syn_seen`).

@@ -3,7 +3,7 @@
 //! `tests/e2e/run.sh`), recorded connection streams, and tshark's reading of the same
 //! packets where it reads them right.
 
-mod common;
+use kafka_elect_leaders_testkit as common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 fn captures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/captures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/captures")
 }
 
 const PCAP: &str = "elect-leaders-kafka-4.4.pcap";

@@ -12,11 +12,11 @@
 use std::collections::{HashMap, VecDeque};
 
 use kafka_elect_leaders::{
-    api_name, is_known_request, parse_request, parse_response, peek_request, peek_response,
+    is_known_request, parse_request, parse_response, peek_request, peek_response,
     split_frame_with_max, InFlight, Pending, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 
-use crate::capture::{ConnId, Endpoint, Event, Timestamp};
+use crate::reader::{Capture, ConnId, Endpoint, Event, Timestamp};
 
 /// Requests that may wait for their responses on one connection.
 pub const IN_FLIGHT: usize = 1024;
@@ -36,11 +36,15 @@ pub enum Role {
 /// Where a frame of a capture was found.
 #[derive(Clone, Debug)]
 pub struct Origin {
+    /// The connection, numbered from 1 in the order the capture shows them.
     pub conn: ConnId,
+    /// The sender of the frame.
     pub from: Endpoint,
+    /// The receiver of the frame.
     pub to: Endpoint,
-    /// The packets that carried the frame's first and last bytes.
+    /// The packet that carried the frame's first byte (numbered from 1, as Wireshark does).
     pub first_packet: u64,
+    /// The packet that carried the frame's last byte.
     pub last_packet: u64,
     /// The capture time of the packet that completed the frame.
     pub time: Timestamp,
@@ -50,8 +54,9 @@ pub struct Origin {
     pub index: u64,
 }
 
-/// What a frame is.
+/// What a frame is. Each variant's text says what its fields are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub enum What {
     /// An ElectLeaders request (v0-v2): `parse_request`.
     ElectRequest,
@@ -70,23 +75,32 @@ pub enum What {
 
 /// A frame, whole, size prefix included.
 pub struct Found {
+    /// Where it was found.
     pub origin: Origin,
+    /// What it is, and for a response the version to parse it at.
     pub what: What,
+    /// The frame's bytes, size prefix included.
     pub frame: Vec<u8>,
 }
 
 /// Something the reader of the output should know: where, and what. `partial` when it
 /// means some traffic could not be decoded (a gap, a malformed frame, a cut capture).
 pub struct Note {
+    /// The connection it is about (with its direction: from, to), if it is about one.
     pub conn: Option<(ConnId, Endpoint, Endpoint)>,
+    /// The packet where it was noticed, if it is about one.
     pub packet: Option<u64>,
+    /// What happened, in one line.
     pub message: String,
+    /// Some traffic was not decoded because of it: the output is partial.
     pub partial: bool,
 }
 
 /// What the analyser hands on.
 pub enum Item {
+    /// A whole frame.
     Frame(Found),
+    /// Something that could not be read, or that the reader of the output should know.
     Note(Note),
     /// A connection ended: nothing more will come from it.
     Closed(ConnId),
@@ -226,6 +240,9 @@ pub struct Analyzer {
 }
 
 impl Analyzer {
+    /// An analyser that takes `port` for the broker's (9092 when `None`); a connection
+    /// whose two ports are both other than it falls back on the SYN, then on which side
+    /// sends request headers.
     pub fn new(port: Option<u16>) -> Analyzer {
         Analyzer {
             port: port.unwrap_or(DEFAULT_PORT),
@@ -680,41 +697,6 @@ fn find_boundary(
     None
 }
 
-/// What a walk through a capture saw.
-#[derive(Default)]
-pub struct Summary {
-    /// Notes that mean some traffic was not decoded.
-    pub partial: u64,
-}
-
-/// Reads every event of `capture` through an [`Analyzer`], handing each item to `each` as
-/// soon as it is complete.
-pub fn walk<R: std::io::Read>(
-    name: &str,
-    capture: &mut crate::capture::Capture<R>,
-    port: Option<u16>,
-    each: &mut dyn FnMut(Item) -> Result<(), crate::fail::Failure>,
-) -> Result<Summary, crate::fail::Failure> {
-    let mut analyzer = Analyzer::new(port);
-    let mut summary = Summary::default();
-    let mut items = Vec::new();
-    loop {
-        let event = capture
-            .next_event()
-            .map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
-        let Some(event) = event else {
-            return Ok(summary);
-        };
-        analyzer.feed(event, &mut |item| items.push(item));
-        for item in items.drain(..) {
-            if let Item::Note(note) = &item {
-                summary.partial += u64::from(note.partial);
-            }
-            each(item)?;
-        }
-    }
-}
-
 /// A frame of a capture that the library refused, as a note that names where it was.
 pub fn bad_frame(o: &Origin, e: &kafka_elect_leaders::Error) -> Note {
     Note {
@@ -728,52 +710,62 @@ pub fn bad_frame(o: &Origin, e: &kafka_elect_leaders::Error) -> Note {
     }
 }
 
-/// Reports a note on stderr, after what came before it on standard output.
-pub fn report(out: &mut dyn std::io::Write, name: &str, note: &Note) -> std::io::Result<()> {
-    out.flush()?;
-    eprintln!("elect-leaders: {}", note_line(name, note));
-    Ok(())
+/// A capture read as Kafka traffic: a [`Capture`]'s events through an [`Analyzer`], as one
+/// iterator of [`Item`]s, each handed out as soon as it is complete. An error is an I/O
+/// error of the reader or a capture that cannot be read on (the items before it were
+/// handed out); the iterator ends after it.
+pub struct Traffic<R: std::io::Read> {
+    capture: Capture<R>,
+    analyzer: Analyzer,
+    ready: VecDeque<Item>,
+    done: bool,
 }
 
-/// The end of a walk: an error saying the output is partial when `problems` were reported.
-pub fn finish(name: &str, problems: u64) -> Result<(), crate::fail::Failure> {
-    if problems == 0 {
-        return Ok(());
+impl<R: std::io::Read> Traffic<R> {
+    /// Reads a pcap or pcapng capture from `reader`; `port` is the broker's TCP port when
+    /// known (else the side that received the SYN, else the side requests go to).
+    pub fn new(reader: R, port: Option<u16>) -> Result<Self, String> {
+        Ok(Self::from_capture(Capture::new(reader)?, port))
     }
-    Err(crate::fail::Failure::Input(format!(
-        "{name}: the output is partial: {problems} problem(s) reported above"
-    )))
-}
 
-/// A note as one line: where (input, packet, connection), then what.
-pub fn note_line(name: &str, note: &Note) -> String {
-    let mut line = name.to_owned();
-    if let Some(packet) = note.packet {
-        line.push_str(&format!(": packet {packet}"));
+    /// The traffic of a capture already opened.
+    pub fn from_capture(capture: Capture<R>, port: Option<u16>) -> Self {
+        Traffic {
+            capture,
+            analyzer: Analyzer::new(port),
+            ready: VecDeque::new(),
+            done: false,
+        }
     }
-    if let Some((conn, from, to)) = note.conn {
-        line.push_str(&format!(": connection {} ({from} -> {to})", conn.0));
+
+    /// The capture's counts so far.
+    pub fn stats(&self) -> crate::CaptureStats {
+        self.capture.stats()
     }
-    line.push_str(": ");
-    line.push_str(&note.message);
-    line
 }
 
-/// The `"source"` member of a frame found in a capture (with its leading comma).
-pub fn source_json(o: &Origin) -> String {
-    let packets = if o.first_packet == o.last_packet {
-        format!("\"packet\":{}", o.first_packet)
-    } else {
-        format!("\"packets\":[{},{}]", o.first_packet, o.last_packet)
-    };
-    format!(
-        ",\"source\":{{{packets},\"time\":\"{}\",\"connection\":{},\"src\":\"{}\",\
-         \"dst\":\"{}\",\"stream_offset\":{},\"frame\":{}}}",
-        o.time, o.conn.0, o.from, o.to, o.offset, o.index
-    )
-}
+impl<R: std::io::Read> Iterator for Traffic<R> {
+    type Item = Result<Item, String>;
 
-/// Kafka's name of an API key, or `"unknown"`.
-pub fn api_label(api_key: i16) -> &'static str {
-    api_name(api_key).unwrap_or("unknown")
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            match self.capture.next_event() {
+                Ok(Some(event)) => {
+                    let ready = &mut self.ready;
+                    self.analyzer.feed(event, &mut |item| ready.push_back(item));
+                }
+                Ok(None) => self.done = true,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,75 @@
+//! Kafka traffic out of packet captures: pcap and pcapng files, or any [`std::io::Read`]
+//! (standard input included, as `tcpdump -w -` writes it), turned into the Kafka frames of
+//! every connection, of every API, each response paired with its request.
+//!
+//! Two layers, usable apart:
+//!
+//! - [`Capture`] reads capture blocks with `pcap-parser`'s streaming readers, decodes the
+//!   link layer (Ethernet with VLAN tags, Linux cooked v1/v2, BSD loopback, raw IP), IPv4 and
+//!   IPv6 and TCP, and reassembles each TCP direction. It hands out [`Event`]s in capture
+//!   order: a connection opens, bytes of a direction arrive in stream order (with a
+//!   [`Event::Gap`] where the capture lost some), the connection closes. It knows nothing of
+//!   Kafka.
+//! - [`Analyzer`] cuts each direction into Kafka frames, tells the broker's side from the
+//!   client's, remembers every request (whatever its API) until its response comes, and
+//!   hands out [`Item`]s: whole frames with where they were found ([`Origin`]: packets,
+//!   time, connection, addresses, stream offset), notes, and closes. ElectLeaders frames are
+//!   marked with the version to parse them at; this crate parses nothing itself beyond the
+//!   headers: the frames go to `kafka_elect_leaders`' parsers.
+//!
+//! [`Traffic`] joins the two as one iterator.
+//!
+//! **Nothing is lost silently.** A gap, a cut packet, a frame that cannot be framed or a
+//! response whose request was not seen comes out as a [`Note`] (packet, connection, what)
+//! or as a [`What::Unpaired`] frame; a note with `partial` set means some traffic was not
+//! decoded.
+//!
+//! **Memory is bounded by the open connections, never by the capture:** per direction at
+//! most one frame (up to the maximum frame size) and a bounded reassembly buffer, per
+//! connection a fixed table of requests in flight.
+//!
+//! # Example
+//!
+//! Every ElectLeaders request of a capture of a real Kafka 4.4 cluster, with its answer:
+//!
+//! ```
+//! use kafka_elect_leaders::{parse_request, parse_response};
+//! use kafka_elect_leaders_capture::{Item, Traffic, What};
+//!
+//! # fn main() -> Result<(), String> {
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../corpus/captures/elect-leaders-kafka-4.4.pcap");
+//! let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+//! let (mut requests, mut answered) = (0, 0);
+//! for item in Traffic::new(file, None)? {
+//!     match item? {
+//!         Item::Frame(found) => match found.what {
+//!             What::ElectRequest => {
+//!                 let request = parse_request(&found.frame).map_err(|e| e.to_string())?;
+//!                 assert_eq!(request.version(), 2);
+//!                 requests += 1;
+//!             }
+//!             What::ElectResponse { version } => {
+//!                 parse_response(&found.frame, version).map_err(|e| e.to_string())?;
+//!                 answered += 1;
+//!             }
+//!             _ => {} // frames of other APIs, with their API key and version
+//!         },
+//!         Item::Note(note) => return Err(note.message),
+//!         Item::Closed(_) => {}
+//!     }
+//! }
+//! assert_eq!((requests, answered), (6, 6));
+//! # Ok(())
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod decode;
+mod reader;
+mod reasm;
+pub mod traffic;
+
+pub use reader::{is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Timestamp};
+pub use traffic::{Analyzer, Found, Item, Note, Origin, Role, Traffic, What};

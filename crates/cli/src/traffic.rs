@@ -1,0 +1,93 @@
+//! The tool's side of reading whole connections out of a capture: walking a capture through
+//! the capture crate's analyser with the tool's failures, reporting its notes on stderr, and
+//! the `"source"` member of the JSON output. The analyser itself (framing, pairing, notes)
+//! is `kafka_elect_leaders_capture::traffic`.
+
+pub use kafka_elect_leaders_capture::traffic::*;
+
+use kafka_elect_leaders::api_name;
+
+/// What a walk through a capture saw.
+#[derive(Default)]
+pub struct Summary {
+    /// Notes that mean some traffic was not decoded.
+    pub partial: u64,
+}
+
+/// Reads every event of `capture` through an [`Analyzer`], handing each item to `each` as
+/// soon as it is complete.
+pub fn walk<R: std::io::Read>(
+    name: &str,
+    capture: &mut crate::capture::Capture<R>,
+    port: Option<u16>,
+    each: &mut dyn FnMut(Item) -> Result<(), crate::fail::Failure>,
+) -> Result<Summary, crate::fail::Failure> {
+    let mut analyzer = Analyzer::new(port);
+    let mut summary = Summary::default();
+    let mut items = Vec::new();
+    loop {
+        let event = capture
+            .next_event()
+            .map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
+        let Some(event) = event else {
+            return Ok(summary);
+        };
+        analyzer.feed(event, &mut |item| items.push(item));
+        for item in items.drain(..) {
+            if let Item::Note(note) = &item {
+                summary.partial += u64::from(note.partial);
+            }
+            each(item)?;
+        }
+    }
+}
+
+/// Reports a note on stderr, after what came before it on standard output.
+pub fn report(out: &mut dyn std::io::Write, name: &str, note: &Note) -> std::io::Result<()> {
+    out.flush()?;
+    eprintln!("elect-leaders: {}", note_line(name, note));
+    Ok(())
+}
+
+/// The end of a walk: an error saying the output is partial when `problems` were reported.
+pub fn finish(name: &str, problems: u64) -> Result<(), crate::fail::Failure> {
+    if problems == 0 {
+        return Ok(());
+    }
+    Err(crate::fail::Failure::Input(format!(
+        "{name}: the output is partial: {problems} problem(s) reported above"
+    )))
+}
+
+/// A note as one line: where (input, packet, connection), then what.
+pub fn note_line(name: &str, note: &Note) -> String {
+    let mut line = name.to_owned();
+    if let Some(packet) = note.packet {
+        line.push_str(&format!(": packet {packet}"));
+    }
+    if let Some((conn, from, to)) = note.conn {
+        line.push_str(&format!(": connection {} ({from} -> {to})", conn.0));
+    }
+    line.push_str(": ");
+    line.push_str(&note.message);
+    line
+}
+
+/// The `"source"` member of a frame found in a capture (with its leading comma).
+pub fn source_json(o: &Origin) -> String {
+    let packets = if o.first_packet == o.last_packet {
+        format!("\"packet\":{}", o.first_packet)
+    } else {
+        format!("\"packets\":[{},{}]", o.first_packet, o.last_packet)
+    };
+    format!(
+        ",\"source\":{{{packets},\"time\":\"{}\",\"connection\":{},\"src\":\"{}\",\
+         \"dst\":\"{}\",\"stream_offset\":{},\"frame\":{}}}",
+        o.time, o.conn.0, o.from, o.to, o.offset, o.index
+    )
+}
+
+/// Kafka's name of an API key, or `"unknown"`.
+pub fn api_label(api_key: i16) -> &'static str {
+    api_name(api_key).unwrap_or("unknown")
+}
