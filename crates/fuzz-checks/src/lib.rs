@@ -1999,9 +1999,7 @@ fn pairing<const N: usize>(ops: &[PairingOp]) {
 // policy: the proxy's ElectLeaders policy (the guard's policy module, included
 // as it is) against the rules its documentation states.
 
-#[allow(dead_code)]
-#[path = "../../cli/src/proxy/policy.rs"]
-mod policy;
+use kafka_elect_leaders_proxy::policy;
 
 /// First byte: bit 1 generate the request (1) or read a frame (0). Then the frame (when
 /// read), then the policy.

@@ -1,32 +1,17 @@
-//! `elect-leaders proxy`: a TCP proxy in front of Kafka brokers that guards ElectLeaders.
-//!
-//! One listener per broker, each forwarding to its broker; the brokers advertise the
-//! listeners' addresses, so clients stay on the proxy after bootstrap. Every frame of every
-//! API is forwarded byte for byte, but for ElectLeaders requests, which are parsed (the
-//! crate's one grammar) and checked against the policy (`policy`): refused partitions are
-//! answered by the proxy (`answer`), the rest forwarded. `conn` runs a connection; `audit`
-//! writes one JSON line per decision.
-
-mod answer;
-mod audit;
-mod conn;
-mod policy;
+//! `elect-leaders proxy`: the guard's command line. The options become a
+//! [`kafka_elect_leaders_proxy::Config`]; the guard itself (policy, answers, audit, the
+//! server) is the `kafka-elect-leaders-proxy` crate.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
 
 use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
-use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use kafka_elect_leaders_proxy::audit::log;
+use kafka_elect_leaders_proxy::{AuditTarget, Config, Guard, Policy, Route};
 
 use crate::fail::Failure;
-use audit::{log, Audit, ConnInfo};
-use conn::Shared;
-use policy::Policy;
 
 pub const USAGE: &str = "\
 Usage: elect-leaders proxy --listen ADDR --upstream ADDR [--listen ADDR --upstream ADDR ...]
@@ -230,40 +215,34 @@ pub fn run(args: impl Iterator<Item = OsString>) -> Result<(), Failure> {
             .and_then(|()| out.flush())
             .map_err(Failure::Output);
     };
-    let audit = Audit::open(options.audit_log.as_deref()).map_err(|e| {
-        Failure::cannot_open(format!(
-            "cannot open the audit log {}: {e}",
-            options.audit_log.as_deref().unwrap_or("")
-        ))
-    })?;
+    let config = Config {
+        routes: options
+            .routes
+            .iter()
+            .map(|&(listen, upstream)| Route { listen, upstream })
+            .collect(),
+        policy: options.policy,
+        audit: match options.audit_log.as_deref() {
+            None => AuditTarget::Stderr,
+            Some("-") => AuditTarget::Stdout,
+            Some(path) => AuditTarget::File(path.into()),
+        },
+        max_connections: options.max_connections,
+        max_frame_size: options.max_frame_size,
+        plain: options.plain,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
-    let shared = Arc::new(Shared {
-        policy: options.policy,
-        audit,
-        max_frame_size: options.max_frame_size,
-        plain: options.plain,
-    });
-    runtime.block_on(serve(options.routes, options.max_connections, shared))
+    runtime.block_on(serve(config))
 }
 
-async fn serve(
-    routes: Vec<(SocketAddr, SocketAddr)>,
-    max_connections: usize,
-    shared: Arc<Shared>,
-) -> Result<(), Failure> {
-    let mut listeners = Vec::new();
-    for (listen, upstream) in routes {
-        let listener = TcpListener::bind(listen)
-            .await
-            .map_err(|e| Failure::Input(format!("proxy: cannot listen on {listen}: {e}")))?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| Failure::Input(format!("proxy: {listen}: {e}")))?;
-        listeners.push((listener, local, upstream));
-    }
+async fn serve(config: Config) -> Result<(), Failure> {
+    let guard = Guard::bind(config).await.map_err(|e| match e {
+        kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
+        _ => Failure::Input(format!("proxy: {e}")),
+    })?;
     // Signal handlers before the addresses are printed: whoever reads them may signal.
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -272,92 +251,25 @@ async fn serve(
         .map_err(|e| Failure::Input(format!("proxy: cannot handle SIGINT: {e}")))?;
     {
         let mut stdout = std::io::stdout().lock();
-        for (_, local, upstream) in &listeners {
-            let _ = writeln!(stdout, "listening {local} upstream {upstream}");
+        for route in guard.routes() {
+            let _ = writeln!(
+                stdout,
+                "listening {} upstream {}",
+                route.listen, route.upstream
+            );
         }
         let _ = stdout.flush();
     }
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let connections = Arc::new(Semaphore::new(max_connections));
-    let mut accepting = Vec::new();
-    for (listener, local, upstream) in listeners {
-        accepting.push(tokio::spawn(accept(
-            listener,
-            local,
-            upstream,
-            connections.clone(),
-            max_connections,
-            shared.clone(),
-            stop_rx.clone(),
-        )));
-    }
-    let signal = tokio::select! {
-        _ = terminate.recv() => "SIGTERM",
-        _ = interrupt.recv() => "SIGINT",
-    };
-    log(format_args!(
-        "{signal}: no more connections accepted; closing"
-    ));
-    let _ = stop_tx.send(true);
-    for task in accepting {
-        let _ = task.await;
-    }
-    // Every connection holds a permit until it is closed: all back means all closed.
-    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
-    let closed = tokio::time::timeout(
-        conn::SHUTDOWN_GRACE + Duration::from_secs(2),
-        connections.acquire_many(all),
-    )
-    .await;
-    if closed.is_err() {
-        log(format_args!(
-            "connections still open after the grace period: exiting"
-        ));
-    }
-    Ok(())
-}
-
-async fn accept(
-    listener: TcpListener,
-    local: SocketAddr,
-    upstream: SocketAddr,
-    connections: Arc<Semaphore>,
-    max_connections: usize,
-    shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) {
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = stop.wait_for(|stop| *stop) => return,
-        };
-        let (client, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                // Out of file descriptors and the like: wait a little, do not spin.
-                log(format_args!("{local}: accept failed: {e}"));
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
+    guard
+        .run(async move {
+            let signal = tokio::select! {
+                _ = terminate.recv() => "SIGTERM",
+                _ = interrupt.recv() => "SIGINT",
+            };
             log(format_args!(
-                "{local}: {peer} refused: {max_connections} connections already open \
-                 (--max-connections)"
+                "{signal}: no more connections accepted; closing"
             ));
-            drop(client);
-            continue;
-        };
-        let conn = ConnInfo {
-            client: peer,
-            listener: local,
-            upstream,
-        };
-        let shared = shared.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            conn::serve(client, conn, shared, stop).await;
-            drop(permit);
-        });
-    }
+        })
+        .await;
+    Ok(())
 }

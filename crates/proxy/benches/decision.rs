@@ -2,11 +2,10 @@
 //! (100 topics of 10 partitions): parse, policy check, and what the proxy then writes.
 //!
 //! ```sh
-//! cargo bench -p elect-leaders --bench decision
+//! cargo bench -p kafka-elect-leaders-proxy --bench decision
 //! ```
 //!
-//! The policy and answer modules are the binary's own (`crates/cli/src/proxy/`),
-//! compiled into this bench as they are.
+//! The policy and the answers are the guard crate's own, as `elect-leaders proxy` runs them.
 
 use std::collections::HashSet;
 use std::hint::black_box;
@@ -19,20 +18,7 @@ use kafka_elect_leaders::{
     TopicPartitionsData,
 };
 
-#[allow(dead_code, unused_imports)]
-#[path = "../src/proxy/policy.rs"]
-mod policy;
-
-#[allow(dead_code, unused_imports)]
-#[path = "../src/proxy/answer.rs"]
-mod answer;
-
-/// `answer.rs` finds the policy at `crate::proxy::policy`, as in the binary.
-mod proxy {
-    pub(crate) use super::policy;
-}
-
-use policy::{Policy, Verdict};
+use kafka_elect_leaders_proxy::{answer, Policy, Verdict};
 
 const TOPICS: usize = 100;
 const PER_TOPIC: i32 = 10;

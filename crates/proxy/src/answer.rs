@@ -10,7 +10,7 @@ use kafka_elect_leaders::{
     TaggedFieldData, TaggedFields, TopicPartitions,
 };
 
-use crate::proxy::policy::{Decision, Policy, Refusal};
+use crate::policy::{Decision, Policy, Refusal};
 
 /// Appends the request without the refused topics to `out`, under its own correlation id
 /// (each client has its own broker connection, so ids need no rewriting).

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use kafka_elect_leaders::ElectLeadersRequest;
 use serde_json::{json, Value};
 
-use super::policy::{Decision, Policy};
+use crate::policy::{Decision, Policy};
 
 /// Where audit lines go.
 pub enum AuditSink {
@@ -34,6 +34,15 @@ pub struct ConnInfo {
 }
 
 impl Audit {
+    /// A file, appended to (created if missing).
+    pub fn open_file(path: &std::path::Path) -> io::Result<Audit> {
+        Ok(Audit {
+            sink: Mutex::new(AuditSink::File(
+                OpenOptions::new().create(true).append(true).open(path)?,
+            )),
+        })
+    }
+
     /// `-`: standard output; a path: appended to; `None`: standard error.
     pub fn open(target: Option<&str>) -> io::Result<Audit> {
         let sink = match target {
@@ -114,13 +123,13 @@ pub fn decision_json(
     });
     if let Some(map) = record.as_object_mut() {
         match &decision.refusal {
-            super::policy::Refusal::Nothing => {}
-            super::policy::Refusal::Whole { message } => {
+            crate::policy::Refusal::Nothing => {}
+            crate::policy::Refusal::Whole { message } => {
                 map.insert("refused".into(), list(true));
                 map.insert("whole".into(), Value::Bool(true));
                 map.insert("message".into(), Value::String(message.clone()));
             }
-            super::policy::Refusal::Partitions { .. } => {
+            crate::policy::Refusal::Partitions { .. } => {
                 map.insert("refused".into(), list(true));
                 map.insert("whole".into(), Value::Bool(false));
             }

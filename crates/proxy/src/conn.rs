@@ -38,9 +38,9 @@ use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use super::answer;
-use super::audit::{log, Audit, ConnInfo};
-use super::policy::{Decision, Policy, Verdict};
+use crate::answer;
+use crate::audit::{log, Audit, ConnInfo};
+use crate::policy::{Decision, Policy, Verdict};
 
 /// Requests of one connection waiting for their answers, at most.
 pub const MAX_IN_FLIGHT: usize = 128;

@@ -1,0 +1,94 @@
+//! The ElectLeaders guard: a Kafka proxy that forwards every frame of every API byte for
+//! byte and holds ElectLeaders (API key 43) requests to a policy.
+//!
+//! The parts, usable apart:
+//!
+//! - [`policy`]: a [`Policy`] built in code (or from `elect-leaders proxy`'s options) and its
+//!   [`Decision`] on a parsed request: forwarded, refused whole, trimmed (some partitions
+//!   refused), or, in log-only mode, what would have been refused. A pure function: no
+//!   socket, no clock.
+//! - [`answer`]: what the guard writes for a decision, with the codec's writer: the trimmed
+//!   request for the broker, the refusal of a whole request (Kafka's own error response),
+//!   and per-partition refusals (`POLICY_VIOLATION`, 44) merged with the broker's answer to
+//!   the trimmed request.
+//! - [`audit`]: one JSON line per decision.
+//! - [`Guard`]: the server, on tokio, from a [`Config`]: one listener per broker, answers in
+//!   request order per connection, bounded memory and connections.
+//!
+//! # Example
+//!
+//! A policy that protects one topic, deciding on a request that names two:
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use kafka_elect_leaders::{
+//!     parse_request, parse_response, ElectLeadersRequestData, ElectionType, EncodeRequestExt,
+//!     ErrorCode, TopicPartitionsData,
+//! };
+//! use kafka_elect_leaders_proxy::{answer, Policy, Verdict};
+//!
+//! let mut policy = Policy::default();
+//! policy.protected_topics.insert(b"payments"[..].into());
+//!
+//! let topics = [
+//!     TopicPartitionsData::new(b"payments", &[0, 1]),
+//!     TopicPartitionsData::new(b"logs", &[0]),
+//! ];
+//! let frame = ElectLeadersRequestData {
+//!     correlation_id: 7,
+//!     election_type: ElectionType::PREFERRED,
+//!     topic_partitions: Some(&topics),
+//!     ..Default::default()
+//! }
+//! .encode_to_vec(2)
+//! .unwrap();
+//! let request = parse_request(&frame).unwrap();
+//!
+//! let decision = policy.decide(&request);
+//! assert_eq!(decision.verdict, Verdict::Trimmed);
+//!
+//! // What goes to the broker: the request without the protected topic.
+//! let mut trimmed = BytesMut::new();
+//! answer::encode_trimmed(&policy, &decision, &request, &mut trimmed).unwrap();
+//! let trimmed = parse_request(&trimmed).unwrap();
+//! assert_eq!(trimmed.topic_partitions().unwrap().len(), 1);
+//!
+//! // Had the broker not answered, the refusals alone: each refused partition gets 44.
+//! let mut refusal = BytesMut::new();
+//! answer::encode_refusal(&policy, &decision, &request, None, &mut refusal).unwrap();
+//! let refusal = parse_response(&refusal, 2).unwrap();
+//! let result = refusal.replica_election_results().first().unwrap();
+//! assert_eq!(result.topic(), b"payments");
+//! for partition in result.partition_result() {
+//!     assert_eq!(partition.error_code(), ErrorCode::POLICY_VIOLATION);
+//! }
+//! ```
+//!
+//! Running the guard from a program (the `elect-leaders proxy` command does exactly this):
+//!
+//! ```no_run
+//! use kafka_elect_leaders_proxy::{Config, Guard, Route};
+//!
+//! # async fn run() -> Result<(), kafka_elect_leaders_proxy::StartError> {
+//! let mut config = Config::default();
+//! config.routes.push(Route {
+//!     listen: "127.0.0.1:19092".parse().unwrap(),
+//!     upstream: "127.0.0.1:9092".parse().unwrap(),
+//! });
+//! config.policy.deny_unclean = true;
+//! let guard = Guard::bind(config).await?;
+//! guard.run(async { tokio::signal::ctrl_c().await.unwrap() }).await;
+//! # Ok(())
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod answer;
+pub mod audit;
+mod conn;
+pub mod policy;
+mod server;
+
+pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
+pub use server::{AuditTarget, Config, Guard, Route, StartError};

@@ -1,0 +1,237 @@
+//! The guard as a server: a listener per broker, each forwarding to its broker, a bound on
+//! the connections open at once, and a graceful stop.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use crate::audit::{log, Audit, ConnInfo};
+use crate::conn::{self, Shared};
+use crate::policy::Policy;
+
+/// One listener of the guard and the broker it forwards to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// Where clients connect (port 0: any free port, see [`Guard::routes`]).
+    pub listen: SocketAddr,
+    /// The broker this listener forwards to.
+    pub upstream: SocketAddr,
+}
+
+/// Where the audit log goes: one JSON line per ElectLeaders decision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AuditTarget {
+    /// Standard error (the default).
+    #[default]
+    Stderr,
+    /// Standard output.
+    Stdout,
+    /// A file, appended to (created if missing).
+    File(std::path::PathBuf),
+}
+
+/// Everything the guard needs to run: what `elect-leaders proxy`'s options build, and what a
+/// program embedding the guard fills in itself.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The listeners and their brokers; one route per broker, so that clients stay on the
+    /// guard after bootstrap (each broker advertises its route's listener).
+    pub routes: Vec<Route>,
+    /// What ElectLeaders requests may do.
+    pub policy: Policy,
+    /// Where decisions are recorded.
+    pub audit: AuditTarget,
+    /// Connections open at once, at most; a client past it is closed at once. Default 1024.
+    pub max_connections: usize,
+    /// The largest frame accepted from either side (size prefix excluded). Default: the
+    /// codec's `DEFAULT_MAX_FRAME_SIZE` (100 MiB, Kafka's `socket.request.max.bytes`).
+    pub max_frame_size: usize,
+    /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
+    #[doc(hidden)]
+    pub plain: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            routes: Vec::new(),
+            policy: Policy::default(),
+            audit: AuditTarget::Stderr,
+            max_connections: 1024,
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            plain: false,
+        }
+    }
+}
+
+/// Why the guard could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The audit log could not be opened.
+    AuditLog(std::path::PathBuf, io::Error),
+    /// A listener could not be bound.
+    Listen(SocketAddr, io::Error),
+    /// A bound listener's address could not be read.
+    LocalAddr(SocketAddr, io::Error),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::AuditLog(path, e) => {
+                write!(f, "cannot open the audit log {}: {e}", path.display())
+            }
+            StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
+            StartError::LocalAddr(addr, e) => write!(f, "{addr}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::AuditLog(_, e) | StartError::Listen(_, e) | StartError::LocalAddr(_, e) => {
+                Some(e)
+            }
+        }
+    }
+}
+
+/// The guard with its listeners bound, not yet accepting.
+pub struct Guard {
+    listeners: Vec<(TcpListener, SocketAddr, SocketAddr)>,
+    max_connections: usize,
+    shared: Arc<Shared>,
+}
+
+impl Guard {
+    /// Opens the audit log and binds every route's listener.
+    pub async fn bind(config: Config) -> Result<Guard, StartError> {
+        let audit = match &config.audit {
+            AuditTarget::Stderr => Audit::open(None),
+            AuditTarget::Stdout => Audit::open(Some("-")),
+            AuditTarget::File(path) => Audit::open_file(path),
+        }
+        .map_err(|e| match &config.audit {
+            AuditTarget::File(path) => StartError::AuditLog(path.clone(), e),
+            _ => StartError::AuditLog("-".into(), e),
+        })?;
+        let mut listeners = Vec::new();
+        for route in &config.routes {
+            let listener = TcpListener::bind(route.listen)
+                .await
+                .map_err(|e| StartError::Listen(route.listen, e))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| StartError::LocalAddr(route.listen, e))?;
+            listeners.push((listener, local, route.upstream));
+        }
+        Ok(Guard {
+            listeners,
+            max_connections: config.max_connections,
+            shared: Arc::new(Shared {
+                policy: config.policy,
+                audit,
+                max_frame_size: config.max_frame_size,
+                plain: config.plain,
+            }),
+        })
+    }
+
+    /// The routes as bound: each listener's actual address (a port 0 resolved).
+    pub fn routes(&self) -> Vec<Route> {
+        self.listeners
+            .iter()
+            .map(|&(_, listen, upstream)| Route { listen, upstream })
+            .collect()
+    }
+
+    /// Accepts and serves clients until `stop` completes; then accepts no more, lets the
+    /// answers in flight finish for a grace period, and returns once every connection is
+    /// closed (or the grace period is over).
+    pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
+        let max_connections = self.max_connections;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let connections = Arc::new(Semaphore::new(max_connections));
+        let mut accepting = Vec::new();
+        for (listener, local, upstream) in self.listeners {
+            accepting.push(tokio::spawn(accept(
+                listener,
+                local,
+                upstream,
+                connections.clone(),
+                max_connections,
+                self.shared.clone(),
+                stop_rx.clone(),
+            )));
+        }
+        stop.await;
+        let _ = stop_tx.send(true);
+        for task in accepting {
+            let _ = task.await;
+        }
+        // Every connection holds a permit until it is closed: all back means all closed.
+        let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
+        let closed = tokio::time::timeout(
+            conn::SHUTDOWN_GRACE + Duration::from_secs(2),
+            connections.acquire_many(all),
+        )
+        .await;
+        if closed.is_err() {
+            log(format_args!(
+                "connections still open after the grace period: exiting"
+            ));
+        }
+    }
+}
+
+async fn accept(
+    listener: TcpListener,
+    local: SocketAddr,
+    upstream: SocketAddr,
+    connections: Arc<Semaphore>,
+    max_connections: usize,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        let (client, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors and the like: wait a little, do not spin.
+                log(format_args!("{local}: accept failed: {e}"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            log(format_args!(
+                "{local}: {peer} refused: {max_connections} connections already open \
+                 (--max-connections)"
+            ));
+            drop(client);
+            continue;
+        };
+        let conn = ConnInfo {
+            client: peer,
+            listener: local,
+            upstream,
+        };
+        let shared = shared.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            conn::serve(client, conn, shared, stop).await;
+            drop(permit);
+        });
+    }
+}
