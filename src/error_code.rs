@@ -286,7 +286,7 @@ impl ErrorCode {
     pub const SHARE_SESSION_LIMIT_REACHED: Self = Self(133);
 
     /// Every code this crate knows, in ascending order.
-    pub const ALL: &[ErrorCode] = &[
+    pub const ALL: &'static [ErrorCode] = &[
         Self::UNKNOWN_SERVER_ERROR,
         Self::NONE,
         Self::OFFSET_OUT_OF_RANGE,
