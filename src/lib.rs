@@ -103,7 +103,9 @@ pub use rewrite::{set_request_correlation_id, set_response_correlation_id};
 pub use scan::{scan_requests, scan_responses, RequestScanner, ResponseScanner, ScanStats};
 pub use tagged::{TaggedField, TaggedFields};
 pub use version::{
-    request_header_version, response_header_version, API_KEY, MAX_VERSION, MIN_VERSION,
+    has_election_type, has_top_level_error_code, is_flexible, is_supported, nth_version,
+    request_header_version, response_header_version, API_KEY, FIRST_FLEXIBLE_VERSION,
+    LATEST_VERSION, MAX_VERSION, MIN_VERSION, VERSIONS, VERSION_COUNT,
 };
 pub use wire::MAX_STRING_LEN;
 pub use write::{
