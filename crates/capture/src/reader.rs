@@ -15,6 +15,7 @@ use std::fmt;
 use std::io::{self, Cursor, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
 
 use pcap_parser::pcapng::{Block, OptionCode};
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
@@ -95,36 +96,33 @@ impl Timestamp {
     }
 }
 
-impl fmt::Display for Timestamp {
-    /// RFC 3339 in UTC with nine fraction digits: `2026-11-30T22:35:17.123456789Z`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let days = self.secs / 86_400;
-        let rem = self.secs % 86_400;
-        let (year, month, day) = civil_from_days(days);
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
-            rem / 3600,
-            rem / 60 % 60,
-            rem % 60,
-            self.nanos
-        )
-    }
+impl Timestamp {
+    /// The last second RFC 3339 can write (four-digit years): 9999-12-31T23:59:59Z.
+    const LAST_RFC3339_SECOND: u64 = 253_402_300_799;
 }
 
-/// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, for days on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u32, u32) {
-    let z = days + 719_468; // days since 0000-03-01
-    let era = z / 146_097;
-    let doe = z % 146_097; // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365], from March 1st
-    let mp = (5 * doy + 2) / 153; // [0, 11], March = 0
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+impl fmt::Display for Timestamp {
+    /// RFC 3339 in UTC with nine fraction digits: `2026-11-30T22:35:17.123456789Z`, written by
+    /// `humantime`. RFC 3339 has four-digit years, so a time past the end of year 9999 (a
+    /// capture can hold any 32- or 64-bit seconds, `u64::MAX` is year 584,554,051,223) is
+    /// written as the last instant it can hold, `9999-12-31T23:59:59.999999999Z`, the way the
+    /// reader already saturates a time before the epoch to 1970; nothing panics.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const LAST: &str = "9999-12-31T23:59:59.999999999Z";
+        let secs = self
+            .secs
+            .saturating_add(u64::from(self.nanos / 1_000_000_000));
+        let nanos = self.nanos % 1_000_000_000;
+        if secs > Timestamp::LAST_RFC3339_SECOND {
+            return f.write_str(LAST);
+        }
+        // Every platform std supports holds year 9999 in a SystemTime; were one not to, the
+        // time is written as the last instant rather than failing the whole output.
+        match UNIX_EPOCH.checked_add(Duration::new(secs, nanos)) {
+            Some(time) => write!(f, "{}", humantime::format_rfc3339_nanos(time)),
+            None => f.write_str(LAST),
+        }
+    }
 }
 
 /// A TCP connection: numbered from 1 in order of first appearance in the capture.

@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_elect_leaders::ElectLeadersRequest;
 use serde_json::{json, Value};
@@ -146,31 +146,18 @@ pub fn log(message: std::fmt::Arguments<'_>) {
 
 /// Now, in RFC 3339 UTC with milliseconds: `2025-01-31T23:59:59.123Z`.
 pub fn rfc3339_now() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    rfc3339(since.as_secs(), since.subsec_millis())
+    rfc3339(SystemTime::now())
 }
 
-/// Seconds since the Unix epoch in RFC 3339 UTC (Howard Hinnant's `civil_from_days`).
-pub fn rfc3339(secs: u64, millis: u32) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+/// A time in RFC 3339 UTC with milliseconds, written by `humantime`. RFC 3339 has four-digit
+/// years: a time before the epoch is written as `1970-01-01T00:00:00.000Z`, one past the end of
+/// year 9999 as `9999-12-31T23:59:59.999Z`; nothing panics.
+pub fn rfc3339(time: SystemTime) -> String {
+    // 9999-12-31T23:59:59.999Z, the last instant written with milliseconds.
+    const LAST: Duration = Duration::new(253_402_300_799, 999_000_000);
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let time = UNIX_EPOCH + since.min(LAST);
+    humantime::format_rfc3339_millis(time).to_string()
 }
 
 #[cfg(test)]
@@ -179,9 +166,25 @@ mod tests {
 
     #[test]
     fn rfc3339_dates() {
-        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
-        assert_eq!(rfc3339(1_767_225_599, 999), "2025-12-31T23:59:59.999Z");
-        assert_eq!(rfc3339(4_107_542_400, 0), "2100-03-01T00:00:00.000Z");
+        let at =
+            |secs: u64, millis: u32| rfc3339(UNIX_EPOCH + Duration::new(secs, millis * 1_000_000));
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_767_225_599, 999), "2025-12-31T23:59:59.999Z");
+        assert_eq!(at(4_107_542_400, 0), "2100-03-01T00:00:00.000Z");
+        // Milliseconds are cut, not rounded.
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::new(1_738_367_999, 123_999_999)),
+            "2025-01-31T23:59:59.123Z"
+        );
+        // The limits: no panic, the nearest instant RFC 3339 can write.
+        assert_eq!(at(u64::from(u32::MAX), 0), "2106-02-07T06:28:15.000Z");
+        assert_eq!(at(253_402_300_799, 999), "9999-12-31T23:59:59.999Z");
+        if let Some(far) = UNIX_EPOCH.checked_add(Duration::from_secs(1 << 40)) {
+            assert_eq!(rfc3339(far), "9999-12-31T23:59:59.999Z");
+        }
+        if let Some(before) = UNIX_EPOCH.checked_sub(Duration::from_secs(86_400)) {
+            assert_eq!(rfc3339(before), "1970-01-01T00:00:00.000Z");
+        }
     }
 }

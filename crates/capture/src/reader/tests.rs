@@ -246,8 +246,20 @@ fn capture_timestamp_display() {
     assert_eq!(t(94_694_399, 999_999_999), "1972-12-31T23:59:59.999999999Z");
     assert_eq!(t(4_107_542_400, 0), "2100-03-01T00:00:00.000000000Z");
     assert_eq!(t(253_402_300_799, 0), "9999-12-31T23:59:59.000000000Z");
-    // Does not panic at the extreme.
-    let _ = t(u64::MAX, 999_999_999);
+    // The largest 32-bit seconds of a pcap record.
+    assert_eq!(
+        t(u64::from(u32::MAX), 999_999_999),
+        "2106-02-07T06:28:15.999999999Z"
+    );
+    // Past year 9999 RFC 3339 has no four-digit year: the last instant it can write, no panic.
+    let last = "9999-12-31T23:59:59.999999999Z";
+    assert_eq!(t(253_402_300_799, 999_999_999), last);
+    assert_eq!(t(253_402_300_800, 0), last);
+    assert_eq!(t(1 << 40, 5), last);
+    assert_eq!(t(u64::MAX, 999_999_999), last);
+    assert_eq!(t(u64::MAX, u32::MAX), last);
+    // Nanoseconds of a second or more (not made by the reader) carry into the seconds.
+    assert_eq!(t(0, 1_000_000_001), "1970-01-01T00:00:01.000000001Z");
     assert!(
         Timestamp { secs: 1, nanos: 0 }
             > Timestamp {
