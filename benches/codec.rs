@@ -31,6 +31,7 @@
 //!
 //! `benches/ratios.py` turns the results into the table of ratios.
 
+use kafka_elect_leaders::is_supported;
 use kafka_elect_leaders_testkit::floors::{chase_request, chase_response, read_floor};
 
 use std::hint::black_box;
@@ -898,9 +899,7 @@ fn bench_stream(c: &mut Criterion) {
                     f.advance(4);
                     decode_request_header_from_buffer(&mut f).ok()
                 })
-                .filter(|h| {
-                    h.request_api_key == API_KEY && (0..=2).contains(&h.request_api_version)
-                })
+                .filter(|h| h.request_api_key == API_KEY && is_supported(h.request_api_version))
                 .map(|h| i64::from(h.correlation_id))
                 .sum::<i64>()
         })

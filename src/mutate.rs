@@ -11,6 +11,7 @@ use crate::election_type::ElectionType;
 use crate::error_code::ErrorCode;
 use crate::request::parse_request;
 use crate::response::parse_response;
+use crate::version::{nth_version, MAX_VERSION, MIN_VERSION, VERSION_COUNT};
 use crate::write::{EncodeError, EncodeRequest, EncodeResponse, TaggedFieldData};
 
 /// What a mutation changed.
@@ -90,6 +91,12 @@ impl Rng {
     fn chance(&mut self, one_in: usize) -> bool {
         self.below(one_in) == 0
     }
+}
+
+/// A version other than `version`, each of the others as likely.
+fn another_version(version: i16, rng: &mut Rng) -> i16 {
+    let others = usize::from(VERSION_COUNT) - 1;
+    nth_version((version - MIN_VERSION) as u64 + 1 + rng.below(others) as u64)
 }
 
 /// The int32 boundaries Kafka cares about.
@@ -404,8 +411,7 @@ fn request_op<'a>(
             ok(field, tags_op(rng, tags, data))
         }
         10 => {
-            let version = (m.version + 1 + rng.below(2) as i16) % 3;
-            m.fit_to_version(version);
+            m.fit_to_version(another_version(m.version, rng));
             ok("RequestApiVersion", "another version")
         }
         _ => {
@@ -456,7 +462,14 @@ fn raw_request(rng: &mut Rng, m: &ArbitraryRequest<'_>, out: &mut [u8]) -> Optio
     let frame = &mut out[..len];
     let mutation = match rng.below(7) {
         0 => {
-            let v = rng.pick(&[3i16, -1, i16::MAX, (m.version + 1) % 3, (m.version + 2) % 3]);
+            let step = (m.version - MIN_VERSION) as u64;
+            let v = rng.pick(&[
+                MAX_VERSION + 1,
+                -1,
+                i16::MAX,
+                nth_version(step + 1),
+                nth_version(step + 2),
+            ]);
             frame[6..8].copy_from_slice(&v.to_be_bytes());
             bad("RequestApiVersion", "version changed in place")
         }
@@ -753,8 +766,7 @@ fn response_op<'a>(
             ok(field, tags_op(rng, tags, data))
         }
         9 => {
-            let version = (m.version + 1 + rng.below(2) as i16) % 3;
-            m.fit_to_version(version);
+            m.fit_to_version(another_version(m.version, rng));
             ok("version", "another version")
         }
         _ => {

@@ -9,6 +9,7 @@
 
 use std::ops::Range;
 
+use kafka_elect_leaders::MAX_VERSION;
 use kafka_elect_leaders::{parse_request, scan_requests, split_frame};
 use kafka_elect_leaders_testkit::traps::chain_of_meeting_walks;
 
@@ -81,7 +82,10 @@ fn scan_every_candidate(input: &[u8]) -> Vec<(usize, i32)> {
     let mut resume = 0;
     for at in 4..input.len().saturating_sub(3) {
         let start = at - 4;
-        if input[at..at + 3] != [0, 43, 0] || input[at + 3] > 2 || start < resume {
+        if input[at..at + 3] != [0, 43, 0]
+            || i16::from(input[at + 3]) > MAX_VERSION
+            || start < resume
+        {
             continue;
         }
         let Ok((frame, _)) = split_frame(&input[start..]) else {

@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use bytes::{Bytes, BytesMut};
+use kafka_elect_leaders::VERSIONS;
 use kafka_elect_leaders::{
     parse_request, parse_response, ElectLeadersRequestData, ElectLeadersResponseData, ElectionType,
     EncodeErrorKind, EncodeRequest, EncodeResponse, ErrorCode, TopicPartitionsData, API_KEY,
@@ -302,7 +303,7 @@ fn check_response(g: &GenResponse, ctx: &str) {
 
 #[test]
 fn random_requests_agree_with_kafka_protocol() {
-    for version in 0..=2i16 {
+    for version in VERSIONS {
         let mut coverage = Coverage::default();
         for case in 0..CASES {
             let seed = case_seed(0, version, case);
@@ -329,7 +330,7 @@ fn random_requests_agree_with_kafka_protocol() {
 
 #[test]
 fn random_responses_agree_with_kafka_protocol() {
-    for version in 0..=2i16 {
+    for version in VERSIONS {
         let mut coverage = Coverage::default();
         for case in 0..CASES {
             let seed = case_seed(1, version, case);
@@ -486,7 +487,7 @@ fn both_writers_refuse_what_kafka_refuses() {
     // compact strings have no such limit), so it is compared at v0 and v1 only.
     for len in [MAX_STRING_LEN, MAX_STRING_LEN + 1] {
         let name = "t".repeat(len);
-        for version in 0..=2i16 {
+        for version in VERSIONS {
             let ctx = format!("{len}-byte topic at v{version}");
             let topics = [TopicPartitionsData::new(name.as_bytes(), &[0])];
             let data = ElectLeadersRequestData {

@@ -4,6 +4,7 @@
 
 mod common;
 
+use kafka_elect_leaders::VERSIONS;
 use kafka_elect_leaders::{
     parse_request, ElectionType, EncodeError, EncodeErrorKind, EncodeRequest,
     EncodeTopicPartitions, TopicPartitions,
@@ -184,7 +185,7 @@ fn plain_sources_carry_every_value() {
     };
     let ids: Vec<i32> = (0..200).map(|i| i * 7 - 3).collect();
     let topics = [TopicPartitionsData::new(b"long-list", &ids)];
-    for version in 0..=2 {
+    for version in VERSIONS {
         let request = ElectLeadersRequestData {
             topic_partitions: Some(&topics),
             timeout_ms: 1234,

@@ -25,6 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use gen::*;
+use kafka_elect_leaders::VERSIONS;
 use kafka_elect_leaders::{
     parse_request, parse_response, EncodeRequest, EncodeResponse, ErrorKind, MAX_STRING_LEN,
 };
@@ -343,7 +344,7 @@ fn random_requests_agree_with_apache_kafka() {
     let cp = peer_or_skip!();
     let mut cases = Vec::new();
     let mut commands = Vec::new();
-    for version in 0..=2i16 {
+    for version in VERSIONS {
         for case in 0..JAVA_CASES {
             let seed = case_seed(0, version, case);
             let ctx = format!("request v{version} case {case} (seed {seed:#018x})");
@@ -409,7 +410,7 @@ fn random_responses_agree_with_apache_kafka() {
     let cp = peer_or_skip!();
     let mut cases = Vec::new();
     let mut commands = Vec::new();
-    for version in 0..=2i16 {
+    for version in VERSIONS {
         for case in 0..JAVA_CASES {
             let seed = case_seed(1, version, case);
             let ctx = format!("response v{version} case {case} (seed {seed:#018x})");

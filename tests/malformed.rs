@@ -24,7 +24,7 @@ use common::{assert_display, assert_error, hex, load, patch, splice, with_size_p
 use kafka_elect_leaders::{
     parse_request, parse_response, peek_request, peek_response, split_frame, split_frame_with_max,
     ElectLeadersRequest, ErrorKind, Frames, RequestPeek, ResponsePeek, DEFAULT_MAX_FRAME_SIZE,
-    MAX_STRING_LEN,
+    MAX_STRING_LEN, MAX_VERSION,
 };
 
 use ErrorKind::*;
@@ -747,7 +747,7 @@ fn wrong_api_key() {
 
 #[test]
 fn unsupported_version() {
-    for version in [3i16, -1, i16::MIN, i16::MAX] {
+    for version in [MAX_VERSION + 1, -1, i16::MIN, i16::MAX] {
         let frame = patch(&request_v2_min(), 6, &version.to_be_bytes());
         assert_error(
             parse_request(&frame),

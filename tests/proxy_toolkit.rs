@@ -13,6 +13,7 @@ use std::task::{Context, Poll};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::StreamExt;
+use kafka_elect_leaders::VERSIONS;
 use kafka_elect_leaders::{
     parse_request, parse_response, peek_request, peek_response, set_request_correlation_id,
     set_response_correlation_id, CodecError, ElectLeadersRequestData, ElectLeadersResponseData,
@@ -173,7 +174,7 @@ fn buf_mut_encoding_equals_slice_encoding_for_every_corpus_frame() {
                 let expected = encode_response_slice(&refusal, v);
                 check_buf_routes!(&refusal, v, &expected, format!("{name} refused"));
                 // Every other version the request fits.
-                for other in 0..=2 {
+                for other in VERSIONS {
                     if let Ok(len) = request.encoded_len(other) {
                         let expected = encode_request_slice(&request, other);
                         assert_eq!(len, expected.len());
@@ -210,7 +211,7 @@ fn buf_mut_encoding_equals_slice_encoding_for_plain_data() {
         TopicPartitionsData::new(&long_name, &[7]),
         TopicPartitionsData::new(b"many", &many),
     ];
-    for version in 0..=2i16 {
+    for version in VERSIONS {
         let flexible = version >= 2;
         for topic_partitions in [None, Some(&[][..]), Some(&topics[..])] {
             let request = ElectLeadersRequestData {

@@ -2,6 +2,7 @@
 //! out byte for byte; writer-built messages of every version parse back to their values;
 //! every short buffer is refused before anything is written.
 
+use kafka_elect_leaders::VERSIONS;
 use kafka_elect_leaders::{
     parse_request, parse_response, ElectLeadersRequestData, ElectLeadersResponseData, ElectionType,
     EncodeErrorKind, EncodeRequest, EncodeResponse, ErrorCode, PartitionResultData,
@@ -113,7 +114,7 @@ fn request_data_round_trips_at_every_version() {
         TopicPartitionsData::new(b"", &[]),
         TopicPartitionsData::new(&long_name, &[7]),
     ];
-    for version in 0..=2i16 {
+    for version in VERSIONS {
         for topic_partitions in [None, Some(&[][..]), Some(&topics[..])] {
             let flexible = version >= 2;
             let request = ElectLeadersRequestData {
@@ -217,7 +218,7 @@ fn response_data_round_trips_at_every_version() {
             tagged_fields: &[],
         },
     ];
-    for version in 0..=2i16 {
+    for version in VERSIONS {
         let response = ElectLeadersResponseData {
             correlation_id: 12,
             throttle_time_ms: 3,
@@ -368,7 +369,7 @@ fn writer_refuses_what_kafka_refuses() {
 
     let long = vec![b'x'; 32768];
     let topics = [TopicPartitionsData::new(&long, &[])];
-    for v in 0..=2 {
+    for v in VERSIONS {
         let e = err(
             &ElectLeadersRequestData {
                 topic_partitions: Some(&topics),
@@ -611,7 +612,7 @@ impl EncodeRequest for OneTopic {
 #[test]
 fn partitions_in_bulk_and_sources_that_lie() {
     let mut buf = [0u8; 64];
-    for version in 0..=2 {
+    for version in VERSIONS {
         // Wire bytes are copied as they are, and `partitions()` is not consulted.
         let source = OneTopic::new(Some(&[0, 0, 0, 7, 0xff, 0xff, 0xff, 0xfe]), &[1, 2, 3], 3);
         let len = source.encode(version, &mut buf).unwrap();

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{load_corpus, Kind};
+use kafka_elect_leaders::VERSIONS;
 use kafka_elect_leaders::{
     parse_request, parse_response, visit_request, visit_response, EncodeErrorKind, EncodeRequest,
     EncodeResponse, PartitionResult, ReplicaElectionResult, RequestVisitor, ResponseVisitor,
@@ -254,7 +255,7 @@ fn compact_lengths_on_both_sides_of_one_byte() {
         .map(|n| TopicPartitionsData::new(n, &partitions))
         .collect();
     entries[1].tagged_fields = &tags;
-    for version in 0..=2 {
+    for version in VERSIONS {
         for client_id in [None, Some(&names[0][..]), Some(&names[5][..])] {
             let request = ElectLeadersRequestData {
                 client_id,

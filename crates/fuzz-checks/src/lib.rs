@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 
 use arbitrary::{Arbitrary, Unstructured};
 use kafka_elect_leaders::{
+    is_supported, nth_version, API_KEY, MIN_VERSION, VERSIONS, VERSION_COUNT,
+};
+use kafka_elect_leaders::{
     parse_request, parse_response, split_frame, ElectLeadersRequest, ElectLeadersRequestData,
     ElectLeadersResponse, ElectLeadersResponseData, ElectionType, EncodeErrorKind, EncodeRequest,
     EncodeResponse, ErrorCode, ErrorKind, Frames, PartitionResultData, ReplicaElectionResultData,
@@ -21,6 +24,12 @@ use kafka_elect_leaders::{
 
 /// Arbitrary bytes as a stream of request frames: whatever parses must survive a walk, a
 /// re-encode and a re-parse with the same values, and re-encoding must be stable.
+/// Every version, and one past the last (which must be refused), from a selector's bits:
+/// `n` modulo one more than the number of versions.
+fn version_or_one_past(n: u8) -> i16 {
+    MIN_VERSION + (u16::from(n) % (VERSION_COUNT + 1)) as i16
+}
+
 pub fn check_parse_request(data: &[u8]) {
     // The whole input as one frame: any answer but a panic.
     if let Ok(request) = parse_request(data) {
@@ -41,7 +50,7 @@ pub fn check_parse_response(data: &[u8]) {
     let Some((&selector, stream)) = data.split_first() else {
         return;
     };
-    let version = i16::from(selector % 4);
+    let version = version_or_one_past(selector);
     if let Ok(response) = parse_response(stream, version) {
         response_round_trip(&response);
     }
@@ -49,7 +58,7 @@ pub fn check_parse_response(data: &[u8]) {
         let Ok(frame) = frame else { break };
         match parse_response(frame, version) {
             Ok(response) => {
-                assert!(version <= 2, "version {version} was accepted");
+                assert!(is_supported(version), "version {version} was accepted");
                 response_round_trip(&response);
             }
             Err(e) => check_error(&e, frame.len()),
@@ -268,7 +277,7 @@ pub fn check_roundtrip_request(data: &[u8]) {
 /// Encodes `model` (checking everything on the way) and returns the frame, if the writer
 /// accepted it.
 pub fn encode_request_model(model: &RequestModel) -> Option<Vec<u8>> {
-    let version = i16::from(model.version % 4);
+    let version = version_or_one_past(model.version);
     let header_tags = model.header_tags.fields();
     let body_tags = model.tags.fields();
     let topic_tags: Vec<Vec<(u32, Vec<u8>)>> = model
@@ -304,7 +313,7 @@ pub fn encode_request_model(model: &RequestModel) -> Option<Vec<u8>> {
 
     // What the writer must refuse, from the model alone.
     let mut refusals = Vec::new();
-    if version > 2 {
+    if !is_supported(version) {
         refusals.push(EncodeErrorKind::UnsupportedVersion(version));
     }
     if version == 0 && model.election_type != 0 {
@@ -422,7 +431,7 @@ pub fn check_roundtrip_response(data: &[u8]) {
     let Ok(model) = ResponseModel::arbitrary_take_rest(Unstructured::new(data)) else {
         return;
     };
-    let version = i16::from(model.version % 4);
+    let version = version_or_one_past(model.version);
     let header_tags = model.header_tags.fields();
     let body_tags = model.tags.fields();
     let result_tags: Vec<_> = model.results.iter().map(|r| r.tags.fields()).collect();
@@ -476,7 +485,7 @@ pub fn check_roundtrip_response(data: &[u8]) {
     };
 
     let mut refusals = Vec::new();
-    if version > 2 {
+    if !is_supported(version) {
         refusals.push(EncodeErrorKind::UnsupportedVersion(version));
     }
     if version == 0 && model.error_code != 0 {
@@ -683,7 +692,7 @@ pub fn check_differential(data: &[u8]) {
     if selector & 1 == 0 {
         differential_request(frame);
     } else {
-        differential_response(frame, i16::from((selector >> 1) % 3));
+        differential_response(frame, nth_version(u64::from(selector >> 1)));
     }
 }
 
@@ -1054,7 +1063,7 @@ fn refused_as(got: &kafka_elect_leaders::EncodeError, expected: &[EncodeErrorKin
 /// What the writer must refuse when `request` is written at `version`.
 fn request_refusals(request: &PlainRequest, version: i16) -> Vec<EncodeErrorKind> {
     let mut refusals = Vec::new();
-    if !(0..=2).contains(&version) {
+    if !is_supported(version) {
         refusals.push(EncodeErrorKind::UnsupportedVersion(version));
     }
     if version == 0 && request.election_type != 0 {
@@ -1081,7 +1090,7 @@ fn request_refusals(request: &PlainRequest, version: i16) -> Vec<EncodeErrorKind
 
 fn response_refusals(response: &PlainResponse, version: i16) -> Vec<EncodeErrorKind> {
     let mut refusals = Vec::new();
-    if !(0..=2).contains(&version) {
+    if !is_supported(version) {
         refusals.push(EncodeErrorKind::UnsupportedVersion(version));
     }
     if version == 0 && response.error_code != 0 {
@@ -1408,7 +1417,7 @@ pub fn check_edit(data: &[u8]) {
             let _ = edit_request(&frame, &mut u);
         }
     } else if let Some((frame, version, mut u)) =
-        take_response(rest, generate, i16::from((selector >> 2) % 3))
+        take_response(rest, generate, nth_version(u64::from(selector >> 2)))
     {
         let _ = edit_response(&frame, version, &mut u);
     }
@@ -1637,7 +1646,7 @@ pub fn check_reencode(data: &[u8]) {
     let Some((&selector, frame)) = data.split_first() else {
         return;
     };
-    let mut target = i16::from((selector >> 4) & 3);
+    let mut target = version_or_one_past(selector >> 4);
     if selector & 0x40 != 0 {
         target = -1 - target;
     }
@@ -1664,7 +1673,7 @@ pub fn check_reencode(data: &[u8]) {
             assert_eq!(back, canonical);
         }
     } else {
-        let version = i16::from((selector >> 2) & 3);
+        let version = version_or_one_past(selector >> 2);
         let Ok(response) = parse_response(frame, version) else {
             return;
         };
@@ -1738,7 +1747,7 @@ pub fn check_scan(data: &[u8]) {
             capture.len(),
         );
     } else {
-        let version = i16::from((selector >> 2) & 3);
+        let version = version_or_one_past(selector >> 2);
         let (correlation_id, capture) = if selector & 0x10 != 0 {
             let id = rest
                 .get(4..8)
@@ -1836,7 +1845,7 @@ pub fn check_needed(data: &[u8]) {
         assert_eq!((e.field, e.offset), ("size", 0));
         let e = parse_request(prefix).unwrap_err();
         assert_eq!(e.needed(), Some(missing), "parse_request at {cut} of {len}");
-        for version in 0..3 {
+        for version in VERSIONS {
             let e = parse_response(prefix, version).unwrap_err();
             assert_eq!(
                 e.needed(),
@@ -1941,7 +1950,7 @@ fn pairing<const N: usize>(ops: &[PairingOp]) {
                 );
                 assert_eq!(
                     pending.is_elect_leaders(),
-                    api_key == 43 && (0..=2).contains(&api_version)
+                    api_key == API_KEY && is_supported(api_version)
                 );
                 let got = tracker.push(pending);
                 if model.len() == N {

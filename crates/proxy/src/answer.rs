@@ -155,6 +155,7 @@ fn encode_partition_refusals(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafka_elect_leaders::VERSIONS;
     use kafka_elect_leaders::{
         parse_request, parse_response, ElectLeadersRequestData, ElectionType, TopicPartitionsData,
     };
@@ -208,7 +209,7 @@ mod tests {
     #[test]
     fn trimmed_then_merged() {
         let policy = protect();
-        for version in 0..=2 {
+        for version in VERSIONS {
             let frame = request(version, ElectionType::PREFERRED, Some(TOPICS));
             let view = parse_request(&frame).unwrap();
             let decision = policy.decide(&view);

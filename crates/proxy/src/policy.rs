@@ -303,6 +303,7 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafka_elect_leaders::VERSIONS;
     use kafka_elect_leaders::{
         parse_request, ElectLeadersRequestData, EncodeRequestExt, TopicPartitionsData,
     };
@@ -397,7 +398,7 @@ mod tests {
         let f = frame(0, Some(b"x"), ElectionType::PREFERRED, Some(&only));
         assert_eq!(decide(&policy, &f).verdict, Verdict::Refused);
         // All partitions would include the protected topic: refused whole, at every version.
-        for v in 0..=2 {
+        for v in VERSIONS {
             let f = frame(v, Some(b"x"), ElectionType::PREFERRED, None);
             let d = decide(&policy, &f);
             assert!(matches!(d.refusal, Refusal::Whole { .. }), "v{v}");
