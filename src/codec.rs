@@ -14,7 +14,7 @@ use crate::write::{
     EncodeError, EncodeRequest, EncodeRequestExt, EncodeResponse, EncodeResponseExt,
 };
 
-const FIELD_SIZE: &str = "size";
+use crate::field::SIZE as FIELD_SIZE;
 
 /// A tokio-util [`Decoder`] and [`Encoder`] for Kafka frames of every API.
 ///

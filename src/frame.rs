@@ -12,7 +12,7 @@ pub const SIZE_PREFIX_LEN: usize = 4;
 /// The largest frame accepted by default: 100 MiB, Kafka's `socket.request.max.bytes`.
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 100 * 1024 * 1024;
 
-const FIELD_SIZE: &str = "size";
+use crate::field::SIZE as FIELD_SIZE;
 
 /// Reads the size prefix: the number of bytes that follow it. Streaming: fewer than 4 bytes
 /// is [`ErrorKind::Incomplete`].

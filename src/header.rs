@@ -10,13 +10,13 @@ use crate::tagged::{tagged_fields, TaggedFields};
 use crate::version;
 use crate::wire::{self, Cx, PResult};
 
-pub(crate) const FIELD_API_KEY: &str = "RequestHeader.RequestApiKey";
-pub(crate) const FIELD_API_VERSION: &str = "RequestHeader.RequestApiVersion";
-pub(crate) const FIELD_CORRELATION_ID: &str = "RequestHeader.CorrelationId";
-const FIELD_CLIENT_ID: &str = "RequestHeader.ClientId";
-const FIELD_REQUEST_TAGS: &str = "RequestHeader._tagged_fields";
-pub(crate) const FIELD_RESPONSE_CORRELATION_ID: &str = "ResponseHeader.CorrelationId";
-const FIELD_RESPONSE_TAGS: &str = "ResponseHeader._tagged_fields";
+use crate::field::CLIENT_ID as FIELD_CLIENT_ID;
+pub(crate) use crate::field::REQUEST_API_KEY as FIELD_API_KEY;
+pub(crate) use crate::field::REQUEST_API_VERSION as FIELD_API_VERSION;
+pub(crate) use crate::field::REQUEST_CORRELATION_ID as FIELD_CORRELATION_ID;
+use crate::field::REQUEST_HEADER_TAGS as FIELD_REQUEST_TAGS;
+pub(crate) use crate::field::RESPONSE_CORRELATION_ID as FIELD_RESPONSE_CORRELATION_ID;
+use crate::field::RESPONSE_HEADER_TAGS as FIELD_RESPONSE_TAGS;
 
 /// The request header of an ElectLeaders request.
 ///

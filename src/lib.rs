@@ -51,6 +51,7 @@ mod debug;
 mod election_type;
 mod error;
 mod error_code;
+pub mod field;
 mod frame;
 mod header;
 mod list;

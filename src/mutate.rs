@@ -9,6 +9,7 @@ use crate::arbitrary::{
 };
 use crate::election_type::ElectionType;
 use crate::error_code::ErrorCode;
+use crate::field;
 use crate::request::parse_request;
 use crate::response::parse_response;
 use crate::version::{nth_version, MAX_VERSION, MIN_VERSION, VERSION_COUNT};
@@ -355,11 +356,11 @@ fn request_op<'a>(
         }
         2 => {
             m.election_type = ElectionType(rng.pick(&I8_EDGES));
-            ok("ElectionType", "boundary value")
+            ok(field::ELECTION_TYPE, "boundary value")
         }
         3 => {
             m.timeout_ms = rng.pick(&I32_EDGES);
-            ok("TimeoutMs", "boundary value")
+            ok(field::TIMEOUT_MS, "boundary value")
         }
         4 => {
             m.topic_partitions = match &m.topic_partitions {
@@ -367,7 +368,7 @@ fn request_op<'a>(
                 Some(list) if list.is_empty() || rng.chance(2) => None,
                 Some(_) => Some(Vec::new()),
             };
-            ok("TopicPartitions", "null or empty")
+            ok(field::TOPIC_PARTITIONS, "null or empty")
         }
         5 => {
             let list = m.topic_partitions.get_or_insert_with(Vec::new);
@@ -378,33 +379,33 @@ fn request_op<'a>(
                 partitions: std::vec![edge],
                 tagged_fields: Vec::new(),
             });
-            ok("TopicPartitions", change)
+            ok(field::TOPIC_PARTITIONS, change)
         }
         6 | 7 if topics > 0 => {
             let i = rng.below(topics);
             let entry = &mut m.topic_partitions.as_mut().unwrap()[i];
             if rng.chance(3) {
                 entry.topic = new_string(rng, donors, scratch);
-                return ok("TopicPartitions.Topic", "new bytes");
+                return ok(field::TOPIC, "new bytes");
             }
             let edge = rng.pick(&I32_EDGES);
             if !entry.partitions.is_empty() && rng.chance(2) {
                 let j = rng.below(entry.partitions.len());
                 entry.partitions[j] = edge;
-                return ok("TopicPartitions.Partitions", "boundary value");
+                return ok(field::PARTITIONS, "boundary value");
             }
             let change = list_op(rng, &mut entry.partitions, || edge);
-            ok("TopicPartitions.Partitions", change)
+            ok(field::PARTITIONS, change)
         }
         8 | 9 if m.version >= 2 => {
             let data = new_string(rng, donors, scratch);
             let data = if data.len() > 64 { &data[..0] } else { data };
             let block = rng.below(topics + 2);
             let (field, tags) = match block {
-                0 => ("RequestHeader._tagged_fields", &mut m.header_tagged_fields),
-                1 => ("_tagged_fields", &mut m.tagged_fields),
+                0 => (field::REQUEST_HEADER_TAGS, &mut m.header_tagged_fields),
+                1 => (field::TAGS, &mut m.tagged_fields),
                 _ => (
-                    "TopicPartitions._tagged_fields",
+                    field::TOPIC_PARTITIONS_TAGS,
                     &mut m.topic_partitions.as_mut().unwrap()[block - 2].tagged_fields,
                 ),
             };
@@ -420,7 +421,7 @@ fn request_op<'a>(
                 let i = rng.below(list.len());
                 let copy = list[i].clone();
                 list.push(copy);
-                ok("TopicPartitions", "topic repeated at the end")
+                ok(field::TOPIC_PARTITIONS, "topic repeated at the end")
             } else {
                 m.correlation_id = m.correlation_id.wrapping_add(1);
                 ok("CorrelationId", "plus one")
@@ -486,7 +487,7 @@ fn raw_request(rng: &mut Rng, m: &ArbitraryRequest<'_>, out: &mut [u8]) -> Optio
         3 if !tag_pairs.is_empty() => {
             let (a, b, c) = rng.pick(&tag_pairs);
             swap_adjacent(frame, a, b, c);
-            bad("_tagged_fields", "two tagged fields swapped (out of order)")
+            bad(field::TAGS, "two tagged fields swapped (out of order)")
         }
         _ => return raw_frame(rng, out, len, m.version),
     };
@@ -596,7 +597,7 @@ fn raw_frame(rng: &mut Rng, out: &mut [u8], len: usize, version: i16) -> Option<
     Some(Mutant {
         len,
         version,
-        mutation: bad("size", change),
+        mutation: bad(field::SIZE, change),
     })
 }
 
@@ -666,11 +667,11 @@ fn response_op<'a>(
         }
         1 => {
             m.throttle_time_ms = rng.pick(&I32_EDGES);
-            ok("ThrottleTimeMs", "boundary value")
+            ok(field::THROTTLE_TIME_MS, "boundary value")
         }
         2 => {
             m.error_code = ErrorCode(rng.pick(&I16_EDGES));
-            ok("ErrorCode", "boundary value")
+            ok(field::ERROR_CODE, "boundary value")
         }
         3 => {
             let name = new_string(rng, donors, scratch);
@@ -681,13 +682,13 @@ fn response_op<'a>(
                     tagged_fields: Vec::new(),
                 }
             });
-            ok("ReplicaElectionResults", change)
+            ok(field::REPLICA_ELECTION_RESULTS, change)
         }
         4..=6 if results > 0 => {
             let r = &mut m.replica_election_results[rng.below(results)];
             if rng.chance(4) {
                 r.topic = new_string(rng, donors, scratch);
-                return ok("ReplicaElectionResults.Topic", "new bytes");
+                return ok(field::RESULT_TOPIC, "new bytes");
             }
             let n = r.partition_result.len();
             if n == 0 || rng.chance(3) {
@@ -696,37 +697,25 @@ fn response_op<'a>(
                     partition_id: edge,
                     ..Default::default()
                 });
-                return ok("ReplicaElectionResults.PartitionResult", change);
+                return ok(field::PARTITION_RESULT, change);
             }
             let p = &mut r.partition_result[rng.below(n)];
             match rng.below(4) {
                 0 => {
                     p.partition_id = rng.pick(&I32_EDGES);
-                    ok(
-                        "ReplicaElectionResults.PartitionResult.PartitionId",
-                        "boundary value",
-                    )
+                    ok(field::PARTITION_ID, "boundary value")
                 }
                 1 => {
                     p.error_code = ErrorCode(rng.pick(&I16_EDGES));
-                    ok(
-                        "ReplicaElectionResults.PartitionResult.ErrorCode",
-                        "boundary value",
-                    )
+                    ok(field::PARTITION_ERROR_CODE, "boundary value")
                 }
                 2 => {
                     p.error_message = None;
-                    ok(
-                        "ReplicaElectionResults.PartitionResult.ErrorMessage",
-                        "null",
-                    )
+                    ok(field::ERROR_MESSAGE, "null")
                 }
                 _ => {
                     p.error_message = Some(new_string(rng, donors, scratch));
-                    ok(
-                        "ReplicaElectionResults.PartitionResult.ErrorMessage",
-                        "new bytes",
-                    )
+                    ok(field::ERROR_MESSAGE, "new bytes")
                 }
             }
         }
@@ -740,12 +729,12 @@ fn response_op<'a>(
                 .sum();
             let block = rng.below(2 + results + parts);
             let (field, tags) = if block == 0 {
-                ("ResponseHeader._tagged_fields", &mut m.header_tagged_fields)
+                (field::RESPONSE_HEADER_TAGS, &mut m.header_tagged_fields)
             } else if block == 1 {
-                ("_tagged_fields", &mut m.tagged_fields)
+                (field::TAGS, &mut m.tagged_fields)
             } else if block < 2 + results {
                 (
-                    "ReplicaElectionResults._tagged_fields",
+                    field::RESULT_TAGS,
                     &mut m.replica_election_results[block - 2].tagged_fields,
                 )
             } else {
@@ -759,7 +748,7 @@ fn response_op<'a>(
                     k -= r.partition_result.len();
                 }
                 (
-                    "ReplicaElectionResults.PartitionResult._tagged_fields",
+                    field::PARTITION_RESULT_TAGS,
                     found.expect("block index within the partitions"),
                 )
             };
@@ -822,7 +811,7 @@ fn raw_response(rng: &mut Rng, m: &ArbitraryResponse<'_>, out: &mut [u8]) -> Opt
         3 if !tag_pairs.is_empty() => {
             let (a, b, c) = rng.pick(&tag_pairs);
             swap_adjacent(frame, a, b, c);
-            bad("_tagged_fields", "two tagged fields swapped (out of order)")
+            bad(field::TAGS, "two tagged fields swapped (out of order)")
         }
         _ => return raw_frame(rng, out, len, m.version),
     };

@@ -25,14 +25,14 @@ use crate::tagged::{tagged_fields, TaggedFields};
 use crate::version;
 use crate::wire::{self, Build, Cx, MErr, MResult, PResult, Value, Values};
 
-const FIELD_MESSAGE: &str = "ElectLeadersRequest";
-const FIELD_ELECTION_TYPE: &str = "ElectionType";
-const FIELD_TOPIC_PARTITIONS: &str = "TopicPartitions";
-const FIELD_TOPIC: &str = "TopicPartitions.Topic";
-const FIELD_PARTITIONS: &str = "TopicPartitions.Partitions";
-const FIELD_TOPIC_PARTITIONS_TAGS: &str = "TopicPartitions._tagged_fields";
-const FIELD_TIMEOUT_MS: &str = "TimeoutMs";
-const FIELD_TAGS: &str = "_tagged_fields";
+use crate::field::ELECTION_TYPE as FIELD_ELECTION_TYPE;
+use crate::field::PARTITIONS as FIELD_PARTITIONS;
+use crate::field::REQUEST as FIELD_MESSAGE;
+use crate::field::TAGS as FIELD_TAGS;
+use crate::field::TIMEOUT_MS as FIELD_TIMEOUT_MS;
+use crate::field::TOPIC as FIELD_TOPIC;
+use crate::field::TOPIC_PARTITIONS as FIELD_TOPIC_PARTITIONS;
+use crate::field::TOPIC_PARTITIONS_TAGS as FIELD_TOPIC_PARTITIONS_TAGS;
 
 /// Parses one ElectLeadersRequest frame: size prefix, request header, body.
 ///

@@ -32,19 +32,19 @@ use crate::tagged::{tagged_fields, TaggedFields};
 use crate::version;
 use crate::wire::{self, Build, Cx, MErr, MResult, PResult, Value, Values};
 
-const FIELD_MESSAGE: &str = "ElectLeadersResponse";
-const FIELD_VERSION: &str = "api_version";
-const FIELD_THROTTLE: &str = "ThrottleTimeMs";
-const FIELD_ERROR_CODE: &str = "ErrorCode";
-const FIELD_RESULTS: &str = "ReplicaElectionResults";
-const FIELD_RESULT_TOPIC: &str = "ReplicaElectionResults.Topic";
-const FIELD_PARTITION_RESULT: &str = "ReplicaElectionResults.PartitionResult";
-const FIELD_RESULT_TAGS: &str = "ReplicaElectionResults._tagged_fields";
-const FIELD_PARTITION_ID: &str = "ReplicaElectionResults.PartitionResult.PartitionId";
-const FIELD_PARTITION_ERROR_CODE: &str = "ReplicaElectionResults.PartitionResult.ErrorCode";
-const FIELD_ERROR_MESSAGE: &str = "ReplicaElectionResults.PartitionResult.ErrorMessage";
-const FIELD_PARTITION_TAGS: &str = "ReplicaElectionResults.PartitionResult._tagged_fields";
-const FIELD_TAGS: &str = "_tagged_fields";
+use crate::field::API_VERSION as FIELD_VERSION;
+use crate::field::ERROR_CODE as FIELD_ERROR_CODE;
+use crate::field::ERROR_MESSAGE as FIELD_ERROR_MESSAGE;
+use crate::field::PARTITION_ERROR_CODE as FIELD_PARTITION_ERROR_CODE;
+use crate::field::PARTITION_ID as FIELD_PARTITION_ID;
+use crate::field::PARTITION_RESULT as FIELD_PARTITION_RESULT;
+use crate::field::PARTITION_RESULT_TAGS as FIELD_PARTITION_TAGS;
+use crate::field::REPLICA_ELECTION_RESULTS as FIELD_RESULTS;
+use crate::field::RESPONSE as FIELD_MESSAGE;
+use crate::field::RESULT_TAGS as FIELD_RESULT_TAGS;
+use crate::field::RESULT_TOPIC as FIELD_RESULT_TOPIC;
+use crate::field::TAGS as FIELD_TAGS;
+use crate::field::THROTTLE_TIME_MS as FIELD_THROTTLE;
 
 /// Parses one ElectLeadersResponse frame of the given `version`: size prefix, response
 /// header, body.

@@ -8,14 +8,14 @@ use crate::election_type::ElectionType;
 use crate::request::{ElectLeadersRequest, TopicPartitions};
 use crate::version;
 
-const FIELD_CLIENT_ID: &str = "RequestHeader.ClientId";
-const FIELD_HEADER_TAGS: &str = "RequestHeader._tagged_fields";
-const FIELD_ELECTION_TYPE: &str = "ElectionType";
-const FIELD_TOPIC_PARTITIONS: &str = "TopicPartitions";
-const FIELD_TOPIC: &str = "TopicPartitions.Topic";
-const FIELD_PARTITIONS: &str = "TopicPartitions.Partitions";
-const FIELD_ENTRY_TAGS: &str = "TopicPartitions._tagged_fields";
-const FIELD_TAGS: &str = "_tagged_fields";
+use crate::field::CLIENT_ID as FIELD_CLIENT_ID;
+use crate::field::ELECTION_TYPE as FIELD_ELECTION_TYPE;
+use crate::field::PARTITIONS as FIELD_PARTITIONS;
+use crate::field::REQUEST_HEADER_TAGS as FIELD_HEADER_TAGS;
+use crate::field::TAGS as FIELD_TAGS;
+use crate::field::TOPIC as FIELD_TOPIC;
+use crate::field::TOPIC_PARTITIONS as FIELD_TOPIC_PARTITIONS;
+use crate::field::TOPIC_PARTITIONS_TAGS as FIELD_ENTRY_TAGS;
 
 /// The contents of an ElectLeaders request, as the writer reads them; `encoded_len` and
 /// `encode` come with it.

@@ -10,15 +10,15 @@ use crate::request::{ElectLeadersRequest, TopicPartitions};
 use crate::response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};
 use crate::version;
 
-const FIELD_HEADER_TAGS: &str = "ResponseHeader._tagged_fields";
-const FIELD_ERROR_CODE: &str = "ErrorCode";
-const FIELD_RESULTS: &str = "ReplicaElectionResults";
-const FIELD_RESULT_TOPIC: &str = "ReplicaElectionResults.Topic";
-const FIELD_PARTITION_RESULT: &str = "ReplicaElectionResults.PartitionResult";
-const FIELD_RESULT_TAGS: &str = "ReplicaElectionResults._tagged_fields";
-const FIELD_ERROR_MESSAGE: &str = "ReplicaElectionResults.PartitionResult.ErrorMessage";
-const FIELD_PARTITION_TAGS: &str = "ReplicaElectionResults.PartitionResult._tagged_fields";
-const FIELD_TAGS: &str = "_tagged_fields";
+use crate::field::ERROR_CODE as FIELD_ERROR_CODE;
+use crate::field::ERROR_MESSAGE as FIELD_ERROR_MESSAGE;
+use crate::field::PARTITION_RESULT as FIELD_PARTITION_RESULT;
+use crate::field::PARTITION_RESULT_TAGS as FIELD_PARTITION_TAGS;
+use crate::field::REPLICA_ELECTION_RESULTS as FIELD_RESULTS;
+use crate::field::RESPONSE_HEADER_TAGS as FIELD_HEADER_TAGS;
+use crate::field::RESULT_TAGS as FIELD_RESULT_TAGS;
+use crate::field::RESULT_TOPIC as FIELD_RESULT_TOPIC;
+use crate::field::TAGS as FIELD_TAGS;
 
 /// The contents of an ElectLeaders response, as the writer reads them; `encoded_len` and
 /// `encode` come with it.
