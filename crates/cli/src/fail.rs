@@ -40,14 +40,6 @@ impl Failure {
         }
     }
 
-    pub fn usage_top(message: impl Into<String>) -> Failure {
-        Failure::Usage {
-            command: None,
-            message: message.into(),
-            hint: true,
-        }
-    }
-
     /// Prints the failure on stderr and returns the exit status.
     pub fn report(self) -> ExitCode {
         match self {
@@ -74,6 +66,20 @@ impl Failure {
                 eprintln!("elect-leaders: cannot write standard output: {e}");
                 ExitCode::from(1)
             }
+        }
+    }
+}
+
+impl From<clap::Error> for Failure {
+    /// A usage error found while parsing the command line, in clap's words (with the
+    /// command's usage line and where to find its help), after the tool's name.
+    fn from(e: clap::Error) -> Failure {
+        let text = e.render().to_string();
+        let text = text.strip_prefix("error: ").unwrap_or(&text);
+        Failure::Usage {
+            command: None,
+            message: text.trim_end().to_owned(),
+            hint: false,
         }
     }
 }

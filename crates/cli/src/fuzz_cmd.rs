@@ -6,42 +6,21 @@
 //! request. Only the address given is ever connected to.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use arbitrary::{Arbitrary, Unstructured};
 use kafka_elect_leaders::{
     mutate_request, parse_request, parse_response, set_request_correlation_id, ArbitraryRequest,
-    EncodeRequest, ErrorCode, DEFAULT_MAX_FRAME_SIZE,
+    EncodeRequest, ErrorCode, DEFAULT_MAX_FRAME_SIZE, MAX_VERSION, MIN_VERSION,
 };
 
 use crate::fail::Failure;
+use crate::flags::FuzzArgs;
 use crate::input::to_hex;
 
-pub const FUZZ_USAGE: &str = "\
-Usage: elect-leaders fuzz --target HOST:PORT [--count N] [--seed S] [--rate R]
-                          [--timeout MS] [--duration SECS]
-
-Sends N (default 100) generated and mutated ElectLeaders requests to the broker at
-HOST:PORT, the same ones for the same seed S (default 0), at most R a second (default: as
-fast as it answers), one at a time on a connection that starts with ApiVersions. Each answer
-is read (waiting at most MS milliseconds, default 5000), parsed at the request's version and
-compared with the request. Stops after N requests or SECS seconds (default 300). Connects to
-HOST:PORT only. Elections are real: use a test cluster.
-
-Prints one line per anomaly, then a summary. Anomalies:
-  no-answer      the connection closed without an answer to a well-formed request
-  timeout        no answer within MS milliseconds (the broker stopped answering)
-  unparsable     an answer that the library refuses
-  correlation    an answer to another correlation id
-  partitions     an answer (ErrorCode NONE) whose partitions are not the ones asked for
-  unreachable    the broker cannot be connected to (the campaign stops)
-A malformed request that the broker answers by closing the connection is counted, not an
-anomaly. Exit status: 0 no anomaly, 1 anomalies, 2 usage error.
-";
-
+/// The campaign's settings, from its flags.
 struct Options {
     target: SocketAddr,
     count: u64,
@@ -51,57 +30,17 @@ struct Options {
     duration: Duration,
 }
 
-fn parse(args: impl Iterator<Item = OsString>) -> Result<Option<Options>, Failure> {
-    let usage = |message: String| Failure::usage("fuzz", message);
-    let mut target = None;
-    let mut options = Options {
-        target: SocketAddr::from(([127, 0, 0, 1], 9092)),
-        count: 100,
-        seed: 0,
-        rate: None,
-        timeout: Duration::from_millis(5000),
-        duration: Duration::from_secs(300),
-    };
-    let mut args = args.peekable();
-    while let Some(arg) = args.next() {
-        let text = arg.to_string_lossy().into_owned();
-        let (name, inline) = match text.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
-            _ => (text.clone(), None),
-        };
-        if name == "-h" || name == "--help" {
-            return Ok(None);
-        }
-        let value = match inline.or_else(|| args.next().map(|v| v.to_string_lossy().into())) {
-            Some(v) => v,
-            None => return Err(usage(format!("{name} needs a value"))),
-        };
-        let number = |v: &str| -> Result<u64, Failure> {
-            v.parse()
-                .map_err(|_| usage(format!("{name} {v}: not a number")))
-        };
-        match name.as_str() {
-            "--target" => {
-                let addr = value
-                    .to_socket_addrs()
-                    .ok()
-                    .and_then(|mut a| a.next())
-                    .ok_or_else(|| usage(format!("--target {value}: not HOST:PORT")))?;
-                target = Some(addr);
-            }
-            "--count" => options.count = number(&value)?,
-            "--seed" => options.seed = number(&value)?,
-            "--timeout" => options.timeout = Duration::from_millis(number(&value)?.max(1)),
-            "--duration" => options.duration = Duration::from_secs(number(&value)?),
-            "--rate" => match value.parse::<f64>() {
-                Ok(r) if r > 0.0 => options.rate = Some(r),
-                _ => return Err(usage(format!("--rate {value}: a positive number"))),
-            },
-            _ => return Err(usage(format!("unknown option '{text}'"))),
+impl Options {
+    fn new(args: &FuzzArgs) -> Options {
+        Options {
+            target: args.target,
+            count: args.count,
+            seed: args.seed,
+            rate: args.rate,
+            timeout: Duration::from_millis(args.timeout.max(1)),
+            duration: Duration::from_secs(args.duration),
         }
     }
-    options.target = target.ok_or_else(|| usage("--target HOST:PORT is needed".into()))?;
-    Ok(Some(options))
 }
 
 #[derive(Default)]
@@ -133,7 +72,7 @@ fn connect(o: &Options) -> io::Result<Conn> {
     let mut conn = Conn {
         stream,
         next_id: 1,
-        max_version: 2,
+        max_version: MAX_VERSION,
     };
     // ApiVersions v0: header v1 (api key 18, version 0, correlation id 0, client id), no body.
     let client_id = b"elect-leaders-fuzz";
@@ -155,7 +94,7 @@ fn connect(o: &Options) -> io::Result<Conn> {
             let at = 10 + 6 * k;
             let Some(e) = body.get(at..at + 6) else { break };
             if i16::from_be_bytes([e[0], e[1]]) == kafka_elect_leaders::API_KEY {
-                conn.max_version = i16::from_be_bytes([e[4], e[5]]).clamp(0, 2);
+                conn.max_version = i16::from_be_bytes([e[4], e[5]]).clamp(MIN_VERSION, MAX_VERSION);
             }
         }
     }
@@ -231,12 +170,9 @@ fn asked(frame: &[u8]) -> Option<BTreeSet<(Vec<u8>, i32)>> {
     Some(set)
 }
 
-pub fn run(args: impl Iterator<Item = OsString>, out: &mut dyn Write) -> Result<(), Failure> {
-    let Some(o) = parse(args)? else {
-        return out
-            .write_all(FUZZ_USAGE.as_bytes())
-            .map_err(Failure::Output);
-    };
+/// `fuzz`.
+pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let o = Options::new(args);
     let started = Instant::now();
     let mut tally = Tally::default();
     let mut conn: Option<Conn> = None;

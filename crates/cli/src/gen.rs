@@ -5,7 +5,6 @@
 //! so the tool writes what the fuzz targets generate. `mutate` runs the library's
 //! structure-aware mutator (`mutate_request`, `mutate_response`) over the frames it reads.
 
-use std::ffi::OsString;
 use std::io::Write;
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -15,137 +14,8 @@ use kafka_elect_leaders::{
 };
 
 use crate::fail::Failure;
+use crate::flags::{FrameKind, GenArgs, MutateArgs};
 use crate::input::{to_hex, Source};
-
-pub const GEN_USAGE: &str = "\
-Usage: elect-leaders gen [--seed S] [--count N] [--version V] [--kind request|response]
-                         [--hex]
-
-Writes N (default 1) valid random ElectLeaders frames to standard output, the same for the
-same seed S (default 0): requests (the default) or responses, at version V (0-2; default:
-each frame's own, at random). Frames are binary (size prefix and body), back to back; with
---hex, one frame per line in lowercase hex. A response's version is not on the wire: with
---hex and no --version, a '# response vN' line comes before each response.
-";
-
-pub const MUTATE_USAGE: &str = "\
-Usage: elect-leaders mutate [--seed S] [--count N] [--kind request|response --version V]
-                            [--hex] [FILE|-]
-
-Reads frames (binary, or hex text with --hex) from FILE or standard input and writes N
-(default 1) mutants of each, the same for the same seed S (default 0) and input, in the
-same form. Each mutant changes one thing at the level of the schema (a value at a boundary,
-a string, a list element, a tagged field, a null, the version) and is written back with the
-library's writer; some are deliberate malformations (a length that lies, tags out of
-order, a size prefix off by one). What is not a whole ElectLeaders frame is mutated byte by
-byte. Responses need their version (--kind response --version V); a mutant may be at
-another version: with --hex, a '# response vN' line comes before each response mutant.
-With --verbose, a '# field: change' line comes before each mutant (--hex only).
-";
-
-struct Options {
-    seed: u64,
-    count: u64,
-    version: Option<i16>,
-    response: bool,
-    hex: bool,
-    verbose: bool,
-    file: Option<OsString>,
-}
-
-fn parse(
-    command: &'static str,
-    args: impl Iterator<Item = OsString>,
-) -> Result<Option<Options>, Failure> {
-    let mut options = Options {
-        seed: 0,
-        count: 1,
-        version: None,
-        response: false,
-        hex: false,
-        verbose: false,
-        file: None,
-    };
-    let usage = |message: String| Failure::usage(command, message);
-    let mut args = args.peekable();
-    while let Some(arg) = args.next() {
-        let text = arg.to_string_lossy().into_owned();
-        let (name, inline) = match text.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
-            _ => (text.clone(), None),
-        };
-        let mut value = |what: &str| -> Result<String, Failure> {
-            match inline
-                .clone()
-                .or_else(|| args.next().map(|v| v.to_string_lossy().into()))
-            {
-                Some(v) => Ok(v),
-                None => Err(usage(format!("{name} needs a value ({what})"))),
-            }
-        };
-        match name.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--hex" => options.hex = true,
-            "--verbose" if command == "mutate" => options.verbose = true,
-            "--seed" => {
-                let v = value("a number")?;
-                options.seed = v
-                    .parse()
-                    .map_err(|_| usage(format!("--seed {v}: not a number")))?;
-            }
-            "--count" => {
-                let v = value("a number")?;
-                options.count = v
-                    .parse()
-                    .map_err(|_| usage(format!("--count {v}: not a number")))?;
-            }
-            "--version" => {
-                let v = value("0, 1 or 2")?;
-                match v.parse::<i16>() {
-                    Ok(n @ 0..=2) => options.version = Some(n),
-                    _ => return Err(usage(format!("--version {v}: ElectLeaders has 0-2"))),
-                }
-            }
-            "--kind" => match value("request or response")?.as_str() {
-                "request" => options.response = false,
-                "response" => options.response = true,
-                other => return Err(usage(format!("--kind {other}: request or response"))),
-            },
-            _ if command == "mutate" && (text == "-" || !text.starts_with('-')) => {
-                if options.file.is_some() {
-                    return Err(usage("mutate reads one input".into()));
-                }
-                options.file = Some(arg);
-            }
-            _ => return Err(usage(format!("unknown option '{text}'"))),
-        }
-    }
-    if command == "mutate" && options.response && options.version.is_none() {
-        return Err(usage("--kind response needs --version V".into()));
-    }
-    Ok(Some(options))
-}
-
-/// `gen` or `mutate`, with the arguments after the command's name.
-pub fn run(
-    command: &'static str,
-    args: impl Iterator<Item = OsString>,
-    out: &mut dyn Write,
-) -> Result<(), Failure> {
-    let Some(options) = parse(command, args)? else {
-        let text = if command == "gen" {
-            GEN_USAGE
-        } else {
-            MUTATE_USAGE
-        };
-        return out.write_all(text.as_bytes()).map_err(Failure::Output);
-    };
-    if command == "gen" {
-        gen(&options, out)
-    } else {
-        mutate(&options, out)
-    }
-}
 
 /// SplitMix64 bytes: the `n`th frame's input for seed `seed`.
 fn seeded_bytes(seed: u64, n: u64) -> Vec<u8> {
@@ -180,12 +50,14 @@ fn emit(
     written.map_err(Failure::Output)
 }
 
-fn gen(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
+/// `gen`.
+pub fn gen(args: &GenArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let options = &args.frames;
     let mut buf = Vec::new();
     for n in 0..options.count {
         let data = seeded_bytes(options.seed, n);
         let mut u = Unstructured::new(&data);
-        let encoded = if options.response {
+        let encoded = if options.kind == FrameKind::Response {
             let mut response = ArbitraryResponse::arbitrary(&mut u).expect("never fails");
             if let Some(v) = options.version {
                 response.fit_to_version(v);
@@ -211,11 +83,10 @@ fn gen(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
     Ok(())
 }
 
-fn mutate(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
-    let source = options
-        .file
-        .as_deref()
-        .map_or(Source::Stdin, Source::from_arg);
+/// `mutate`.
+pub fn mutate(args: &MutateArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let options = &args.frames;
+    let source = Source::from_arg_or_stdin(args.file.as_deref());
     let bytes = source.read_all("mutate", options.hex)?;
     // Whole frames, then whatever is left as one more input (mutated byte by byte).
     let mut inputs: Vec<&[u8]> = Vec::new();
@@ -242,22 +113,23 @@ fn mutate(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
                 .wrapping_mul(0x9e37_79b9_7f4a_7c15)
                 .wrapping_add((i as u64) << 32 | k);
             let is_frame = split_frame(input).is_ok_and(|(f, _)| f.len() == input.len());
-            let (len, comment) = match (is_frame, options.response, options.version) {
+            let response = options.kind == FrameKind::Response;
+            let (len, comment) = match (is_frame, response, options.version) {
                 (true, true, Some(v)) => {
                     let m = mutate_response(input, v, seed, &mut buf).expect("buffer");
                     let mut c = format!("response v{}", m.version);
-                    if options.verbose {
+                    if args.verbose {
                         c = format!("{}\n# {c}", m.mutation);
                     }
                     (m.len, Some(c))
                 }
                 (true, _, _) => {
                     let m = mutate_request(input, seed, &mut buf).expect("buffer");
-                    (m.len, options.verbose.then(|| m.mutation.to_string()))
+                    (m.len, args.verbose.then(|| m.mutation.to_string()))
                 }
                 _ => {
                     let len = mutate_bytes(input, seed, &mut buf);
-                    (len, options.verbose.then(|| "bytes: byte-level".to_owned()))
+                    (len, args.verbose.then(|| "bytes: byte-level".to_owned()))
                 }
             };
             emit(out, options.hex, comment, &buf[..len])?;

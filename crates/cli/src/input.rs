@@ -1,12 +1,12 @@
 //! Where frames come from: files, standard input or the bundled samples; binary or hex
 //! text; cut into frames one at a time, so a large input is never held whole.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 
-use kafka_elect_leaders::{split_frame, Error, SIZE_PREFIX_LEN};
+use kafka_elect_leaders::{is_supported, split_frame, Error, SIZE_PREFIX_LEN};
 
 use crate::capture::{self, Capture};
 use crate::fail::Failure;
@@ -52,10 +52,9 @@ impl Source {
         }
     }
 
-    /// The arguments, or standard input when there are none.
-    pub fn from_args_or_stdin(args: &[OsString]) -> Source {
-        args.first()
-            .map_or(Source::Stdin, |arg| Source::from_arg(arg))
+    /// The argument, or standard input when there is none.
+    pub fn from_arg_or_stdin(arg: Option<&OsStr>) -> Source {
+        arg.map_or(Source::Stdin, Source::from_arg)
     }
 
     /// How messages name the input.
@@ -82,7 +81,7 @@ impl Source {
         let rest = name.strip_prefix("response-v")?;
         let end = rest.find(['-', '.']).unwrap_or(rest.len());
         match rest[..end].parse::<i16>() {
-            Ok(v @ 0..=2) => Some(Kind::Response(v)),
+            Ok(v) if is_supported(v) => Some(Kind::Response(v)),
             _ => None,
         }
     }

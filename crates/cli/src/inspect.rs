@@ -20,15 +20,15 @@ use crate::fields::{
     frame_node, request_tree, response_tree, ABOUT_API_KEY, ABOUT_API_VERSION,
     ABOUT_REQUEST_CORRELATION_ID, ABOUT_SIZE,
 };
+use crate::flags::InspectArgs;
 use crate::hexdump::hex_layout;
 use crate::input::{FrameReader, Kind, Opened, ReadFailure, Source, BUNDLED};
 use crate::style::{Palette, Region};
 use crate::traffic::{self, Item, What};
 use crate::tree::{group, leaf, render, with_region, Node};
-use crate::Options;
 
 /// `inspect`.
-pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn run(options: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let palette = Palette::new(options.color);
     let sources: Vec<Source> = if options.files.is_empty() {
         BUNDLED
@@ -46,8 +46,8 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
     let mut bad_usage = false;
     for source in &sources {
         let name = source.name();
-        let kind = options.kind_of(source);
-        let reader = match source.open_any("inspect", options.hex) {
+        let kind = options.kind.kind_of(source);
+        let reader = match source.open_any("inspect", options.read.hex) {
             Ok(Opened::Stream(reader)) => reader,
             Ok(Opened::Capture(mut capture)) => {
                 match inspect_capture(options, &palette, &name, &mut capture, out) {
@@ -89,7 +89,7 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
                             if peek.api_key != API_KEY
                                 && is_known_request(peek.api_key, peek.api_version)
                             {
-                                if options.all {
+                                if options.others.all {
                                     writeln!(
                                         out,
                                         "== {name}: frame {index} at input byte {}: {} v{} \
@@ -146,14 +146,14 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
 /// A capture: the tree of every ElectLeaders frame of every connection, headed by where it
 /// was found; frames of other APIs in one line each with `--all`.
 fn inspect_capture<R: io::Read>(
-    options: &Options,
+    options: &InspectArgs,
     p: &Palette,
     name: &str,
     capture: &mut Capture<R>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let mut bad_frames = 0u64;
-    let summary = traffic::walk(name, capture, options.port, &mut |item| {
+    let summary = traffic::walk(name, capture, options.read.port, &mut |item| {
         let found = match item {
             Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
             Item::Frame(found) => found,
@@ -178,7 +178,7 @@ fn inspect_capture<R: io::Read>(
                 api_version,
                 correlation_id,
             } => {
-                if options.all {
+                if options.others.all {
                     let role = match role {
                         traffic::Role::Requests => "request",
                         traffic::Role::Responses => "response",
@@ -194,7 +194,7 @@ fn inspect_capture<R: io::Read>(
                 return Ok(());
             }
             What::Unpaired { correlation_id } => {
-                if options.all {
+                if options.others.all {
                     writeln!(
                         out,
                         "== {place}: response with correlation id {correlation_id}, whose \

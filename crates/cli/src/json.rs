@@ -19,19 +19,19 @@ use serde_json::{Map, Value};
 
 use crate::capture::Capture;
 use crate::fail::{frame_failure, malformed, not_a_request_hint, Failure};
+use crate::flags::{DecodeArgs, EncodeArgs};
 use crate::input::{from_hex, to_hex, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::traffic::{self, Item, What};
-use crate::Options;
 
 // ---------------------------------------------------------------------------------------
 // decode
 
 /// `decode`: one JSON object per frame, one per line.
-pub fn decode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
-    let source = Source::from_args_or_stdin(&options.files);
-    let kind = options.kind_of(&source);
+pub fn decode(options: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let source = Source::from_arg_or_stdin(options.file.as_deref());
+    let kind = options.kind.kind_of(&source);
     let name = source.name();
-    match source.open_any("decode", options.hex)? {
+    match source.open_any("decode", options.read.hex)? {
         Opened::Capture(mut capture) => decode_capture(options, &name, &mut capture, out),
         Opened::Stream(reader) => decode_stream(options, &name, kind, reader, out),
     }
@@ -42,7 +42,7 @@ pub fn decode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
 /// another API the input is a connection, and every object says where its frame was
 /// (`"source"`); a file of ElectLeaders frames prints exactly the frames' objects.
 fn decode_stream(
-    options: &Options,
+    options: &DecodeArgs,
     name: &str,
     kind: Kind,
     reader: Box<dyn std::io::Read + Send>,
@@ -58,7 +58,7 @@ fn decode_stream(
             Ok(Some(frame)) => frame,
             Ok(None)
                 if passed.iter().map(|p| p.1).sum::<usize>() < index
-                    || options.all
+                    || options.others.all
                     || passed.is_empty() =>
             {
                 return Ok(())
@@ -95,7 +95,7 @@ fn decode_stream(
                         Some((_, n)) => *n += 1,
                         None => passed.push((peek.api_key, 1)),
                     }
-                    if options.all {
+                    if options.others.all {
                         write_other(
                             &mut line,
                             "request",
@@ -166,14 +166,14 @@ fn write_view(out: &mut dyn Write, view: &View<'_>, extra: &str) -> std::io::Res
 /// stderr as it is met, the rest is still decoded, and the exit status says the output is
 /// partial.
 fn decode_capture<R: std::io::Read>(
-    options: &Options,
+    options: &DecodeArgs,
     name: &str,
     capture: &mut Capture<R>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let mut line = String::new();
     let mut bad_frames = 0u64;
-    let summary = traffic::walk(name, capture, options.port, &mut |item| {
+    let summary = traffic::walk(name, capture, options.read.port, &mut |item| {
         let found = match item {
             Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
             Item::Frame(found) => found,
@@ -194,7 +194,7 @@ fn decode_capture<R: std::io::Read>(
                 api_version,
                 correlation_id,
             } => {
-                if options.all {
+                if options.others.all {
                     let kind = match role {
                         traffic::Role::Requests => "request",
                         traffic::Role::Responses => "response",
@@ -210,7 +210,7 @@ fn decode_capture<R: std::io::Read>(
                 Ok(())
             }
             What::Unpaired { correlation_id } => {
-                if options.all {
+                if options.others.all {
                     write_other(
                         &mut line,
                         "response",
@@ -453,7 +453,7 @@ impl fmt::Write for IoText<'_> {
 /// `encode`: JSON objects to frames. The objects may be one per line, spread over several
 /// lines or back to back (`jq` without `-c`): they are read as a stream of JSON values,
 /// and each error still names its line.
-pub fn encode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
+pub fn encode(options: &EncodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if !options.hex && std::io::stdout().is_terminal() {
         return Err(Failure::usage(
             "encode",
@@ -461,7 +461,7 @@ pub fn encode(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
              redirect standard output to a file or a pipe",
         ));
     }
-    let source = Source::from_args_or_stdin(&options.files);
+    let source = Source::from_arg_or_stdin(options.file.as_deref());
     let name = source.name();
     let mut values = JsonStream::new(source.open("encode", false)?);
     loop {

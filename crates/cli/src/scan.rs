@@ -18,17 +18,17 @@ use kafka_elect_leaders::{
 
 use crate::capture::Capture;
 use crate::fail::Failure;
+use crate::flags::ScanArgs;
 use crate::input::{to_hex, Opened, Source};
 use crate::json::{write_request, write_response};
 use crate::traffic::{self, Item, What};
-use crate::Options;
 
 /// `scan REQUESTS_FILE [RESPONSES_FILE]`, or `scan CAPTURE`.
-pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
-    let requests_source = Source::from_arg(&options.files[0]);
-    let requests_reader = match requests_source.open_any("scan", options.hex)? {
+pub fn run(options: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let requests_source = Source::from_arg(&options.requests);
+    let requests_reader = match requests_source.open_any("scan", options.read.hex)? {
         Opened::Capture(mut capture) => {
-            if options.files.len() > 1 {
+            if options.responses.is_some() {
                 return Err(Failure::usage(
                     "scan",
                     "a capture holds both directions of its connections: give it alone",
@@ -38,9 +38,9 @@ pub fn run(options: &Options, out: &mut dyn Write) -> Result<(), Failure> {
         }
         Opened::Stream(reader) => reader,
     };
-    let responses_source = options.files.get(1).map(|arg| Source::from_arg(arg));
+    let responses_source = options.responses.as_deref().map(Source::from_arg);
     let responses_reader = match &responses_source {
-        Some(source) => Some(source.open("scan", options.hex)?),
+        Some(source) => Some(source.open("scan", options.read.hex)?),
         None => None,
     };
 
@@ -330,7 +330,7 @@ fn pair_stream(
 /// A capture: every ElectLeaders request of every connection as it is found, and each
 /// response as it comes, paired by the connection's own bookkeeping.
 fn scan_capture<R: Read>(
-    options: &Options,
+    options: &ScanArgs,
     name: &str,
     capture: &mut Capture<R>,
     out: &mut dyn Write,
@@ -340,7 +340,7 @@ fn scan_capture<R: Read>(
     let mut requests = 0u64;
     let mut answered = 0u64;
     let mut bad_frames = 0u64;
-    let summary = traffic::walk(name, capture, options.port, &mut |item| {
+    let summary = traffic::walk(name, capture, options.read.port, &mut |item| {
         let found = match item {
             Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
             Item::Closed(conn) => {

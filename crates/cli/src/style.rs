@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 
-use crate::ColorWhen;
+use crate::flags::ColorWhen;
 
 /// The escapes in use; all empty when colours are off.
 #[derive(Clone, Copy)]

@@ -113,7 +113,7 @@ fn usage_errors() {
     assert_eq!(code, 0);
     assert!(String::from_utf8(out)
         .unwrap()
-        .contains("--target HOST:PORT"));
+        .contains("--target <HOST:PORT>"));
 }
 
 #[test]

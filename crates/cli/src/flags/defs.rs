@@ -1,0 +1,391 @@
+//! Every flag of every command, each defined once (clap derive). Flags that several
+//! commands share are small groups flattened into each command's arguments; the rules
+//! between flags are declared on the flags, or (when clap cannot say them) in a `check`
+//! beside the command's arguments.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use super::help;
+use super::values;
+use crate::input::{Kind, Source};
+use crate::versions::fill;
+
+/// `elect-leaders`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "elect-leaders",
+    bin_name = "elect-leaders",
+    version,
+    about = fill(help::TOP_ABOUT),
+    after_long_help = help::TOP_AFTER,
+    help_template = help::TEMPLATE,
+    subcommand_required = true,
+    arg_required_else_help = false,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    #[command(
+        about = help::INSPECT_ABOUT,
+        long_about = fill(help::INSPECT_LONG),
+        after_long_help = help::INSPECT_AFTER,
+        help_template = help::TEMPLATE,
+    )]
+    Inspect(InspectArgs),
+    #[command(
+        about = help::DECODE_ABOUT,
+        long_about = fill(help::DECODE_LONG),
+        after_long_help = help::DECODE_AFTER,
+        help_template = help::TEMPLATE,
+    )]
+    Decode(DecodeArgs),
+    #[command(
+        about = help::ENCODE_ABOUT,
+        long_about = help::ENCODE_LONG,
+        after_long_help = help::ENCODE_AFTER,
+        help_template = help::TEMPLATE,
+    )]
+    Encode(EncodeArgs),
+    #[command(
+        about = help::SCAN_ABOUT,
+        long_about = fill(help::SCAN_LONG),
+        help_template = help::TEMPLATE,
+    )]
+    Scan(ScanArgs),
+    #[command(
+        about = help::GEN_ABOUT,
+        long_about = fill(help::GEN_LONG),
+        help_template = help::TEMPLATE,
+    )]
+    Gen(GenArgs),
+    #[command(
+        about = help::MUTATE_ABOUT,
+        long_about = help::MUTATE_LONG,
+        help_template = help::TEMPLATE,
+    )]
+    Mutate(MutateArgs),
+    #[command(
+        about = help::FUZZ_ABOUT,
+        long_about = help::FUZZ_LONG,
+        after_long_help = help::FUZZ_AFTER,
+        help_template = help::TEMPLATE,
+    )]
+    Fuzz(FuzzArgs),
+    #[cfg(feature = "proxy")]
+    #[command(
+        about = help::PROXY_ABOUT,
+        long_about = fill(help::PROXY_LONG),
+        after_long_help = help::PROXY_AFTER,
+        help_template = help::TEMPLATE,
+    )]
+    Proxy(ProxyArgs),
+}
+
+// ---------------------------------------------------------------------------------------
+// Flags shared by several commands
+
+/// Which frames are responses (inspect, decode): a response does not carry its version.
+#[derive(Args, Debug)]
+pub struct KindFlags {
+    /// The input holds requests (whatever the file names say)
+    #[arg(long, conflicts_with_all = ["response", "version"])]
+    pub request: bool,
+    /// The input holds ElectLeaders responses, of the version given with --version
+    #[arg(long, requires = "version")]
+    pub response: bool,
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = values::version,
+        requires = "response",
+        help = fill("The responses' version ({versions}); only with --response: a request's \
+                     version is in its header"),
+    )]
+    pub version: Option<i16>,
+}
+
+impl KindFlags {
+    /// What the frames of `source` are: the flags decide, else the file's name.
+    pub fn kind_of(&self, source: &Source) -> Kind {
+        match self.version {
+            Some(version) if self.response => Kind::Response(version),
+            _ if self.request => Kind::Request,
+            _ => source.kind_by_name().unwrap_or(Kind::Request),
+        }
+    }
+}
+
+/// How frames are read (inspect, decode, scan).
+#[derive(Args, Debug)]
+pub struct ReadFlags {
+    /// The input is hex text (whitespace and # comments ignored)
+    #[arg(long)]
+    pub hex: bool,
+    /// A capture's broker port (default 9092)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+}
+
+/// Frames of other APIs (inspect, decode).
+#[derive(Args, Debug)]
+pub struct OthersFlag {
+    /// Also list the frames of other APIs, one line each
+    #[arg(long)]
+    pub all: bool,
+}
+
+// ---------------------------------------------------------------------------------------
+// Each command's arguments
+
+/// `inspect`.
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub kind: KindFlags,
+    #[command(flatten)]
+    pub read: ReadFlags,
+    #[command(flatten)]
+    pub others: OthersFlag,
+    /// Colours: auto (only when standard output is a terminal and NO_COLOR is not set),
+    /// always, never
+    #[arg(
+        long,
+        alias = "colour",
+        value_name = "WHEN",
+        value_enum,
+        default_value_t
+    )]
+    pub color: ColorWhen,
+    /// Files of frames or captures, - for standard input (none: the bundled samples)
+    #[arg(value_name = "FILE")]
+    pub files: Vec<OsString>,
+}
+
+/// When to colour `inspect`'s output.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, ValueEnum)]
+pub enum ColorWhen {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// `decode`.
+#[derive(Args, Debug)]
+pub struct DecodeArgs {
+    #[command(flatten)]
+    pub kind: KindFlags,
+    #[command(flatten)]
+    pub read: ReadFlags,
+    #[command(flatten)]
+    pub others: OthersFlag,
+    /// A file of frames or a capture; - or none for standard input
+    #[arg(value_name = "FILE")]
+    pub file: Option<OsString>,
+}
+
+/// `encode`.
+#[derive(Args, Debug)]
+pub struct EncodeArgs {
+    /// Write hex text, one line per frame, instead of binary
+    #[arg(long)]
+    pub hex: bool,
+    /// A file of JSON objects; - or none for standard input
+    #[arg(value_name = "FILE")]
+    pub file: Option<OsString>,
+}
+
+/// `scan`.
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub read: ReadFlags,
+    /// One JSON object per request: {"request":{...},"response":{...}}, each as 'decode'
+    /// prints it with its "source"; "response" is null when none was found
+    #[arg(long)]
+    pub json: bool,
+    /// One direction of a connection, raw (or a pcap or pcapng capture, alone); - for
+    /// standard input
+    #[arg(value_name = "REQUESTS_FILE")]
+    pub requests: OsString,
+    /// The other direction of the same connection, raw; - for standard input
+    #[arg(value_name = "RESPONSES_FILE")]
+    pub responses: Option<OsString>,
+}
+
+impl ScanArgs {
+    /// Standard input can be read once.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.requests == "-" && self.responses.as_deref().is_some_and(|r| r == "-") {
+            return Err("standard input (-) can be only one of the two files");
+        }
+        Ok(())
+    }
+}
+
+/// What `gen` and `mutate` write.
+#[derive(Args, Debug)]
+pub struct GenFlags {
+    /// The seed: the same seed gives the same frames
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// Frames to write (gen), or mutants of each frame read (mutate)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub count: u64,
+    #[arg(
+        long,
+        value_name = "V",
+        value_parser = values::version,
+        help = fill("The frames' version ({versions}; default: each frame's own)"),
+    )]
+    pub version: Option<i16>,
+    /// Requests or responses
+    #[arg(long, value_name = "KIND", value_enum, default_value_t)]
+    pub kind: FrameKind,
+    /// Hex text, one frame per line, instead of binary (mutate: in and out)
+    #[arg(long)]
+    pub hex: bool,
+}
+
+/// Requests or responses, for `gen` and `mutate`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, ValueEnum)]
+pub enum FrameKind {
+    #[default]
+    Request,
+    Response,
+}
+
+/// `gen`.
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    #[command(flatten)]
+    pub frames: GenFlags,
+}
+
+/// `mutate`.
+#[derive(Args, Debug)]
+pub struct MutateArgs {
+    #[command(flatten)]
+    pub frames: GenFlags,
+    /// A '# field: change' line before each mutant (with --hex)
+    #[arg(long)]
+    pub verbose: bool,
+    /// A file of frames; - or none for standard input
+    #[arg(value_name = "FILE")]
+    pub file: Option<OsString>,
+}
+
+impl MutateArgs {
+    /// A response's version is not on the wire.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.frames.kind == FrameKind::Response && self.frames.version.is_none() {
+            return Err("--kind response needs --version V");
+        }
+        Ok(())
+    }
+}
+
+/// `fuzz`.
+#[derive(Args, Debug)]
+pub struct FuzzArgs {
+    /// The broker (the only address connected to)
+    #[arg(long, value_name = "HOST:PORT", value_parser = values::address)]
+    pub target: SocketAddr,
+    /// Requests to send
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub count: u64,
+    /// The seed: the same seed sends the same requests
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// At most R requests a second (default: as fast as the broker answers)
+    #[arg(long, value_name = "R", value_parser = values::rate)]
+    pub rate: Option<f64>,
+    /// How long to wait for an answer, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub timeout: u64,
+    /// Stop after this many seconds
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub duration: u64,
+}
+
+/// `proxy`.
+#[cfg(feature = "proxy")]
+#[derive(Args, Debug)]
+pub struct ProxyArgs {
+    /// Address to accept clients on (host:port; port 0: any free one)
+    #[arg(long, value_name = "ADDR", value_parser = values::address, required = true)]
+    pub listen: Vec<SocketAddr>,
+    /// The broker behind the --listen before it (host:port)
+    #[arg(long, value_name = "ADDR", value_parser = values::address)]
+    pub upstream: Vec<SocketAddr>,
+    /// UNCLEAN elections are refused
+    #[arg(long)]
+    pub deny_unclean: bool,
+    /// No election for NAME's partitions (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub protect_topic: Vec<OsString>,
+    /// Only these client ids may elect (repeatable; none: any)
+    #[arg(long, value_name = "ID")]
+    pub allow_client_id: Vec<OsString>,
+    /// A request naming more than N partitions is refused, and so is one for all
+    /// partitions
+    #[arg(long, value_name = "N", value_parser = values::count::<0>)]
+    pub max_partitions: Option<usize>,
+    /// Forward everything unchanged; audit what would be refused
+    #[arg(long)]
+    pub log_only: bool,
+    /// One JSON line per ElectLeaders decision, appended to FILE, or to standard output
+    /// with -; default: standard error
+    #[arg(long, value_name = "FILE|-")]
+    pub audit_log: Option<OsString>,
+    /// Client connections at once, over all listeners; one more is accepted and closed at
+    /// once
+    #[arg(long, value_name = "N", value_parser = values::count::<1>, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Largest frame read from either side (Kafka's socket.request.max.bytes); a larger
+    /// size prefix closes the connection
+    #[arg(
+        long,
+        value_name = "BYTES",
+        value_parser = values::frame_size,
+        default_value_t = kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE,
+    )]
+    pub max_frame_size: usize,
+    /// Copy bytes, parse nothing: the baseline of benches/proxy_throughput.sh.
+    #[arg(
+        long,
+        hide = true,
+        conflicts_with_all = [
+            "deny_unclean", "protect_topic", "allow_client_id", "max_partitions", "log_only",
+        ],
+    )]
+    pub plain: bool,
+}
+
+#[cfg(feature = "proxy")]
+impl ProxyArgs {
+    /// Listeners and brokers pair up in order, and a listener's address is taken once.
+    pub fn check(&self) -> Result<(), String> {
+        if self.listen.len() != self.upstream.len() {
+            return Err(format!(
+                "each --listen needs its --upstream: {} --listen, {} --upstream",
+                self.listen.len(),
+                self.upstream.len()
+            ));
+        }
+        let fixed: Vec<_> = self.listen.iter().filter(|a| a.port() != 0).collect();
+        let unique: std::collections::HashSet<_> = fixed.iter().collect();
+        if unique.len() != fixed.len() {
+            return Err("the same --listen address is given twice".into());
+        }
+        Ok(())
+    }
+}

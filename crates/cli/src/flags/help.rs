@@ -1,0 +1,240 @@
+//! The explanatory texts of `--help`: what each command does, beyond its list of options.
+//! `{versions}` stands for the range of ElectLeaders versions ([`crate::versions::fill`]).
+
+/// Every command's help: the usage line first, then what the command does, its options,
+/// and what follows them.
+pub const TEMPLATE: &str =
+    "{usage-heading} {usage}\n\n{about-with-newline}\n{all-args}{after-help}";
+
+pub const TOP_ABOUT: &str =
+    "elect-leaders: look at Apache Kafka ElectLeaders frames (API key 43, versions {versions}).";
+
+pub const TOP_AFTER: &str = "\
+Input is binary frames (an int32 size prefix, then that many bytes), from FILE or from
+standard input (-), read one frame at a time; a recorded connection may hold frames of
+every Kafka API (the others are passed over). --hex reads hex text instead: whitespace
+is ignored, and so is everything from '#' to the end of a line (corpus/src/*.hex works).
+A pcap or pcapng capture is recognised by its magic number: its TCP connections are
+reassembled and every ElectLeaders frame in them is decoded, each response with the
+version of its request.
+
+Exit status: 0 success; 1 malformed or unreadable input (one line on stderr naming the
+field and the byte offset, after whatever came before it was printed; for a capture, one
+line per problem, naming the packet and the connection, and the rest still decoded);
+2 usage error, including a FILE that cannot be opened.
+
+Run 'elect-leaders <COMMAND> --help' for the options of a command;
+'elect-leaders -V' (--version) prints the tool's version.";
+
+pub const INSPECT_ABOUT: &str = "\
+Annotated field tree and hex layout of each frame (no FILE: the bundled sample frames)";
+
+pub const INSPECT_LONG: &str = "\
+Prints, for each frame, the annotated tree of its fields (name, type, value, byte offset
+and size within the frame, and what the schema says the field is) and its bytes, 16 to a
+row. Error codes are shown with their Kafka names. Offsets in the tree count from the first
+byte of the frame's size prefix; the banner above each frame says where it starts in the
+input.
+
+With no FILE, inspects the bundled sample frames: the two reference frames
+(request-v2-min.bin, response-v2-min.bin). Use - for standard input.
+
+A response does not carry its version on the wire, so inspect must be told which frames
+are responses:
+  --response --version N   every input holds ElectLeaders responses of version N ({versions})
+  --request                every input holds requests (whatever the file names say)
+  (neither)                a file named response-vN-... (as in corpus/) holds responses
+                           of version N; anything else holds requests
+
+A recorded connection's frames of other APIs are passed over (one line each with
+--all). A pcap or pcapng capture is read as decode reads it (see 'decode --help'): each
+tree is headed by the packets, time, connection, addresses and stream offset of its
+frame.";
+
+pub const INSPECT_AFTER: &str = "\
+On a malformed frame: the tree as far as it can be read, the error with its field and
+byte offset, the bytes with the failure marked; then inspect moves on to the next FILE
+and finally exits with status 1.";
+
+pub const DECODE_ABOUT: &str = "Frames in, JSON lines out: one object per frame";
+
+pub const DECODE_LONG: &str = "\
+Reads frames from FILE (or standard input) one at a time and prints one JSON object per
+frame, one per line, with the field names of Kafka's schema in snake_case (every member
+is described in docs/JSON.md):
+  {\"kind\":\"request\",\"api_key\":43,\"api_version\":2,\"correlation_id\":0,\"client_id\":\"\",
+   \"election_type\":0,\"topic_partitions\":[{\"topic\":\"\",\"partitions\":[0]}],\"timeout_ms\":0}
+Fields a version lacks are left out; null arrays and strings are null; a byte string that
+is not UTF-8 is {\"hex\":\"...\"}; unknown tagged fields appear as
+\"tagged_fields\":[{\"tag\":N,\"data\":\"<hex>\"}] (\"header_tagged_fields\" for the header's),
+only when there are some.
+
+Requests need no flags: the header says the version. A response does not, so:
+  --response --version N   the input holds ElectLeaders responses of version N ({versions})
+  --request                the input holds requests (whatever the file name says)
+  (neither)                a file named response-vN-... holds responses of version N;
+                           anything else holds requests
+
+A stream of requests may be a whole recorded connection: frames of other APIs
+(ApiVersions, Metadata, ...) are passed over. When its first frame is of another API,
+every object gets one more member, \"source\":{\"frame\":N,\"offset\":BYTE}. With --all,
+each frame of another API is listed as {\"kind\",\"api_key\",\"api_name\",\"api_version\",
+\"correlation_id\",\"bytes\"} (a response whose request was not seen has null api_key and
+api_name).
+
+A pcap or pcapng capture needs no flag. Each connection's two directions are
+reassembled; the broker's side is the one on --port (default 9092), else the side that
+received the SYN, else the side the first request header was sent to. Every request is
+remembered, whatever its API, so each ElectLeaders response is decoded with its
+request's version. Every object gets \"source\": the packet (or \"packets\":[FIRST,LAST])
+that carried the frame, the capture \"time\" of the last one, the \"connection\" number,
+\"src\" and \"dst\" (address:port), the frame's \"stream_offset\" in its direction and its
+\"frame\" number there. Gaps, cut packets and malformed frames are reported on stderr
+(packet, connection), decoding goes on at the next frame boundary that can be proven,
+and the exit status is 1 (the output is partial).";
+
+pub const DECODE_AFTER: &str = "\
+On a malformed frame of a file, prints the frames before it, then one line on stderr
+naming the field and the byte offset, and exits with status 1.";
+
+pub const ENCODE_ABOUT: &str = "JSON lines in, frames out";
+
+pub const ENCODE_LONG: &str = "\
+Reads JSON objects from FILE (or standard input) and writes each as a frame with the
+library's writer: binary frames back to back, or with --hex one line of hex per frame.
+The objects may be one per line, spread over several lines or back to back ('decode |
+jq ... | encode' works without jq -c). They are those 'decode' prints (docs/JSON.md);
+\"kind\" and \"api_version\" are required (responses carry \"api_version\" so the version
+is known). A field left out takes its default (Kafka's: timeout_ms 60000, election_type
+0, client_id \"\", empty lists, and 0 for the rest); a non-default value for a field the
+version lacks is an error, as in Kafka's own writer. Byte strings may be given as
+{\"hex\":\"...\"}. Error codes and election types may be given by their Kafka names
+(\"NOT_CONTROLLER\", \"UNCLEAN\") as well as by number.
+
+Binary frames are not written to a terminal: use --hex, or redirect standard output.
+
+'decode | encode' gives back the same bytes for any frame whose varints are minimal and
+whose tagged fields are in ascending order (the writer writes canonical frames).";
+
+pub const ENCODE_AFTER: &str = "\
+On a bad object, writes the frames before it, then one line on stderr naming the line
+(the lines an object spans; line and column for text that is not JSON) and the field,
+and exits with status 1.";
+
+pub const SCAN_ABOUT: &str =
+    "Find ElectLeaders requests in a raw capture, each with its response from the other one";
+
+pub const SCAN_LONG: &str = "\
+Finds ElectLeaders request frames inside arbitrary bytes: a capture of one direction of a
+connection that need not start on a frame boundary, with other Kafka traffic around the
+frames. Every place where the header pattern 00 2b 00 0V (API key 43, version {versions}) occurs
+is a candidate; it is kept only if the library parses the frame that its size prefix
+(the 4 bytes before) announces. Candidates inside a frame already found are skipped.
+Prints one line per request: offset in the capture, size, version, correlation id,
+client id, election type, topic and partition counts.
+
+With RESPONSES_FILE (the other direction of the same connection), also finds each
+request's response, in one pass over that file: a place where a waiting request's
+correlation id follows a size prefix, parsed at that request's version. A response
+answers the oldest waiting request with its correlation id and is used once.
+
+Both files are streamed, a few MB at a time: memory holds one window, at most one frame
+kept across windows, and what is printed of each request until its response is found.
+Use - for standard input (for one of the files). The search of each window may parse 32
+bytes per byte of it, plus 16 MiB: ordinary captures need about one. Bytes crafted so
+that candidate frames overlap can need more; the search then gives up on the rest of
+that window, names the bytes it did not search on stderr, goes on with the next window,
+and exits with status 1.
+
+A pcap or pcapng CAPTURE (recognised by its magic number, given as REQUESTS_FILE alone)
+is read as a stream instead, connection by connection, as 'decode' reads it: one line per
+ElectLeaders request and per response, as they come, with the packet and the connection.";
+
+pub const GEN_ABOUT: &str = "Valid random frames, the same for the same seed";
+
+pub const GEN_LONG: &str = "\
+Writes N (default 1) valid random ElectLeaders frames to standard output, the same for the
+same seed S (default 0): requests (the default) or responses, at version V ({versions}; default:
+each frame's own, at random). Frames are binary (size prefix and body), back to back; with
+--hex, one frame per line in lowercase hex. A response's version is not on the wire: with
+--hex and no --version, a '# response vN' line comes before each response.";
+
+pub const MUTATE_ABOUT: &str = "Structure-aware mutants of the frames read";
+
+pub const MUTATE_LONG: &str = "\
+Reads frames (binary, or hex text with --hex) from FILE or standard input and writes N
+(default 1) mutants of each, the same for the same seed S (default 0) and input, in the
+same form. Each mutant changes one thing at the level of the schema (a value at a boundary,
+a string, a list element, a tagged field, a null, the version) and is written back with the
+library's writer; some are deliberate malformations (a length that lies, tags out of
+order, a size prefix off by one). What is not a whole ElectLeaders frame is mutated byte by
+byte. Responses need their version (--kind response --version V); a mutant may be at
+another version: with --hex, a '# response vN' line comes before each response mutant.
+With --verbose, a '# field: change' line comes before each mutant (--hex only).";
+
+pub const FUZZ_ABOUT: &str =
+    "Send generated and mutated requests to a broker and report what it does wrong";
+
+pub const FUZZ_LONG: &str = "\
+Sends N (default 100) generated and mutated ElectLeaders requests to the broker at
+HOST:PORT, the same ones for the same seed S (default 0), at most R a second (default: as
+fast as it answers), one at a time on a connection that starts with ApiVersions. Each answer
+is read (waiting at most MS milliseconds, default 5000), parsed at the request's version and
+compared with the request. Stops after N requests or SECS seconds (default 300). Connects to
+HOST:PORT only. Elections are real: use a test cluster.
+
+Prints one line per anomaly, then a summary. Anomalies:
+  no-answer      the connection closed without an answer to a well-formed request
+  timeout        no answer within MS milliseconds (the broker stopped answering)
+  unparsable     an answer that the library refuses
+  correlation    an answer to another correlation id
+  partitions     an answer (ErrorCode NONE) whose partitions are not the ones asked for
+  unreachable    the broker cannot be connected to (the campaign stops)
+A malformed request that the broker answers by closing the connection is counted, not an
+anomaly.";
+
+pub const FUZZ_AFTER: &str = "Exit status: 0 no anomaly, 1 anomalies, 2 usage error.";
+
+#[cfg(feature = "proxy")]
+pub const PROXY_ABOUT: &str = "\
+Guard ElectLeaders between Kafka clients and brokers (built with the feature 'proxy')";
+
+#[cfg(feature = "proxy")]
+pub const PROXY_LONG: &str = "\
+A TCP proxy in front of Kafka brokers that applies a policy to ElectLeaders requests
+(API key 43, versions {versions}). Give one --listen/--upstream pair per broker, in order, and
+make the brokers advertise the --listen addresses (advertised.listeners), so clients stay
+on the proxy after bootstrap. Each client connection gets its own broker connection.
+
+Frames of every other API are forwarded byte for byte; only their header's first fields
+are read. ElectLeaders requests are parsed, and:
+  --deny-unclean          UNCLEAN elections are refused
+  --protect-topic NAME    no election for NAME's partitions (repeatable)
+  --allow-client-id ID    only these client ids may elect (repeatable; none: any)
+  --max-partitions N      a request naming more than N partitions is refused, and so is
+                          one for all partitions (null TopicPartitions)
+  --log-only              forward everything unchanged; audit what would be refused
+
+A refused partition is answered by the proxy, in the response the client waits for, with
+POLICY_VIOLATION (44) and a message naming the rule; the broker never sees it. When only
+some partitions are refused (a protected topic next to others), the rest is forwarded and
+the broker's answer is merged with the refusals into one response. A refused client id,
+too many partitions, or an election of all partitions under --protect-topic or (UNCLEAN)
+--deny-unclean refuse the whole request as Kafka's getErrorResponse does: the top-level
+ErrorCode (v1+) and every named partition set to POLICY_VIOLATION. Version 0 has no
+top-level ErrorCode: a v0 request for all partitions refused whole gets an empty result
+list (what Kafka answers at v0 too), and the audit log says it was refused. Answers go
+back in request order, also when one is answered by the proxy while earlier ones are still
+at the broker.";
+
+#[cfg(feature = "proxy")]
+pub const PROXY_AFTER: &str = "\
+Once listening, prints one line per listener on standard output:
+  listening 127.0.0.1:PORT upstream HOST:PORT
+Diagnostics (connections closed on malformed frames, brokers unreachable) go to standard
+error, one line each. A malformed frame from a client (a bad size prefix, an ElectLeaders
+request that does not parse) closes that client's connection, and nothing of it is
+forwarded. A broker that closes its connection closes the client's. SIGINT or SIGTERM:
+stop accepting, give answers in flight up to 3 s, close everything, exit 0.
+
+Exit status: 0 after a signal; 1 when a listener cannot be opened; 2 usage error.";

@@ -1,0 +1,53 @@
+//! How the values of flags are read, each with a message that says what was expected.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+use kafka_elect_leaders::is_supported;
+
+use crate::versions;
+
+/// An ElectLeaders version.
+pub fn version(text: &str) -> Result<i16, String> {
+    match text.parse::<i16>() {
+        Ok(version) if is_supported(version) => Ok(version),
+        _ => Err(format!(
+            "expected {} (the versions ElectLeaders has)",
+            versions::list()
+        )),
+    }
+}
+
+/// `host:port`, resolved: the first address.
+pub fn address(text: &str) -> Result<SocketAddr, String> {
+    match text.to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(addr)) => Ok(addr),
+        _ => Err("expected host:port (e.g. 127.0.0.1:9092)".into()),
+    }
+}
+
+/// A whole number of at least `MIN`.
+pub fn count<const MIN: usize>(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= MIN => Ok(n),
+        _ => Err(format!("expected a whole number of at least {MIN}")),
+    }
+}
+
+/// A frame size limit: at least the 8 bytes of a request header's first fields, at most
+/// what a size prefix (an int32) can say.
+#[cfg(feature = "proxy")]
+pub fn frame_size(text: &str) -> Result<usize, String> {
+    let size = count::<8>(text)?;
+    if size > i32::MAX as usize {
+        return Err(format!("at most {} (a size prefix is an int32)", i32::MAX));
+    }
+    Ok(size)
+}
+
+/// A positive rate, per second.
+pub fn rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+        _ => Err("expected a positive number".into()),
+    }
+}
