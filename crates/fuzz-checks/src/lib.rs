@@ -2069,7 +2069,8 @@ fn decide(request: &ElectLeadersRequest<'_>, u: &mut Unstructured<'_>) -> arbitr
         .as_ref()
         .map(|list| list.iter().map(|t| t.partitions.len()).sum());
     assert_eq!(decision.requested, requested);
-    let unclean = policy.deny_unclean && plain.election_type == 1;
+    // Fail closed: under --deny-unclean every type but PREFERRED (0) is refused.
+    let unclean = policy.deny_unclean && plain.election_type != 0;
     let protected = |t: &[u8]| policy.protected_topics.contains(t);
     let client_refused = !policy.allowed_client_ids.is_empty()
         && !plain
@@ -2146,15 +2147,16 @@ fn decide(request: &ElectLeadersRequest<'_>, u: &mut Unstructured<'_>) -> arbitr
             let message = decision.partition_message(&policy, t);
             assert_eq!(message.contains("--deny-unclean"), unclean);
             assert_eq!(message.contains("--protect-topic"), protected(t));
+            let other_type = unclean && plain.election_type != 1;
+            assert_eq!(message.contains("unknown type"), other_type, "{message}");
         }
     }
     Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
-// capture: the pcap/pcapng reader (crates/capture, as a library: as it
-// is; it needs pcap-parser, which the crate has with feature `cli`) over arbitrary bytes:
-// no panic, work bounded by the input, and the event stream keeps its documented order.
+// capture: the pcap/pcapng reader (crates/capture) over arbitrary bytes: no panic, work
+// bounded by the input, and the event stream keeps its documented order.
 
 use kafka_elect_leaders_capture as capture;
 

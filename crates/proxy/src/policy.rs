@@ -128,6 +128,14 @@ const MESSAGE_PROTECTED: &str =
     "refused by the elect-leaders proxy: the topic is protected (--protect-topic)";
 const MESSAGE_BOTH: &str = "refused by the elect-leaders proxy: unclean leader elections are \
                             denied (--deny-unclean); the topic is protected (--protect-topic)";
+/// For an election type that is neither PREFERRED nor UNCLEAN (Kafka reads any i8): what the
+/// policy cannot prove allowed is refused.
+const MESSAGE_OTHER_TYPE: &str = "refused by the elect-leaders proxy: an election of an unknown \
+                                  type; only PREFERRED elections are allowed (--deny-unclean)";
+const MESSAGE_OTHER_TYPE_PROTECTED: &str = "refused by the elect-leaders proxy: an election of \
+                                            an unknown type; only PREFERRED elections are \
+                                            allowed (--deny-unclean); the topic is protected \
+                                            (--protect-topic)";
 
 /// The policy's decision on one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,9 +148,11 @@ pub struct Decision {
     pub requested: Option<usize>,
     /// Partitions refused (all those named when the whole request is).
     pub refused: usize,
-    /// Whether every named partition is refused because the election is UNCLEAN (named
-    /// partitions under `--deny-unclean`).
+    /// Whether every named partition is refused because the election is not PREFERRED
+    /// (named partitions under `--deny-unclean`).
     unclean: bool,
+    /// The election type is neither PREFERRED nor UNCLEAN.
+    other_type: bool,
 }
 
 impl Decision {
@@ -158,9 +168,11 @@ impl Decision {
 
     /// The error message of a partition refused one by one, naming the rules.
     pub fn partition_message(&self, policy: &Policy, topic: &[u8]) -> &'static str {
-        match (self.unclean, policy.is_protected(topic)) {
-            (true, true) => MESSAGE_BOTH,
-            (true, false) => MESSAGE_UNCLEAN,
+        match (self.unclean, self.other_type, policy.is_protected(topic)) {
+            (true, false, true) => MESSAGE_BOTH,
+            (true, false, false) => MESSAGE_UNCLEAN,
+            (true, true, true) => MESSAGE_OTHER_TYPE_PROTECTED,
+            (true, true, false) => MESSAGE_OTHER_TYPE,
             _ => MESSAGE_PROTECTED,
         }
     }
@@ -183,7 +195,11 @@ impl Policy {
     pub fn decide(&self, request: &ElectLeadersRequest<'_>) -> Decision {
         let topics = request.topic_partitions();
         let requested = topics.map(|list| list.iter().map(|t| t.partitions().len()).sum());
-        let unclean = self.deny_unclean && request.election_type() == ElectionType::UNCLEAN;
+        // Fail closed: under --deny-unclean every election type but PREFERRED is refused,
+        // UNCLEAN and the types this proxy does not know alike (Kafka's reader takes any i8).
+        let election_type = request.election_type();
+        let unclean = self.deny_unclean && election_type != ElectionType::PREFERRED;
+        let other_type = unclean && election_type != ElectionType::UNCLEAN;
 
         // Rules that refuse the request itself.
         let mut rules = Rules::default();
@@ -221,10 +237,16 @@ impl Policy {
         }
         if topics.is_none() && unclean {
             rules.insert(Rule::DenyUnclean);
-            reasons.push(
+            reasons.push(if other_type {
+                format!(
+                    "an election of unknown type {} for all partitions; only PREFERRED \
+                     elections are allowed (--deny-unclean)",
+                    election_type.0
+                )
+            } else {
                 "unclean leader elections are denied (--deny-unclean), here for all partitions"
-                    .to_owned(),
-            );
+                    .to_owned()
+            });
         }
         if topics.is_none() && !self.protected_topics.is_empty() {
             rules.insert(Rule::ProtectTopic);
@@ -259,7 +281,9 @@ impl Policy {
                 all: topics.is_some_and(|list| refused_topics == list.len()),
             }
         };
-        self.finish(refusal, rules, requested, refused, unclean)
+        let mut decision = self.finish(refusal, rules, requested, refused, unclean);
+        decision.other_type = other_type;
+        decision
     }
 
     fn refuses_entry(&self, unclean: bool, entry: &TopicPartitions<'_>, rules: &mut Rules) -> bool {
@@ -296,6 +320,7 @@ impl Policy {
             requested,
             refused,
             unclean,
+            other_type: false,
         }
     }
 }
@@ -379,6 +404,68 @@ mod tests {
             matches!(&d.refusal, Refusal::Whole { message } if message.contains("--deny-unclean"))
         );
         assert_eq!((d.requested, d.refused), (None, 0));
+    }
+
+    /// Issue 23, finding 6: under --deny-unclean, election types other than PREFERRED and
+    /// UNCLEAN used to be forwarded and audited as "forwarded". What the policy cannot
+    /// prove allowed is refused, named partitions and all partitions alike.
+    #[test]
+    fn deny_unclean_refuses_every_type_but_preferred() {
+        let policy = Policy {
+            deny_unclean: true,
+            protected_topics: set(&["payments"]),
+            ..Default::default()
+        };
+        for raw in [2i8, 3, 127, -1, -128] {
+            let election_type = ElectionType(raw);
+            for version in VERSIONS.filter(|&v| kafka_elect_leaders::has_election_type(v)) {
+                let f = frame(version, Some(b"x"), election_type, Some(TWO_TOPICS));
+                let d = decide(&policy, &f);
+                assert_eq!(d.verdict, Verdict::Refused, "type {raw} v{version}");
+                assert_eq!(d.refusal, Refusal::Partitions { all: true });
+                assert_eq!((d.requested, d.refused), (Some(5), 5));
+                assert!(d.rules.contains(Rule::DenyUnclean));
+                assert_eq!(d.partition_message(&policy, b"orders"), MESSAGE_OTHER_TYPE);
+                assert_eq!(
+                    d.partition_message(&policy, b"payments"),
+                    MESSAGE_OTHER_TYPE_PROTECTED
+                );
+
+                let f = frame(version, Some(b"x"), election_type, None);
+                let d = decide(&policy, &f);
+                assert_eq!(d.verdict, Verdict::Refused, "type {raw} v{version}, all");
+                let Refusal::Whole { message } = &d.refusal else {
+                    panic!("type {raw}: {:?}", d.refusal);
+                };
+                assert!(
+                    message.contains(&format!("unknown type {raw} ")),
+                    "{message}"
+                );
+                assert!(message.contains("--deny-unclean"), "{message}");
+            }
+        }
+        // Log-only still says what it would refuse.
+        let log_only = Policy {
+            log_only: true,
+            ..policy.clone()
+        };
+        let f = frame(2, Some(b"x"), ElectionType(2), Some(TWO_TOPICS));
+        assert_eq!(decide(&log_only, &f).verdict, Verdict::WouldRefuse);
+        // PREFERRED passes; v0 carries no type and is a preferred election.
+        let f = frame(
+            2,
+            Some(b"x"),
+            ElectionType::PREFERRED,
+            Some(&TWO_TOPICS[..1]),
+        );
+        assert_eq!(decide(&policy, &f).verdict, Verdict::Forwarded);
+        let f = frame(
+            0,
+            Some(b"x"),
+            ElectionType::PREFERRED,
+            Some(&TWO_TOPICS[..1]),
+        );
+        assert_eq!(decide(&policy, &f).verdict, Verdict::Forwarded);
     }
 
     #[test]
