@@ -30,6 +30,11 @@ use crate::field::SIZE as FIELD_SIZE;
 /// [`UnexpectedEnd`](ErrorKind::UnexpectedEnd). Error offsets count from the frame's first
 /// byte.
 ///
+/// A size prefix is only a claim. A server that reads frames from peers it does not trust
+/// sets [`with_max_reserve`](KafkaFrameCodec::with_max_reserve): the decoder then reserves
+/// at most that many bytes ahead of what has arrived, so a peer that announces a large
+/// frame and sends a few bytes costs a few bytes, and memory grows with the bytes received.
+///
 /// Encoding takes whole frames (`Bytes`, `BytesMut`, `&[u8]`), checked to be exactly one
 /// frame each; or a source and a version ([`RequestAt`], [`ResponseAt`]), measured once
 /// and written straight into the write buffer. The maximum frame size applies to what is
@@ -60,6 +65,7 @@ use crate::field::SIZE as FIELD_SIZE;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KafkaFrameCodec {
     max_frame_size: usize,
+    max_reserve: usize,
 }
 
 impl Default for KafkaFrameCodec {
@@ -74,6 +80,7 @@ impl KafkaFrameCodec {
     pub const fn new() -> Self {
         KafkaFrameCodec {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            max_reserve: usize::MAX,
         }
     }
 
@@ -86,6 +93,14 @@ impl KafkaFrameCodec {
     /// The largest frame read: the size prefix's value, not counting the prefix.
     pub const fn max_frame_size(&self) -> usize {
         self.max_frame_size
+    }
+
+    /// Sets how many bytes the decoder reserves at most, at a time, for a partial frame
+    /// (by default all it lacks). With a step, the buffer grows as the frame's bytes
+    /// arrive, never by a size read off the wire alone.
+    pub const fn with_max_reserve(mut self, max_reserve: usize) -> Self {
+        self.max_reserve = max_reserve;
+        self
     }
 
     /// The length of the whole frame at the front of `buf`, or how many bytes it lacks.
@@ -108,7 +123,7 @@ impl Decoder for KafkaFrameCodec {
         match self.next_frame(src)? {
             Ok(len) => Ok(Some(src.split_to(len))),
             Err(needed) => {
-                src.reserve(needed);
+                src.reserve(needed.min(self.max_reserve));
                 Ok(None)
             }
         }

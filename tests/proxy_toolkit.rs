@@ -533,6 +533,52 @@ fn codec_splits_a_connection_read_a_byte_at_a_time_and_in_random_chunks() {
     }
 }
 
+/// Issue 23, finding 4: a peer that announces a 100 MiB frame and sends 8 bytes made the
+/// decoder reserve the whole frame. With a reserve step, what is reserved follows what has
+/// arrived; the frame still comes out whole once all of it is there.
+#[test]
+fn codec_with_a_reserve_step_grows_with_the_bytes_received() {
+    const STEP: usize = 64 << 10;
+    let announced = 100 << 20;
+    let mut codec = KafkaFrameCodec::new()
+        .with_max_frame_size(announced)
+        .with_max_reserve(STEP);
+    let mut buf = BytesMut::new();
+    buf.extend_from_slice(&(announced as i32).to_be_bytes());
+    buf.extend_from_slice(&[0, 18, 0, 3]);
+    assert!(codec.decode(&mut buf).unwrap().is_none());
+    assert!(buf.capacity() <= 8 + STEP, "reserved {}", buf.capacity());
+    // Without the step, the same bytes reserve the announced size.
+    let mut unbounded = BytesMut::from(&buf[..]);
+    assert!(KafkaFrameCodec::new()
+        .with_max_frame_size(announced)
+        .decode(&mut unbounded)
+        .unwrap()
+        .is_none());
+    assert!(unbounded.capacity() >= announced);
+
+    // A real frame fed a byte at a time through a small step still comes out whole, and
+    // the buffer stays within a multiple of what arrived.
+    let frame = load("request-v2-multi.bin");
+    let mut codec = KafkaFrameCodec::new().with_max_reserve(16);
+    let mut buf = BytesMut::new();
+    for (i, &b) in frame.iter().enumerate() {
+        buf.extend_from_slice(&[b]);
+        let out = codec.decode(&mut buf).unwrap();
+        // `BytesMut` grows by doubling: at most twice what arrived, plus the step.
+        assert!(
+            buf.capacity() <= 2 * (i + 1) + 16 + 64,
+            "{} at {i}",
+            buf.capacity()
+        );
+        if i + 1 < frame.len() {
+            assert!(out.is_none());
+        } else {
+            assert_eq!(&out.unwrap()[..], &frame[..]);
+        }
+    }
+}
+
 #[test]
 fn codec_reserves_exactly_what_is_missing() {
     let mut codec = KafkaFrameCodec::new();
