@@ -23,20 +23,22 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use kafka_elect_leaders::{
-    parse_response, peek_request, peek_response, CodecError, InFlight, KafkaFrameCodec,
-    OwnedRequest, Pending, API_KEY,
+    parse_response, peek_request, peek_response, CodecError, Error, ErrorKind, InFlight,
+    KafkaFrameCodec, OwnedRequest, Pending, API_KEY,
 };
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore, TryAcquireError};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio::time::Instant;
+use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
@@ -46,7 +48,9 @@ use crate::policy::{Decision, Policy, Verdict};
 pub const MAX_IN_FLIGHT: usize = 128;
 /// How long answers still in flight are waited for once the proxy is told to stop.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How far ahead of the bytes received a partial frame's buffer is grown at a time: a size
+/// prefix alone reserves no more than this.
+pub const RESERVE_STEP: usize = 64 * 1024;
 /// First read buffer of each side; the codec reserves exactly what a larger frame lacks.
 const READ_CAPACITY: usize = 16 * 1024;
 /// A `FramedWrite` writes its buffer out once it holds this much.
@@ -60,6 +64,12 @@ pub struct Shared {
     /// The hidden `--plain` mode: bytes copied both ways, nothing parsed (a baseline for
     /// benches/proxy_throughput.sh).
     pub plain: bool,
+    /// No frame either way for this long: the connection is closed.
+    pub idle_timeout: Duration,
+    /// A frame from the client that has begun must be whole within this.
+    pub frame_timeout: Duration,
+    /// Connecting to the broker must succeed within this.
+    pub upstream_connect_timeout: Duration,
 }
 
 /// Why a connection was closed by the proxy.
@@ -86,6 +96,13 @@ impl Close {
 
     fn upstream_read(e: CodecError) -> Close {
         match e {
+            // What `decode_eof` says of a stream that ended inside a frame.
+            CodecError::Frame(Error {
+                kind: ErrorKind::UnexpectedEnd { needed },
+                ..
+            }) => Close(format!(
+                "the broker closed the connection inside a frame ({needed} bytes missing)"
+            )),
             CodecError::Frame(e) => Close(format!("malformed frame from the broker: {e}")),
             e => Close(format!("reading the broker: {e}")),
         }
@@ -132,8 +149,9 @@ pub async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
+    let connect_timeout = shared.upstream_connect_timeout;
     let upstream =
-        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(conn.upstream)).await {
+        match tokio::time::timeout(connect_timeout, TcpStream::connect(conn.upstream)).await {
             Ok(Ok(upstream)) => upstream,
             Ok(Err(e)) => {
                 log(format_args!(
@@ -144,10 +162,8 @@ pub async fn serve(
             }
             Err(_) => {
                 log(format_args!(
-                    "{} -> {}: no connection to the upstream after {}s, closing the client",
-                    conn.client,
-                    conn.upstream,
-                    CONNECT_TIMEOUT.as_secs()
+                    "{} -> {}: no connection to the upstream after {:?}, closing the client",
+                    conn.client, conn.upstream, connect_timeout
                 ));
                 return;
             }
@@ -169,7 +185,70 @@ pub async fn serve(
 }
 
 type FromPeer<'a> = FramedRead<ReadHalf<'a>, KafkaFrameCodec>;
+type FromClient<'a> = FramedRead<ReadHalf<'a>, TimedDecoder>;
 type ToPeer<'a> = FramedWrite<WriteHalf<'a>, KafkaFrameCodec>;
+
+/// The client's frames, with the time the frame still partial began to arrive: what the
+/// frame timeout counts from. `decode` runs after every read, so the time is the read's.
+struct TimedDecoder {
+    codec: KafkaFrameCodec,
+    started: Option<Instant>,
+}
+
+impl Decoder for TimedDecoder {
+    type Item = BytesMut;
+    type Error = CodecError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, CodecError> {
+        let frame = self.codec.decode(src)?;
+        if frame.is_some() || src.is_empty() {
+            // What is left (if anything) is the next frame, begun with this read.
+            self.started = (!src.is_empty()).then(Instant::now);
+        } else if self.started.is_none() {
+            self.started = Some(Instant::now());
+        }
+        Ok(frame)
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, CodecError> {
+        self.codec.decode_eof(src)
+    }
+}
+
+/// When a frame last went either way: milliseconds since the connection began. Both
+/// directions run in one task; an atomic keeps the future `Send`.
+struct Activity {
+    since: Instant,
+    last: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            since: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = self.since.elapsed().as_millis();
+        self.last
+            .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    fn last(&self) -> Instant {
+        self.since + Duration::from_millis(self.last.load(Ordering::Relaxed))
+    }
+}
+
+/// How the client's side ended without an error.
+enum Ended {
+    /// The client closed its connection: answers still owed are dropped, as Kafka's broker
+    /// drops them.
+    ClientClosed,
+    /// The proxy is stopping: answers still owed go out within the grace period.
+    Stopping,
+}
 
 async fn proxy(
     mut client: TcpStream,
@@ -178,10 +257,16 @@ async fn proxy(
     shared: &Shared,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), Close> {
-    let codec = KafkaFrameCodec::new().with_max_frame_size(shared.max_frame_size);
+    let codec = KafkaFrameCodec::new()
+        .with_max_frame_size(shared.max_frame_size)
+        .with_max_reserve(RESERVE_STEP);
     let (client_r, client_w) = client.split();
     let (upstream_r, upstream_w) = upstream.split();
-    let from_client = FramedRead::with_capacity(client_r, codec, READ_CAPACITY);
+    let timed = TimedDecoder {
+        codec,
+        started: None,
+    };
+    let from_client = FramedRead::with_capacity(client_r, timed, READ_CAPACITY);
     let mut to_upstream = FramedWrite::new(upstream_w, codec);
     to_upstream.set_backpressure_boundary(WRITE_BOUNDARY);
     let from_upstream = FramedRead::with_capacity(upstream_r, codec, READ_CAPACITY);
@@ -195,6 +280,7 @@ async fn proxy(
         .min(Semaphore::MAX_PERMITS)
         .min(u32::MAX as usize);
     let held = Arc::new(Semaphore::new(budget));
+    let activity = Activity::new();
     let requests = requests(
         from_client,
         to_upstream,
@@ -202,16 +288,21 @@ async fn proxy(
         held,
         conn,
         shared,
+        &activity,
         shutdown.clone(),
     );
-    let responses = responses(from_upstream, to_client, slots_rx, shared);
+    let responses = responses(from_upstream, to_client, slots_rx, shared, &activity);
     tokio::pin!(requests, responses);
-    tokio::select! {
+    let ended = tokio::select! {
         r = &mut requests => r?,
         r = &mut responses => return r,
+    };
+    if let Ended::ClientClosed = ended {
+        // Both sockets close as this returns: the slot, the broker connection and every
+        // buffer are released now, whatever answers were still owed.
+        return Ok(());
     }
-    // The client sends no more (or the proxy is stopping): the answers still due go out,
-    // within the grace period if the proxy is stopping.
+    // The proxy is stopping: the answers still due go out, within the grace period.
     tokio::select! {
         r = &mut responses => r,
         () = grace(&mut shutdown) => Err(Close::new(
@@ -227,15 +318,17 @@ async fn grace(shutdown: &mut watch::Receiver<bool>) {
 }
 
 /// Client to broker: decide, put the slot in the queue, forward.
+#[allow(clippy::too_many_arguments)]
 async fn requests(
-    mut from_client: FromPeer<'_>,
+    mut from_client: FromClient<'_>,
     mut to_upstream: ToPeer<'_>,
     slots: mpsc::Sender<Slot>,
     held: Arc<Semaphore>,
     conn: &ConnInfo,
     shared: &Shared,
+    activity: &Activity,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), Close> {
+) -> Result<Ended, Close> {
     let upstream_write = Close::write("broker");
     loop {
         // Flush what was written before waiting for the client; never wait with requests
@@ -244,20 +337,30 @@ async fn requests(
             Some(next) => next,
             None => {
                 flush(&mut to_upstream).await.map_err(&upstream_write)?;
-                tokio::select! {
-                    next = from_client.next() => next,
-                    _ = shutdown.wait_for(|stop| *stop) => None,
+                loop {
+                    let deadline = client_deadline(&from_client, activity, shared);
+                    let stopping = tokio::select! {
+                        next = from_client.next() => break next,
+                        _ = shutdown.wait_for(|stop| *stop) => true,
+                        () = tokio::time::sleep_until(deadline) => false,
+                    };
+                    if stopping {
+                        flush(&mut to_upstream).await.map_err(&upstream_write)?;
+                        return Ok(Ended::Stopping);
+                    }
+                    // The deadline may have moved meanwhile (an answer went out).
+                    if client_deadline(&from_client, activity, shared) <= Instant::now() {
+                        return Err(timed_out(&from_client, shared));
+                    }
                 }
             }
         };
         let frame = match next {
-            None => {
-                flush(&mut to_upstream).await.map_err(&upstream_write)?;
-                return Ok(());
-            }
+            None => return Ok(Ended::ClientClosed),
             Some(Ok(frame)) => frame,
             Some(Err(e)) => return Err(Close::client_read(e)),
         };
+        activity.touch();
         let peek = peek_request(&frame)
             .map_err(|e| Close(format!("malformed request header from the client: {e}")))?;
         if peek.api_key != API_KEY {
@@ -309,6 +412,32 @@ async fn requests(
                 send_slot(&slots, &mut to_upstream, slot).await?;
             }
         }
+    }
+}
+
+/// When the client's side next times out: a frame begun must be whole within the frame
+/// timeout; without one, a frame must go either way within the idle timeout.
+fn client_deadline(from_client: &FromClient<'_>, activity: &Activity, shared: &Shared) -> Instant {
+    match from_client.decoder().started {
+        Some(started) => started + shared.frame_timeout,
+        None => activity.last() + shared.idle_timeout,
+    }
+}
+
+/// Why the client's side timed out, for the log.
+fn timed_out(from_client: &FromClient<'_>, shared: &Shared) -> Close {
+    if from_client.decoder().started.is_some() {
+        Close(format!(
+            "the client's frame was not whole within the frame timeout ({:?}; {} bytes \
+             received)",
+            shared.frame_timeout,
+            from_client.read_buffer().len()
+        ))
+    } else {
+        Close(format!(
+            "idle: no frame either way within the idle timeout ({:?})",
+            shared.idle_timeout
+        ))
     }
 }
 
@@ -370,6 +499,7 @@ async fn responses(
     mut to_client: ToPeer<'_>,
     mut slots: mpsc::Receiver<Slot>,
     shared: &Shared,
+    activity: &Activity,
 ) -> Result<(), Close> {
     let client_write = Close::write("client");
     let mut waiting: VecDeque<Slot> = VecDeque::new();
@@ -427,7 +557,10 @@ async fn responses(
                 )))
             }
             Next::Frame(Some(Err(e))) => return Err(Close::upstream_read(e)),
-            Next::Frame(Some(Ok(frame))) => frame,
+            Next::Frame(Some(Ok(frame))) => {
+                activity.touch();
+                frame
+            }
         };
         let correlation_id = peek_response(&frame)
             .map_err(|e| Close(format!("malformed response header from the broker: {e}")))?
@@ -534,5 +667,29 @@ async fn plain(
             &mut client, &mut upstream, WRITE_BOUNDARY, WRITE_BOUNDARY,
         ) => r.map(|_| ()).map_err(|e| Close(format!("copying: {e}"))),
         _ = shutdown.wait_for(|stop| *stop) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 23, finding 8: a broker that hung up inside a frame was reported as sending a
+    /// malformed frame.
+    #[test]
+    fn a_broker_gone_mid_frame_is_not_called_malformed() {
+        let mut codec = KafkaFrameCodec::new();
+        let mut cut = BytesMut::from(&[0, 0, 0, 20, 0, 0, 0, 7][..]);
+        let e = codec.decode_eof(&mut cut).unwrap_err();
+        let close = Close::upstream_read(e).to_string();
+        assert_eq!(
+            close,
+            "the broker closed the connection inside a frame (16 bytes missing)"
+        );
+        let mut negative = BytesMut::from(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 7][..]);
+        let e = codec.decode(&mut negative).unwrap_err();
+        assert!(Close::upstream_read(e)
+            .to_string()
+            .starts_with("malformed frame from the broker"));
     }
 }

@@ -91,4 +91,7 @@ pub mod policy;
 mod server;
 
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
-pub use server::{AuditTarget, Config, Guard, Route, StartError};
+pub use server::{
+    AuditTarget, Config, Guard, Route, StartError, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+};

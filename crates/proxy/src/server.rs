@@ -52,10 +52,26 @@ pub struct Config {
     /// The largest frame accepted from either side (size prefix excluded). Default: the
     /// codec's `DEFAULT_MAX_FRAME_SIZE` (100 MiB, Kafka's `socket.request.max.bytes`).
     pub max_frame_size: usize,
+    /// No frame either way for this long: the connection is closed. Default 10 minutes,
+    /// Kafka's `connections.max.idle.ms`.
+    pub idle_timeout: Duration,
+    /// A frame from a client that has begun must be whole within this, or the connection
+    /// is closed (a client trickling bytes cannot hold a slot). Default 30 seconds.
+    pub frame_timeout: Duration,
+    /// Connecting to the broker must succeed within this, or the client is closed.
+    /// Default 10 seconds.
+    pub upstream_connect_timeout: Duration,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
 }
+
+/// [`Config::idle_timeout`]'s default: Kafka's `connections.max.idle.ms`, 10 minutes.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// [`Config::frame_timeout`]'s default.
+pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+/// [`Config::upstream_connect_timeout`]'s default.
+pub const DEFAULT_UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for Config {
     fn default() -> Self {
@@ -65,6 +81,9 @@ impl Default for Config {
             audit: AuditTarget::Stderr,
             max_connections: 1024,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            frame_timeout: DEFAULT_FRAME_TIMEOUT,
+            upstream_connect_timeout: DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
             plain: false,
         }
     }
@@ -140,6 +159,9 @@ impl Guard {
                 audit,
                 max_frame_size: config.max_frame_size,
                 plain: config.plain,
+                idle_timeout: config.idle_timeout,
+                frame_timeout: config.frame_timeout,
+                upstream_connect_timeout: config.upstream_connect_timeout,
             }),
         })
     }
