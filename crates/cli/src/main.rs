@@ -5,21 +5,13 @@
 //! This file only runs the command the flags ([`flags`]) name and maps failures to exit
 //! statuses: 0 success, 1 malformed or unreadable input, 2 usage error.
 
+mod commands;
 mod fail;
-mod fields;
 mod flags;
-mod fuzz_cmd;
-mod gen;
-mod hexdump;
 mod input;
-mod inspect;
 mod json;
-#[cfg(feature = "proxy")]
-mod proxy;
-mod scan;
-mod style;
+mod output;
 mod traffic;
-mod tree;
 mod versions;
 
 use std::io::{self, BufWriter, Write};
@@ -48,15 +40,15 @@ fn main() -> ExitCode {
 
 fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
     match command {
-        Command::Inspect(args) => inspect::run(&args, out),
-        Command::Decode(args) => json::decode(&args, out),
-        Command::Encode(args) => json::encode(&args, out),
-        Command::Scan(args) => scan::run(&args, out),
-        Command::Gen(args) => gen::gen(&args, out),
-        Command::Mutate(args) => gen::mutate(&args, out),
-        Command::Fuzz(args) => fuzz_cmd::run(&args, out),
+        Command::Inspect(args) => commands::inspect::run(&args, out),
+        Command::Decode(args) => commands::decode::run(&args, out),
+        Command::Encode(args) => commands::encode::run(&args, out),
+        Command::Scan(args) => commands::scan::run(&args, out),
+        Command::Gen(args) => commands::gen::run(&args, out),
+        Command::Mutate(args) => commands::mutate::run(&args, out),
+        Command::Fuzz(args) => commands::fuzz::run(&args, out),
         #[cfg(feature = "proxy")]
-        Command::Proxy(args) => proxy::run(&args),
+        Command::Proxy(args) => commands::proxy::run(&args),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The tool's side of reading whole connections out of a capture: walking a capture through
-//! the capture crate's analyser with the tool's failures, reporting its notes on stderr, and
-//! the `"source"` member of the JSON output. The analyser itself (framing, pairing, notes)
+//! the capture crate's analyser with the tool's failures, and reporting its notes on
+//! stderr. The analyser itself (framing, pairing, notes)
 //! is `kafka_elect_leaders_capture::traffic`.
 
 pub use kafka_elect_leaders_capture::traffic::*;
@@ -71,20 +71,6 @@ pub fn note_line(name: &str, note: &Note) -> String {
     line.push_str(": ");
     line.push_str(&note.message);
     line
-}
-
-/// The `"source"` member of a frame found in a capture (with its leading comma).
-pub fn source_json(o: &Origin) -> String {
-    let packets = if o.first_packet == o.last_packet {
-        format!("\"packet\":{}", o.first_packet)
-    } else {
-        format!("\"packets\":[{},{}]", o.first_packet, o.last_packet)
-    };
-    format!(
-        ",\"source\":{{{packets},\"time\":\"{}\",\"connection\":{},\"src\":\"{}\",\
-         \"dst\":\"{}\",\"stream_offset\":{},\"frame\":{}}}",
-        o.time, o.conn.0, o.from, o.to, o.offset, o.index
-    )
 }
 
 /// Kafka's name of an API key, or `"unknown"`.

@@ -1559,35 +1559,39 @@ fn malformed_input_exits_1_naming_field_and_offset() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let cases: &[&[&str]] = &[
-        &[],
-        &["frobnicate"],
-        &["help", "frobnicate"],
-        &["decode", "--bogus"],
-        &["decode", "--version", "1"],
-        &["decode", "--response"],
-        &["decode", "--response", "--version", "3"],
-        &["decode", "--response", "--version"],
-        &["decode", "--request", "--response", "--version", "1"],
-        &["decode", "a.bin", "b.bin"],
-        &["decode", "--hex=yes"],
-        &["encode", "--response"],
-        &["encode", "a", "b"],
-        &["inspect", "--color", "sometimes"],
-        &["scan"],
-        &["scan", "a", "b", "c"],
-        &["scan", "-", "-"],
-        &["scan", "--version", "1", "a"],
-        &["decode", "no-such-file.bin"],
-        &["scan", "no-such-file.bin"],
+    // Each case, and what its message must name: the offending option, argument or file.
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "subcommand"),
+        (&["frobnicate"], "'frobnicate'"),
+        (&["help", "frobnicate"], "'frobnicate'"),
+        (&["decode", "--bogus"], "'--bogus'"),
+        (&["decode", "--version", "1"], "--response"),
+        (&["decode", "--response"], "--version"),
+        (&["decode", "--response", "--version", "3"], "--version"),
+        (&["decode", "--response", "--version"], "--version"),
+        (
+            &["decode", "--request", "--response", "--version", "1"],
+            "--request",
+        ),
+        (&["decode", "a.bin", "b.bin"], "'b.bin'"),
+        (&["decode", "--hex=yes"], "--hex"),
+        (&["encode", "--response"], "'--response'"),
+        (&["encode", "a", "b"], "'b'"),
+        (&["inspect", "--color", "sometimes"], "--color"),
+        (&["scan"], "REQUESTS_FILE"),
+        (&["scan", "a", "b", "c"], "'c'"),
+        (&["scan", "-", "-"], "standard input (-)"),
+        (&["scan", "--version", "1", "a"], "'--version'"),
+        (&["decode", "no-such-file.bin"], "no-such-file.bin"),
+        (&["scan", "no-such-file.bin"], "no-such-file.bin"),
         // A directory, like a file that cannot be opened.
-        &["decode", "src"],
-        &["encode", "src"],
-        &["scan", "src"],
-        &["scan", "request-v2-min.bin", "src"],
-        &["inspect", "src"],
+        (&["decode", "src"], "src"),
+        (&["encode", "src"], "src"),
+        (&["scan", "src"], "src"),
+        (&["scan", "request-v2-min.bin", "src"], "src"),
+        (&["inspect", "src"], "src"),
     ];
-    for args in cases {
+    for &(args, named) in cases {
         let output = run(args, b"");
         assert_eq!(
             output.status.code(),
@@ -1597,6 +1601,11 @@ fn usage_errors_exit_2() {
         );
         assert!(output.stdout.is_empty(), "{args:?}");
         assert!(stderr(&output).starts_with("elect-leaders: "), "{args:?}");
+        assert!(
+            stderr(&output).contains(named),
+            "{args:?}: {named:?} not named in {}",
+            stderr(&output)
+        );
     }
     // inspect goes on past a file it cannot open, then exits 2.
     let output = run(&["inspect", "no-such-file.bin", "request-v2-min.bin"], b"");

@@ -45,7 +45,7 @@ fn gen_writes_valid_requests_the_same_for_a_seed() {
 
 #[test]
 fn gen_writes_responses_at_the_version_asked() {
-    for version in 0..=2i16 {
+    for version in kafka_elect_leaders::VERSIONS {
         let v = version.to_string();
         let args = [
             "gen",
@@ -105,10 +105,24 @@ fn input_hex(bytes: &[u8]) -> String {
 
 #[test]
 fn usage_errors() {
-    assert_eq!(tool(&["gen", "--version", "3"], b"").0, 2);
-    assert_eq!(tool(&["mutate", "--kind", "response"], b"").0, 2);
-    assert_eq!(tool(&["fuzz"], b"").0, 2);
-    assert_eq!(tool(&["fuzz", "--target", "nowhere"], b"").0, 2);
+    for (args, named) in [
+        (&["gen", "--version", "3"][..], "--version"),
+        (&["mutate", "--kind", "response"][..], "--version"),
+        (&["fuzz"][..], "--target"),
+        (&["fuzz", "--target", "nowhere"][..], "--target"),
+        (
+            &["fuzz", "--target", "127.0.0.1:1", "--rate", "0"][..],
+            "--rate",
+        ),
+        (&["gen", "--count", "many"][..], "--count"),
+    ] {
+        let (code, _, err) = tool(args, b"");
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(named),
+            "{args:?}: {named:?} not named in {err}"
+        );
+    }
     let (code, out, _) = tool(&["help", "fuzz"], b"");
     assert_eq!(code, 0);
     assert!(String::from_utf8(out)

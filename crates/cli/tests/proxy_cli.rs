@@ -444,7 +444,7 @@ fn trimmed_request_and_merged_answer() {
     });
     let proxy = Proxy::start(fake.addr, &["--protect-topic", "payments"]);
     let mut c = proxy.connect();
-    for version in 0..=2 {
+    for version in kafka_elect_leaders::VERSIONS {
         let topics = [
             TopicPartitionsData::new(b"payments", &[7]),
             TopicPartitionsData::new(b"orders", &[0, 1]),
@@ -742,39 +742,50 @@ fn usage_errors() {
             .output()
             .unwrap()
     };
-    for args in [
-        &[][..],
-        &["--listen", "127.0.0.1:0"],
-        &["--listen", "nowhere", "--upstream", "127.0.0.1:1"],
-        &[
+    let both = ["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        both.iter().chain(extra).copied().collect()
+    };
+    // Each case, and what its message must name.
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![], "--listen"),
+        (vec!["--listen", "127.0.0.1:0"], "--upstream"),
+        (
+            vec!["--listen", "nowhere", "--upstream", "127.0.0.1:1"],
             "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:1",
-            "--max-connections",
-            "0",
-        ],
-        &[
+        ),
+        (with(&["--max-connections", "0"]), "--max-connections"),
+        (with(&["--max-frame-size", "7"]), "--max-frame-size"),
+        (
+            with(&["--max-frame-size", "2147483648"]),
+            "--max-frame-size",
+        ),
+        (with(&["--max-partitions", "-1"]), "--max-partitions"),
+        (with(&["--bogus"]), "--bogus"),
+        (with(&["--deny-unclean=yes"]), "--deny-unclean"),
+        (with(&["--plain", "--log-only"]), "--plain"),
+        (with(&["--plain", "--protect-topic", "t"]), "--plain"),
+        (
+            vec![
+                "--listen",
+                "127.0.0.1:9",
+                "--upstream",
+                "127.0.0.1:1",
+                "--listen",
+                "127.0.0.1:9",
+                "--upstream",
+                "127.0.0.1:1",
+            ],
             "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:1",
-            "--bogus",
-        ],
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:1",
-            "--deny-unclean=yes",
-        ],
-    ] {
+        ),
+    ];
+    for (args, named) in &cases {
         let out = run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(named),
+            "{args:?}: {named:?} not named in {err}"
         );
     }
     let help = run(&["--help"]);

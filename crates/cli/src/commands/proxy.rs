@@ -11,6 +11,10 @@ use crate::fail::Failure;
 use crate::flags::ProxyArgs;
 
 /// Runs `elect-leaders proxy` until SIGINT or SIGTERM.
+///
+/// The policy and the configuration take their defaults for whatever the flags do not
+/// set, so that settings the guard gains keep their defaults here until they get a flag.
+#[allow(clippy::needless_update)]
 pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
     let bytes = |text: &std::ffi::OsString| {
         text.to_string_lossy()
@@ -24,6 +28,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         allowed_client_ids: args.allow_client_id.iter().map(bytes).collect(),
         max_partitions: args.max_partitions,
         log_only: args.log_only,
+        ..Policy::default()
     };
     let config = Config {
         routes: args
@@ -41,6 +46,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         max_connections: args.max_connections,
         max_frame_size: args.max_frame_size,
         plain: args.plain,
+        ..Config::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

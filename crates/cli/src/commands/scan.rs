@@ -12,7 +12,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
 
 use kafka_elect_leaders::{
-    parse_request, parse_response, scan_requests, split_frame, ElectLeadersRequest,
+    is_supported, parse_request, parse_response, scan_requests, split_frame, ElectLeadersRequest,
     ElectLeadersResponse, ErrorCode, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 
@@ -20,27 +20,27 @@ use crate::capture::Capture;
 use crate::fail::Failure;
 use crate::flags::ScanArgs;
 use crate::input::{to_hex, Opened, Source};
-use crate::json::{write_request, write_response};
+use crate::json::print::{Message, Place};
 use crate::traffic::{self, Item, What};
 
 /// `scan REQUESTS_FILE [RESPONSES_FILE]`, or `scan CAPTURE`.
-pub fn run(options: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let requests_source = Source::from_arg(&options.requests);
-    let requests_reader = match requests_source.open_any("scan", options.read.hex)? {
+pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let requests_source = Source::from_arg(&args.requests);
+    let requests_reader = match requests_source.open_any("scan", args.read.hex)? {
         Opened::Capture(mut capture) => {
-            if options.responses.is_some() {
+            if args.responses.is_some() {
                 return Err(Failure::usage(
                     "scan",
                     "a capture holds both directions of its connections: give it alone",
                 ));
             }
-            return scan_capture(options, &requests_source.name(), &mut capture, out);
+            return scan_capture(args, &requests_source.name(), &mut capture, out);
         }
         Opened::Stream(reader) => reader,
     };
-    let responses_source = options.responses.as_deref().map(Source::from_arg);
+    let responses_source = args.responses.as_deref().map(Source::from_arg);
     let responses_reader = match &responses_source {
-        Some(source) => Some(source.open("scan", options.read.hex)?),
+        Some(source) => Some(source.open("scan", args.read.hex)?),
         None => None,
     };
 
@@ -66,16 +66,14 @@ pub fn run(options: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             consumed = consumed.max(start + request.frame().len());
             let offset = base + start as u64;
             line.clear();
-            if options.json {
+            if args.json {
                 line.push_str("{\"request\":");
-                write_request(&mut line, &request);
-                line.pop();
-                line.push_str(&format!(",\"source\":{{\"offset\":{offset}}}}}"));
+                line.push_str(&Message::Request(request).text(Some(&Place::Raw { offset })));
             } else {
                 line.push_str(&request_line(offset, &request));
             }
             if streaming {
-                if options.json {
+                if args.json {
                     line.push('}');
                 }
                 line.push('\n');
@@ -106,21 +104,15 @@ pub fn run(options: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     // still waiting for one.
     let responses = match (responses_reader, &responses_source) {
         (Some(reader), Some(source)) => {
-            let len = pair_stream(
-                reader,
-                &mut found,
-                options.json,
-                &source.name(),
-                &mut skipped,
-            )
-            .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
+            let len = pair_stream(reader, &mut found, args.json, &source.name(), &mut skipped)
+                .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
             Some((source.name(), len))
         }
         _ => None,
     };
     if responses.is_some() {
         for request in &found {
-            if options.json {
+            if args.json {
                 let response = request.answer.as_deref().unwrap_or("null");
                 writeln!(out, "{},\"response\":{response}}}", request.text)?;
             } else {
@@ -136,7 +128,7 @@ pub fn run(options: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             }
         }
     }
-    if options.json {
+    if args.json {
         return skipped.finish(&requests_source.name());
     }
     let count = match found.len() {
@@ -242,7 +234,9 @@ fn incomplete_request(window: &[u8]) -> usize {
         .map(|hit| from + hit)
         .filter(|&hit| {
             hit >= SIZE_PREFIX_LEN
-                && window.get(hit + 3).is_some_and(|&v| v <= 2)
+                && window
+                    .get(hit + 3)
+                    .is_some_and(|&v| is_supported(i16::from(v)))
                 && split_frame(&window[hit - SIZE_PREFIX_LEN..]).is_err_and(|e| e.is_incomplete())
         })
         .map(|hit| hit - SIZE_PREFIX_LEN)
@@ -301,11 +295,7 @@ fn pair_stream(
                             }
                             let offset = base + at as u64;
                             let text = if json {
-                                let mut text = String::new();
-                                write_response(&mut text, &response);
-                                text.pop();
-                                text.push_str(&format!(",\"source\":{{\"offset\":{offset}}}}}"));
-                                text
+                                Message::Response(response).text(Some(&Place::Raw { offset }))
                             } else {
                                 response_line(offset, &response)
                             };
@@ -330,7 +320,7 @@ fn pair_stream(
 /// A capture: every ElectLeaders request of every connection as it is found, and each
 /// response as it comes, paired by the connection's own bookkeeping.
 fn scan_capture<R: Read>(
-    options: &ScanArgs,
+    args: &ScanArgs,
     name: &str,
     capture: &mut Capture<R>,
     out: &mut dyn Write,
@@ -340,7 +330,7 @@ fn scan_capture<R: Read>(
     let mut requests = 0u64;
     let mut answered = 0u64;
     let mut bad_frames = 0u64;
-    let summary = traffic::walk(name, capture, options.read.port, &mut |item| {
+    let summary = traffic::walk(name, capture, args.read.port, &mut |item| {
         let found = match item {
             Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
             Item::Closed(conn) => {
@@ -359,16 +349,12 @@ fn scan_capture<R: Read>(
         };
         let o = &found.origin;
         let place = format!("connection {} {} -> {}", o.conn.0, o.from, o.to);
-        let mut text = String::new();
         match found.what {
             What::ElectRequest => match parse_request(&found.frame) {
                 Ok(request) => {
                     requests += 1;
-                    if options.json {
-                        write_request(&mut text, &request);
-                        text.pop();
-                        text.push_str(&traffic::source_json(o));
-                        text.push('}');
+                    if args.json {
+                        let text = Message::Request(request).text(Some(&Place::Capture(o)));
                         waiting
                             .entry((o.conn.0, request.correlation_id()))
                             .or_default()
@@ -390,11 +376,8 @@ fn scan_capture<R: Read>(
             What::ElectResponse { version } => match parse_response(&found.frame, version) {
                 Ok(response) => {
                     answered += 1;
-                    if options.json {
-                        write_response(&mut text, &response);
-                        text.pop();
-                        text.push_str(&traffic::source_json(o));
-                        text.push('}');
+                    if args.json {
+                        let text = Message::Response(response).text(Some(&Place::Capture(o)));
                         // The request went the other way: the key is the client's side.
                         let key = (o.conn.0, response.correlation_id());
                         let request = waiting.get_mut(&key).and_then(VecDeque::pop_front);
@@ -423,7 +406,7 @@ fn scan_capture<R: Read>(
         }
         Ok(())
     })?;
-    if !options.json {
+    if !args.json {
         writeln!(
             out,
             "{requests} ElectLeaders requests in {name}; {answered} answered"

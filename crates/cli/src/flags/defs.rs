@@ -337,7 +337,7 @@ pub struct ProxyArgs {
     pub allow_client_id: Vec<OsString>,
     /// A request naming more than N partitions is refused, and so is one for all
     /// partitions
-    #[arg(long, value_name = "N", value_parser = values::count::<0>)]
+    #[arg(long, value_name = "N", value_parser = values::count::<0>, allow_negative_numbers = true)]
     pub max_partitions: Option<usize>,
     /// Forward everything unchanged; audit what would be refused
     #[arg(long)]
@@ -348,7 +348,13 @@ pub struct ProxyArgs {
     pub audit_log: Option<OsString>,
     /// Client connections at once, over all listeners; one more is accepted and closed at
     /// once
-    #[arg(long, value_name = "N", value_parser = values::count::<1>, default_value_t = 1024)]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = values::count::<1>,
+        allow_negative_numbers = true,
+        default_value_t = 1024,
+    )]
     pub max_connections: usize,
     /// Largest frame read from either side (Kafka's socket.request.max.bytes); a larger
     /// size prefix closes the connection
@@ -356,6 +362,7 @@ pub struct ProxyArgs {
         long,
         value_name = "BYTES",
         value_parser = values::frame_size,
+        allow_negative_numbers = true,
         default_value_t = kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE,
     )]
     pub max_frame_size: usize,

@@ -26,6 +26,7 @@ pub fn address(text: &str) -> Result<SocketAddr, String> {
 }
 
 /// A whole number of at least `MIN`.
+#[cfg(feature = "proxy")]
 pub fn count<const MIN: usize>(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n >= MIN => Ok(n),

@@ -9,13 +9,13 @@
 use std::ops::Range;
 
 use kafka_elect_leaders::{
-    response_header_version, ElectLeadersRequest, ElectLeadersResponse, ElectionType, ErrorCode,
-    Int32List, TaggedFields, SIZE_PREFIX_LEN,
+    has_election_type, has_top_level_error_code, response_header_version, ElectLeadersRequest,
+    ElectLeadersResponse, ElectionType, ErrorCode, Int32List, TaggedFields, SIZE_PREFIX_LEN,
 };
 
+use super::style::Region;
+use super::tree::{group, leaf, with_region, Node};
 use crate::input::to_hex;
-use crate::style::Region;
-use crate::tree::{group, leaf, with_region, Node};
 
 // What the schemas' `about` texts say, shortened to a line.
 pub const ABOUT_SIZE: &str = "number of bytes that follow";
@@ -310,7 +310,7 @@ pub fn request_tree<'a>(r: &ElectLeadersRequest<'a>) -> Node<'a> {
     let timeout_start = body_tags.range().start - 4;
     let mut at = body.start;
     let mut body_fields = Vec::new();
-    if version >= 1 {
+    if has_election_type(version) {
         body_fields.push(leaf(
             "ElectionType",
             "int8",
@@ -446,7 +446,7 @@ pub fn response_tree<'a>(r: &ElectLeadersResponse<'a>) -> Node<'a> {
         ABOUT_THROTTLE,
     )];
     at += 4;
-    if version >= 1 {
+    if has_top_level_error_code(version) {
         body_fields.push(leaf(
             "ErrorCode",
             "int16",

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use kafka_elect_leaders::Error;
 
-use crate::style::{Palette, Region};
+use super::style::{Palette, Region};
 
 /// The frame's bytes, 16 to a row, with an offset column and the ASCII alongside; coloured
 /// by region on a terminal. A malformed frame's failing byte is marked under its row.

@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 use std::ops::Range;
 
-use crate::style::{Palette, Region};
+use super::style::{Palette, Region};
 
 /// Children made as they are drawn, after [`Node::children`]: how many, and the maker.
 pub struct Lazy<'a> {

@@ -1,0 +1,169 @@
+//! `decode`: frames in, one JSON object per frame out, one per line (the objects are
+//! [`crate::json::print`]'s).
+
+use std::io::Write;
+
+use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_request, API_KEY};
+
+use crate::capture::Capture;
+use crate::fail::{frame_failure, malformed, not_a_request_hint, Failure};
+use crate::flags::DecodeArgs;
+use crate::input::{FrameReader, Kind, Opened, ReadFailure, Source};
+use crate::json::print::{Message, OtherFrame, Place};
+use crate::traffic::{self, Item, Role, What};
+
+/// `decode`: one JSON object per frame, one per line.
+pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let source = Source::from_arg_or_stdin(args.file.as_deref());
+    let kind = args.kind.kind_of(&source);
+    let name = source.name();
+    match source.open_any("decode", args.read.hex)? {
+        Opened::Capture(mut capture) => decode_capture(args, &name, &mut capture, out),
+        Opened::Stream(reader) => decode_stream(args, &name, kind, reader, out),
+    }
+}
+
+/// Frames back to back. A stream of requests may hold frames of any API (a recorded
+/// connection): those are passed over, or listed with `--all`. When the first frame is of
+/// another API the input is a connection, and every object says where its frame was
+/// (`"source"`); a file of ElectLeaders frames prints exactly the frames' objects.
+fn decode_stream(
+    args: &DecodeArgs,
+    name: &str,
+    kind: Kind,
+    reader: Box<dyn std::io::Read + Send>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut frames = FrameReader::new(reader);
+    let mut index = 0;
+    let mut connection = false;
+    let mut passed: Vec<(i16, usize)> = Vec::new();
+    loop {
+        let frame = match frames.next_frame() {
+            Ok(Some(frame)) => frame,
+            Ok(None)
+                if passed.iter().map(|p| p.1).sum::<usize>() < index
+                    || args.others.all
+                    || passed.is_empty() =>
+            {
+                return Ok(())
+            }
+            Ok(None) => {
+                // Frames, none of them ElectLeaders: say what they were, and what to try.
+                let apis: Vec<String> = passed
+                    .iter()
+                    .map(|&(key, n)| format!("{} x{n}", traffic::api_label(key)))
+                    .collect();
+                return Err(Failure::Input(format!(
+                    "{name}: no ElectLeaders request in {index} frame(s), read as requests of \
+                     other APIs ({}); if the input holds responses, read it with --response \
+                     --version N (--all lists the frames)",
+                    apis.join(", ")
+                )));
+            }
+            Err(ReadFailure::Io(e)) => return Err(Failure::Input(format!("{name}: {e}"))),
+            Err(ReadFailure::Size { offset, error, .. }) => {
+                return Err(Failure::Input(malformed(name, index + 1, offset, &error)));
+            }
+        };
+        index += 1;
+        let parsed = match kind {
+            Kind::Request => match peek_request(&frame.bytes) {
+                Ok(peek)
+                    if peek.api_key != API_KEY
+                        && is_known_request(peek.api_key, peek.api_version) =>
+                {
+                    connection |= index == 1;
+                    match passed.iter_mut().find(|(key, _)| *key == peek.api_key) {
+                        Some((_, n)) => *n += 1,
+                        None => passed.push((peek.api_key, 1)),
+                    }
+                    Ok(args.others.all.then_some(Message::Other(OtherFrame {
+                        kind: "request",
+                        api: Some((peek.api_key, peek.api_version)),
+                        correlation_id: peek.correlation_id,
+                        bytes: frame.bytes.len(),
+                    })))
+                }
+                _ => parse_request(&frame.bytes).map(|r| Some(Message::Request(r))),
+            },
+            Kind::Response(version) => {
+                parse_response(&frame.bytes, version).map(|r| Some(Message::Response(r)))
+            }
+        };
+        let message = match parsed {
+            Ok(Some(message)) => message,
+            Ok(None) => continue,
+            Err(error) => {
+                let mut message =
+                    frame_failure(name, index, frame.offset, frame.bytes.len(), &error);
+                if kind == Kind::Request {
+                    message.push_str(not_a_request_hint(&frame.bytes));
+                }
+                return Err(Failure::Input(message));
+            }
+        };
+        let place = connection.then_some(Place::Stream {
+            frame: index,
+            offset: frame.offset,
+        });
+        message.line(out, place.as_ref())?;
+    }
+}
+
+/// A pcap or pcapng capture: every connection's ElectLeaders frames, responses parsed with
+/// their requests' versions, each with its `"source"`. What cannot be decoded is reported on
+/// stderr as it is met, the rest is still decoded, and the exit status says the output is
+/// partial.
+fn decode_capture<R: std::io::Read>(
+    args: &DecodeArgs,
+    name: &str,
+    capture: &mut Capture<R>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut bad_frames = 0u64;
+    let summary = traffic::walk(name, capture, args.read.port, &mut |item| {
+        let found = match item {
+            Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
+            Item::Frame(found) => found,
+            Item::Closed(_) => return Ok(()),
+        };
+        let other = |kind, api, correlation_id| {
+            Ok(args.others.all.then_some(Message::Other(OtherFrame {
+                kind,
+                api,
+                correlation_id,
+                bytes: found.frame.len(),
+            })))
+        };
+        let parsed = match found.what {
+            What::ElectRequest => parse_request(&found.frame).map(|r| Some(Message::Request(r))),
+            What::ElectResponse { version } => {
+                parse_response(&found.frame, version).map(|r| Some(Message::Response(r)))
+            }
+            What::Other {
+                role,
+                api_key,
+                api_version,
+                correlation_id,
+            } => {
+                let kind = match role {
+                    Role::Requests => "request",
+                    Role::Responses => "response",
+                };
+                other(kind, Some((api_key, api_version)), correlation_id)
+            }
+            What::Unpaired { correlation_id } => other("response", None, correlation_id),
+        };
+        match parsed {
+            Ok(Some(message)) => message.line(out, Some(&Place::Capture(&found.origin)))?,
+            Ok(None) => {}
+            Err(error) => {
+                bad_frames += 1;
+                traffic::report(out, name, &traffic::bad_frame(&found.origin, &error))?;
+            }
+        }
+        Ok(())
+    })?;
+    traffic::finish(name, summary.partial + bad_frames)
+}
