@@ -92,6 +92,6 @@ mod server;
 
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
-    AuditTarget, Config, Guard, Route, StartError, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Route, StartError,
+    DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT, RESERVED_FDS,
 };

@@ -89,6 +89,25 @@ impl Default for Config {
     }
 }
 
+/// File descriptors kept back from connections: the listeners, the audit log, the
+/// runtime's own, standard streams and the spare one that lets the guard refuse a client
+/// when every other descriptor is taken.
+pub const RESERVED_FDS: u64 = 64;
+
+/// Raises the process's soft limit on open files to its hard limit, and returns the limit
+/// now in force. Each client costs the guard two descriptors (the client's socket and its
+/// broker connection).
+pub fn raise_fd_limit() -> io::Result<u64> {
+    rlimit::increase_nofile_limit(u64::MAX)
+}
+
+/// The connections the guard can serve at once under a limit of `fd_limit` open files:
+/// two descriptors each, after [`RESERVED_FDS`]. At least 1.
+pub fn max_connections_for(fd_limit: u64) -> usize {
+    let pairs = fd_limit.saturating_sub(RESERVED_FDS) / 2;
+    usize::try_from(pairs).unwrap_or(usize::MAX).max(1)
+}
+
 /// Why the guard could not start.
 #[derive(Debug)]
 pub enum StartError {
@@ -222,6 +241,10 @@ async fn accept(
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // One descriptor held back, to be able to refuse a client when all others are taken.
+    let mut spare = spare_fd();
+    let mut refused_for_fds = 0u64;
+    let mut last_fd_log: Option<std::time::Instant> = None;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -229,8 +252,29 @@ async fn accept(
         };
         let (client, peer) = match accepted {
             Ok(accepted) => accepted,
+            Err(e) if is_out_of_fds(&e) => {
+                // Every descriptor is taken. The client waiting in the backlog would hang
+                // until its own timeout: give back the spare descriptor, take the client
+                // and close it at once, then take the spare again. The connections open
+                // keep being served.
+                drop(spare.take());
+                if let Ok((refused, peer)) = listener.accept().await {
+                    drop(refused);
+                    refused_for_fds += 1;
+                    if last_fd_log.map_or(true, |at| at.elapsed() >= Duration::from_secs(1)) {
+                        log(format_args!(
+                            "{local}: {peer} refused: out of file descriptors ({e}); \
+                             {refused_for_fds} client(s) refused so far"
+                        ));
+                        last_fd_log = Some(std::time::Instant::now());
+                    }
+                }
+                spare = spare_fd();
+                // Let connections close before trying again; do not spin.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
             Err(e) => {
-                // Out of file descriptors and the like: wait a little, do not spin.
                 log(format_args!("{local}: accept failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -256,4 +300,14 @@ async fn accept(
             drop(permit);
         });
     }
+}
+
+/// The spare descriptor: `/dev/null`, opened for nothing but to be closed when needed.
+fn spare_fd() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
+}
+
+/// `EMFILE` (the process's limit) or `ENFILE` (the system's).
+fn is_out_of_fds(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(24) | Some(23))
 }
