@@ -1,0 +1,153 @@
+//! policy: the proxy's ElectLeaders policy (the guard's policy module, included
+//! as it is) against the rules its documentation states.
+
+use super::*;
+
+use kafka_elect_leaders_proxy::policy;
+
+/// First byte: bit 1 generate the request (1) or read a frame (0). Then the frame (when
+/// read), then the policy.
+pub fn check_policy(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let Some((frame, mut u)) = take_request(rest, selector & 2 != 0) else {
+        return;
+    };
+    let Ok(request) = parse_request(&frame) else {
+        return;
+    };
+    let _ = decide(&request, &mut u);
+}
+
+pub(crate) fn decide(
+    request: &ElectLeadersRequest<'_>,
+    u: &mut Unstructured<'_>,
+) -> arbitrary::Result<()> {
+    use policy::{Policy, Refusal, Rule, Verdict};
+    let plain = plain_request(request);
+    let topics: Vec<&[u8]> = plain
+        .topics
+        .iter()
+        .flatten()
+        .map(|t| &t.topic[..])
+        .collect();
+    // Names the request uses, picked by index, and names of the fuzzer's own.
+    let names = |u: &mut Unstructured<'_>, own: Option<&[u8]>| -> arbitrary::Result<_> {
+        let mut set: std::collections::HashSet<Box<[u8]>> = Default::default();
+        for _ in 0..u.int_in_range(0u8..=3)? {
+            match (u.arbitrary::<u8>()?, own) {
+                (0, Some(own)) => {
+                    set.insert(own.into());
+                }
+                (i, _) if !topics.is_empty() && i & 1 == 1 => {
+                    set.insert(topics[usize::from(i) % topics.len()].into());
+                }
+                _ => {
+                    set.insert(<&[u8]>::arbitrary(u)?.into());
+                }
+            }
+        }
+        Ok(set)
+    };
+    let protected_topics = names(u, None)?;
+    let allowed_client_ids = names(u, plain.client_id.as_deref())?;
+    let policy = Policy {
+        deny_unclean: u.arbitrary()?,
+        protected_topics,
+        allowed_client_ids,
+        max_partitions: u.arbitrary::<Option<u8>>()?.map(usize::from),
+        log_only: u.arbitrary()?,
+    };
+    let decision = policy.decide(request);
+
+    // The rules, as the module's documentation states them.
+    let requested: Option<usize> = plain
+        .topics
+        .as_ref()
+        .map(|list| list.iter().map(|t| t.partitions.len()).sum());
+    assert_eq!(decision.requested, requested);
+    // Fail closed: under --deny-unclean every type but PREFERRED (0) is refused.
+    let unclean = policy.deny_unclean && plain.election_type != 0;
+    let protected = |t: &[u8]| policy.protected_topics.contains(t);
+    let client_refused = !policy.allowed_client_ids.is_empty()
+        && !plain
+            .client_id
+            .as_ref()
+            .is_some_and(|id| policy.allowed_client_ids.contains(&id[..]));
+    let too_many = policy
+        .max_partitions
+        .is_some_and(|max| requested.map_or(true, |n| n > max));
+    let all_unclean = plain.topics.is_none() && unclean;
+    let all_protected = plain.topics.is_none() && !policy.protected_topics.is_empty();
+    let whole = client_refused || too_many || all_unclean || all_protected;
+    let refused_entries: Vec<&PlainTopic> = plain
+        .topics
+        .iter()
+        .flatten()
+        .filter(|t| unclean || protected(&t.topic))
+        .collect();
+    let mut rules = Vec::new();
+    if client_refused {
+        rules.push(Rule::AllowClientId);
+    }
+    if too_many {
+        rules.push(Rule::MaxPartitions);
+    }
+    if all_unclean || (unclean && !topics.is_empty()) {
+        rules.push(Rule::DenyUnclean);
+    }
+    if all_protected || topics.iter().any(|t| protected(t)) {
+        rules.push(Rule::ProtectTopic);
+    }
+    let got_rules: Vec<Rule> = decision.rules.iter().collect();
+    assert_eq!(got_rules, rules);
+
+    let entries = topics.len();
+    match &decision.refusal {
+        Refusal::Whole { message } => {
+            assert!(whole);
+            assert_eq!(decision.refused, requested.unwrap_or(0));
+            for (refused, option) in [
+                (client_refused, "--allow-client-id"),
+                (too_many, "--max-partitions"),
+                (all_unclean, "--deny-unclean"),
+                (all_protected, "--protect-topic"),
+            ] {
+                assert_eq!(message.contains(option), refused, "{option}: {message}");
+            }
+        }
+        Refusal::Partitions { all } => {
+            assert!(!whole && !refused_entries.is_empty());
+            assert_eq!(*all, refused_entries.len() == entries);
+            let refused: usize = refused_entries.iter().map(|t| t.partitions.len()).sum();
+            assert_eq!(decision.refused, refused);
+        }
+        Refusal::Nothing => {
+            assert!(!whole && refused_entries.is_empty());
+            assert_eq!(decision.refused, 0);
+        }
+    }
+    if !policy.has_rules() {
+        assert_eq!(decision.refusal, Refusal::Nothing);
+    }
+    let verdict = match (&decision.refusal, policy.log_only) {
+        (Refusal::Nothing, _) => Verdict::Forwarded,
+        (_, true) => Verdict::WouldRefuse,
+        (Refusal::Whole { .. } | Refusal::Partitions { all: true }, false) => Verdict::Refused,
+        (Refusal::Partitions { all: false }, false) => Verdict::Trimmed,
+    };
+    assert_eq!(decision.verdict, verdict);
+    for t in &topics {
+        let refuses = decision.refuses_topic(&policy, t);
+        assert_eq!(refuses, whole || unclean || protected(t), "{t:?}");
+        if refuses && !whole {
+            let message = decision.partition_message(&policy, t);
+            assert_eq!(message.contains("--deny-unclean"), unclean);
+            assert_eq!(message.contains("--protect-topic"), protected(t));
+            let other_type = unclean && plain.election_type != 1;
+            assert_eq!(message.contains("unknown type"), other_type, "{message}");
+        }
+    }
+    Ok(())
+}
