@@ -761,6 +761,13 @@ fn usage_errors() {
             "--max-frame-size",
         ),
         (with(&["--max-partitions", "-1"]), "--max-partitions"),
+        (with(&["--idle-timeout", "soon"]), "--idle-timeout"),
+        (with(&["--idle-timeout", "0s"]), "--idle-timeout"),
+        (with(&["--frame-timeout", "30"]), "--frame-timeout"),
+        (
+            with(&["--upstream-connect-timeout", "10x"]),
+            "--upstream-connect-timeout",
+        ),
         (with(&["--bogus"]), "--bogus"),
         (with(&["--deny-unclean=yes"]), "--deny-unclean"),
         (with(&["--plain", "--log-only"]), "--plain"),
@@ -790,5 +797,13 @@ fn usage_errors() {
     }
     let help = run(&["--help"]);
     assert!(help.status.success());
-    assert!(String::from_utf8_lossy(&help.stdout).contains("--protect-topic NAME"));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--protect-topic NAME"), "{help}");
+    for timeout in [
+        "--idle-timeout",
+        "--frame-timeout",
+        "--upstream-connect-timeout",
+    ] {
+        assert!(help.contains(timeout), "{timeout} not in the help");
+    }
 }

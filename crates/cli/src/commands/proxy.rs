@@ -5,17 +5,26 @@
 use std::io::Write;
 
 use kafka_elect_leaders_proxy::audit::log;
-use kafka_elect_leaders_proxy::{AuditTarget, Config, Guard, Policy, Route};
+use kafka_elect_leaders_proxy::{
+    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Policy, Route,
+};
 
 use crate::fail::Failure;
 use crate::flags::ProxyArgs;
 
 /// Runs `elect-leaders proxy` until SIGINT or SIGTERM.
 ///
-/// The policy and the configuration take their defaults for whatever the flags do not
-/// set, so that settings the guard gains keep their defaults here until they get a flag.
-#[allow(clippy::needless_update)]
+/// The soft limit on open files is raised to the hard limit first; without
+/// `--max-connections`, the guard takes as many clients as that limit allows.
 pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
+    let fd_limit = raise_fd_limit().unwrap_or_else(|e| {
+        // 1,024: the usual soft limit.
+        log(format_args!("cannot raise the limit on open files: {e}"));
+        1024
+    });
+    let max_connections = args
+        .max_connections
+        .unwrap_or_else(|| max_connections_for(fd_limit));
     let bytes = |text: &std::ffi::OsString| {
         text.to_string_lossy()
             .into_owned()
@@ -28,7 +37,6 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         allowed_client_ids: args.allow_client_id.iter().map(bytes).collect(),
         max_partitions: args.max_partitions,
         log_only: args.log_only,
-        ..Policy::default()
     };
     let config = Config {
         routes: args
@@ -43,10 +51,12 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
             Some(path) if path == "-" => AuditTarget::Stdout,
             Some(path) => AuditTarget::File(path.into()),
         },
-        max_connections: args.max_connections,
+        max_connections,
         max_frame_size: args.max_frame_size,
+        idle_timeout: args.idle_timeout,
+        frame_timeout: args.frame_timeout,
+        upstream_connect_timeout: args.upstream_connect_timeout,
         plain: args.plain,
-        ..Config::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

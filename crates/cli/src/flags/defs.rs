@@ -326,7 +326,8 @@ pub struct ProxyArgs {
     /// The broker behind the --listen before it (host:port)
     #[arg(long, value_name = "ADDR", value_parser = values::address)]
     pub upstream: Vec<SocketAddr>,
-    /// UNCLEAN elections are refused
+    /// Every election but PREFERRED is refused: UNCLEAN, and any type the guard does not
+    /// know (it fails closed)
     #[arg(long)]
     pub deny_unclean: bool,
     /// No election for NAME's partitions (repeatable)
@@ -347,15 +348,25 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILE|-")]
     pub audit_log: Option<OsString>,
     /// Client connections at once, over all listeners; one more is accepted and closed at
-    /// once
+    /// once. Default: what the limit on open files allows (raised to the hard limit at
+    /// start), two descriptors a client after 64 kept back
     #[arg(
         long,
         value_name = "N",
         value_parser = values::count::<1>,
-        allow_negative_numbers = true,
-        default_value_t = 1024,
+        allow_negative_numbers = true
     )]
-    pub max_connections: usize,
+    pub max_connections: Option<usize>,
+    /// A connection with no frame either way for this long is closed (like Kafka's
+    /// connections.max.idle.ms): 500ms, 30s, 10m, 1h
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "10m")]
+    pub idle_timeout: std::time::Duration,
+    /// A frame a client has begun must be whole within this, or the connection is closed
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "30s")]
+    pub frame_timeout: std::time::Duration,
+    /// Connecting to the broker must succeed within this, or the client is closed
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "10s")]
+    pub upstream_connect_timeout: std::time::Duration,
     /// Largest frame read from either side (Kafka's socket.request.max.bytes); a larger
     /// size prefix closes the connection
     #[arg(

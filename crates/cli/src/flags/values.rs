@@ -45,6 +45,18 @@ pub fn frame_size(text: &str) -> Result<usize, String> {
     Ok(size)
 }
 
+/// A duration: a number and a unit (`500ms`, `2s`, `10m`, `1h`), more than zero.
+#[cfg(feature = "proxy")]
+pub fn duration(text: &str) -> Result<std::time::Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("expected a duration above zero".into()),
+        Err(e) => Err(format!(
+            "expected a duration such as 500ms, 30s or 10m ({e})"
+        )),
+    }
+}
+
 /// A positive rate, per second.
 pub fn rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
