@@ -1,10 +1,21 @@
 //! The audit log: one JSON line per ElectLeaders decision; and the proxy's own diagnostics,
 //! one plain line each on stderr.
+//!
+//! Neither is ever written on a runtime worker. Audit lines go through a bounded queue to a
+//! writer thread of their own, which writes each line with one `write` (and flushes
+//! standard output); nothing is fsynced, so a crash of the machine can lose the last lines,
+//! a crash of the guard cannot lose a line it was handed. When the queue is full (the log
+//! is stalled: a full disk, a pipe nobody reads) or the last write failed, [`Audit::record`]
+//! says so, and the guard refuses the election it could not audit: it fails closed, while
+//! every other API keeps flowing. Diagnostics go through a queue of their own to a thread
+//! that writes stderr; when it is full they are dropped and counted, never waited for.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_elect_leaders::ElectLeadersRequest;
@@ -12,79 +23,148 @@ use serde_json::{json, Value};
 
 use crate::policy::{Decision, Policy};
 
+/// Audit lines waiting for the writer, at most, by default: a few MB of lines; past it the
+/// log is stalled and elections are refused.
+pub const DEFAULT_AUDIT_QUEUE: usize = 4096;
+
 /// Where audit lines go.
 pub enum AuditSink {
+    /// Standard output, flushed after each line.
     Stdout,
+    /// Standard error.
     Stderr,
+    /// A file, appended to.
     File(File),
 }
 
-/// One JSON line per decision, written whole (one `write` under a lock) and flushed, so
-/// that lines from several connections never interleave and a reader sees them at once.
+/// One JSON line per decision, handed to a writer thread through a bounded queue. Lines
+/// from several connections never interleave: one thread writes them, one `write` each.
 pub struct Audit {
-    sink: Mutex<AuditSink>,
+    lines: SyncSender<String>,
+    failing: Arc<AtomicBool>,
+}
+
+/// Why a decision could not be audited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditError {
+    /// The queue is full: the writer cannot keep up or is blocked.
+    Stalled,
+    /// The last write failed, or the writer is gone.
+    Failing,
+}
+
+impl AuditError {
+    /// Why, in a few words, for the refusal's message.
+    pub fn reason(self) -> &'static str {
+        match self {
+            AuditError::Stalled => "the audit log is stalled",
+            AuditError::Failing => "the audit log cannot be written",
+        }
+    }
 }
 
 /// The connection a decision was made on.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnInfo {
+    /// The client's address.
     pub client: SocketAddr,
+    /// The guard's listener the client connected to.
     pub listener: SocketAddr,
+    /// The broker behind that listener.
     pub upstream: SocketAddr,
 }
 
 impl Audit {
     /// A file, appended to (created if missing).
     pub fn open_file(path: &std::path::Path) -> io::Result<Audit> {
-        Ok(Audit {
-            sink: Mutex::new(AuditSink::File(
-                OpenOptions::new().create(true).append(true).open(path)?,
-            )),
-        })
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Audit::start(AuditSink::File(file), DEFAULT_AUDIT_QUEUE)
     }
 
     /// `-`: standard output; a path: appended to; `None`: standard error.
     pub fn open(target: Option<&str>) -> io::Result<Audit> {
-        let sink = match target {
-            None => AuditSink::Stderr,
-            Some("-") => AuditSink::Stdout,
-            Some(path) => AuditSink::File(OpenOptions::new().create(true).append(true).open(path)?),
-        };
-        Ok(Audit {
-            sink: Mutex::new(sink),
-        })
+        match target {
+            None => Audit::start(AuditSink::Stderr, DEFAULT_AUDIT_QUEUE),
+            Some("-") => Audit::start(AuditSink::Stdout, DEFAULT_AUDIT_QUEUE),
+            Some(path) => Audit::open_file(std::path::Path::new(path)),
+        }
     }
 
-    /// Writes the line for one decision.
+    /// Starts the writer thread of `sink`, with room for `queue` lines waiting (at least 1).
+    pub fn start(sink: AuditSink, queue: usize) -> io::Result<Audit> {
+        let (lines, rx) = sync_channel(queue.max(1));
+        let failing = Arc::new(AtomicBool::new(false));
+        let flag = failing.clone();
+        std::thread::Builder::new()
+            .name("audit-writer".into())
+            .spawn(move || write_lines(sink, &rx, &flag))?;
+        Ok(Audit { lines, failing })
+    }
+
+    /// Hands the line for one decision to the writer; an error when it cannot be audited
+    /// (the caller then refuses the election, and nothing is written for it).
     pub fn record(
         &self,
         conn: &ConnInfo,
         policy: &Policy,
         request: &ElectLeadersRequest<'_>,
         decision: &Decision,
-    ) {
+    ) -> Result<(), AuditError> {
+        if self.failing.load(Ordering::Relaxed) {
+            return Err(AuditError::Failing);
+        }
         let mut line = decision_json(conn, policy, request, decision).to_string();
         line.push('\n');
-        let mut sink = match self.sink.lock() {
-            Ok(sink) => sink,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let written = match &mut *sink {
-            AuditSink::Stdout => {
-                let mut out = io::stdout().lock();
-                out.write_all(line.as_bytes()).and_then(|()| out.flush())
-            }
-            AuditSink::Stderr => io::stderr().lock().write_all(line.as_bytes()),
-            AuditSink::File(f) => f.write_all(line.as_bytes()),
-        };
-        if let Err(e) = written {
-            log(format_args!("cannot write the audit log: {e}"));
+        match self.lines.try_send(line) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => Err(AuditError::Stalled),
+            Err(TrySendError::Disconnected(_)) => Err(AuditError::Failing),
         }
     }
 }
 
+/// The writer thread: one `write` per line. A line whose write fails is tried again every
+/// second until it is written; meanwhile `failing` is set and no decision is let through.
+fn write_lines(mut sink: AuditSink, lines: &Receiver<String>, failing: &AtomicBool) {
+    for line in lines {
+        loop {
+            let written = match &mut sink {
+                AuditSink::Stdout => {
+                    let mut out = io::stdout().lock();
+                    out.write_all(line.as_bytes()).and_then(|()| out.flush())
+                }
+                AuditSink::Stderr => io::stderr().lock().write_all(line.as_bytes()),
+                AuditSink::File(f) => f.write_all(line.as_bytes()),
+            };
+            match written {
+                Ok(()) => {
+                    failing.store(false, Ordering::Relaxed);
+                    break;
+                }
+                Err(e) => {
+                    if !failing.swap(true, Ordering::Relaxed) {
+                        log(format_args!(
+                            "cannot write the audit log: {e}; elections are refused until it \
+                             can be written"
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+}
+
+/// A name as the tool's JSON writes it: a string when it is UTF-8, else `{"hex": ...}`,
+/// so that two different names never look the same.
 fn text(bytes: &[u8]) -> Value {
-    Value::String(String::from_utf8_lossy(bytes).into_owned())
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Value::String(text.to_owned()),
+        Err(_) => {
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            json!({ "hex": hex })
+        }
+    }
 }
 
 /// The audit record of one decision.
@@ -138,10 +218,55 @@ pub fn decision_json(
     record
 }
 
-/// A diagnostic line on stderr: `elect-leaders proxy: TIME MESSAGE`.
+/// Diagnostic lines waiting for stderr, at most; past it they are dropped and counted.
+const LOG_QUEUE: usize = 1024;
+
+struct Diagnostics {
+    lines: SyncSender<String>,
+    dropped: Arc<AtomicU64>,
+}
+
+/// A diagnostic line on stderr: `elect-leaders proxy: TIME MESSAGE`. Never blocks: a thread
+/// of its own writes stderr; when it cannot keep up, lines are dropped, and the next line it
+/// writes says how many.
 pub fn log(message: std::fmt::Arguments<'_>) {
+    static DIAGNOSTICS: OnceLock<Option<Diagnostics>> = OnceLock::new();
+    let diagnostics = DIAGNOSTICS.get_or_init(|| {
+        let (lines, rx) = sync_channel::<String>(LOG_QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let counter = dropped.clone();
+        std::thread::Builder::new()
+            .name("diagnostics".into())
+            .spawn(move || {
+                for line in rx {
+                    let lost = counter.swap(0, Ordering::Relaxed);
+                    let mut err = io::stderr().lock();
+                    if lost > 0 {
+                        let _ = writeln!(
+                            err,
+                            "elect-leaders proxy: {} {lost} diagnostic line(s) dropped: stderr \
+                             was not keeping up",
+                            rfc3339_now()
+                        );
+                    }
+                    let _ = err.write_all(line.as_bytes());
+                }
+            })
+            .ok()
+            .map(|_| Diagnostics { lines, dropped })
+    });
     let line = format!("elect-leaders proxy: {} {message}\n", rfc3339_now());
-    let _ = io::stderr().lock().write_all(line.as_bytes());
+    match diagnostics {
+        Some(d) => {
+            if d.lines.try_send(line).is_err() {
+                d.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        // No thread could be started: write here rather than lose the line.
+        None => {
+            let _ = io::stderr().lock().write_all(line.as_bytes());
+        }
+    }
 }
 
 /// Now, in RFC 3339 UTC with milliseconds: `2025-01-31T23:59:59.123Z`.
@@ -163,6 +288,15 @@ pub fn rfc3339(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 23, finding 7: a name that is not UTF-8 was written with U+FFFD in its place,
+    /// so two different names could look the same in the audit log.
+    #[test]
+    fn names_that_are_not_utf8_are_written_losslessly() {
+        assert_eq!(text(b"payments"), json!("payments"));
+        assert_eq!(text(b"pay\xffments"), json!({"hex": "706179ff6d656e7473"}));
+        assert_ne!(text(b"pay\xffments"), text(b"pay\xfements"));
+    }
 
     #[test]
     fn rfc3339_dates() {

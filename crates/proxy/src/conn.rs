@@ -377,8 +377,19 @@ async fn requests(
             ))
         })?;
         let view = request.view();
-        let decision = shared.policy.decide(&view);
-        shared.audit.record(conn, &shared.policy, &view, &decision);
+        let mut decision = shared.policy.decide(&view);
+        if let Err(e) = shared.audit.record(conn, &shared.policy, &view, &decision) {
+            // Fail closed: an election that cannot be audited is refused. The refusal is
+            // not audited either (the log is what failed); the diagnostics say it.
+            log(format_args!(
+                "{} -> {}: ElectLeaders request (correlation id {}) refused: {}",
+                conn.client,
+                conn.upstream,
+                view.correlation_id(),
+                e.reason()
+            ));
+            decision = shared.policy.refuse_unaudited(&view, e.reason());
+        }
         let pending = Pending::from(peek);
         match decision.verdict {
             Verdict::Forwarded | Verdict::WouldRefuse => {

@@ -36,18 +36,25 @@ pub struct Policy {
 /// A rule of the policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
+    /// `--allow-client-id`.
     AllowClientId,
+    /// `--max-partitions`.
     MaxPartitions,
+    /// `--deny-unclean`.
     DenyUnclean,
+    /// `--protect-topic`.
     ProtectTopic,
+    /// The decision could not be written to the audit log: refused, failing closed.
+    AuditLog,
 }
 
 impl Rule {
-    const ALL: [Rule; 4] = [
+    const ALL: [Rule; 5] = [
         Rule::AllowClientId,
         Rule::MaxPartitions,
         Rule::DenyUnclean,
         Rule::ProtectTopic,
+        Rule::AuditLog,
     ];
 
     /// The rule's name, as its command-line option: what the audit log says.
@@ -57,6 +64,7 @@ impl Rule {
             Rule::MaxPartitions => "max-partitions",
             Rule::DenyUnclean => "deny-unclean",
             Rule::ProtectTopic => "protect-topic",
+            Rule::AuditLog => "audit-log",
         }
     }
 
@@ -284,6 +292,30 @@ impl Policy {
         let mut decision = self.finish(refusal, rules, requested, refused, unclean);
         decision.other_type = other_type;
         decision
+    }
+
+    /// The decision when the request's decision could not be audited: the whole request
+    /// refused, whatever the rules and `--log-only` say, with a message saying `why`.
+    pub fn refuse_unaudited(&self, request: &ElectLeadersRequest<'_>, why: &str) -> Decision {
+        let requested = request
+            .topic_partitions()
+            .map(|list| list.iter().map(|t| t.partitions().len()).sum());
+        let mut rules = Rules::default();
+        rules.insert(Rule::AuditLog);
+        Decision {
+            verdict: Verdict::Refused,
+            refusal: Refusal::Whole {
+                message: format!(
+                    "refused by the elect-leaders proxy: {why}, and an election that cannot \
+                     be audited is not let through"
+                ),
+            },
+            rules,
+            requested,
+            refused: requested.unwrap_or(0),
+            unclean: false,
+            other_type: false,
+        }
     }
 
     fn refuses_entry(&self, unclean: bool, entry: &TopicPartitions<'_>, rules: &mut Rules) -> bool {

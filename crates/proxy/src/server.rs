@@ -11,7 +11,7 @@ use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use crate::audit::{log, Audit, ConnInfo};
+use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE};
 use crate::conn::{self, Shared};
 use crate::policy::Policy;
 
@@ -47,6 +47,9 @@ pub struct Config {
     pub policy: Policy,
     /// Where decisions are recorded.
     pub audit: AuditTarget,
+    /// Audit lines waiting for the writer, at most ([`DEFAULT_AUDIT_QUEUE`]). Past it the
+    /// log is stalled, and elections are refused until it drains.
+    pub audit_queue: usize,
     /// Connections open at once, at most; a client past it is closed at once. Default 1024.
     pub max_connections: usize,
     /// The largest frame accepted from either side (size prefix excluded). Default: the
@@ -79,6 +82,7 @@ impl Default for Config {
             routes: Vec::new(),
             policy: Policy::default(),
             audit: AuditTarget::Stderr,
+            audit_queue: DEFAULT_AUDIT_QUEUE,
             max_connections: 1024,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
@@ -151,15 +155,22 @@ pub struct Guard {
 impl Guard {
     /// Opens the audit log and binds every route's listener.
     pub async fn bind(config: Config) -> Result<Guard, StartError> {
-        let audit = match &config.audit {
-            AuditTarget::Stderr => Audit::open(None),
-            AuditTarget::Stdout => Audit::open(Some("-")),
-            AuditTarget::File(path) => Audit::open_file(path),
-        }
-        .map_err(|e| match &config.audit {
+        let failed = |e| match &config.audit {
             AuditTarget::File(path) => StartError::AuditLog(path.clone(), e),
             _ => StartError::AuditLog("-".into(), e),
-        })?;
+        };
+        let sink = match &config.audit {
+            AuditTarget::Stderr => AuditSink::Stderr,
+            AuditTarget::Stdout => AuditSink::Stdout,
+            AuditTarget::File(path) => AuditSink::File(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(failed)?,
+            ),
+        };
+        let audit = Audit::start(sink, config.audit_queue).map_err(failed)?;
         let mut listeners = Vec::new();
         for route in &config.routes {
             let listener = TcpListener::bind(route.listen)

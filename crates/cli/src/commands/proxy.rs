@@ -51,6 +51,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
             Some(path) if path == "-" => AuditTarget::Stdout,
             Some(path) => AuditTarget::File(path.into()),
         },
+        audit_queue: args.audit_queue,
         max_connections,
         max_frame_size: args.max_frame_size,
         idle_timeout: args.idle_timeout,

@@ -347,6 +347,16 @@ pub struct ProxyArgs {
     /// with -; default: standard error
     #[arg(long, value_name = "FILE|-")]
     pub audit_log: Option<OsString>,
+    /// Audit lines waiting to be written, at most; past it the log is stalled and
+    /// elections are refused (POLICY_VIOLATION) until it drains
+    #[arg(
+        long,
+        value_name = "LINES",
+        value_parser = values::count::<1>,
+        allow_negative_numbers = true,
+        default_value_t = kafka_elect_leaders_proxy::audit::DEFAULT_AUDIT_QUEUE
+    )]
+    pub audit_queue: usize,
     /// Client connections at once, over all listeners; one more is accepted and closed at
     /// once. Default: what the limit on open files allows (raised to the hard limit at
     /// start), two descriptors a client after 64 kept back
