@@ -15,11 +15,11 @@ use crate::fail::Failure;
 pub const BUNDLED: [(&str, &[u8]); 2] = [
     (
         "request-v2-min.bin",
-        include_bytes!("../../../corpus/request-v2-min.bin"),
+        include_bytes!("../samples/request-v2-min.bin"),
     ),
     (
         "response-v2-min.bin",
-        include_bytes!("../../../corpus/response-v2-min.bin"),
+        include_bytes!("../samples/response-v2-min.bin"),
     ),
 ];
 

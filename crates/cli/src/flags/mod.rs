@@ -1,5 +1,5 @@
 //! The command line: every flag defined once ([`defs`]), the texts of `--help`, how flag
-//! values are read, and [`parse`], which turns the arguments into a [`Command`].
+//! values are read, and [`parse()`], which turns the arguments into a [`Command`].
 
 mod defs;
 mod help;
