@@ -14,8 +14,8 @@
 //! of edge cases (snap-length cuts, VLAN stacks, IPv6 extension header chains, fragments,
 //! non-TCP, bad headers); every disagreement is printed on stderr.
 //!
-//! decode.rs is a private module of the crate: it is compiled into this bench by `#[path]`,
-//! with the one item it takes from the crate, so the library gains no API for a bench.
+//! decode.rs is a private module of the crate; the bench reaches it through the crate's
+//! `testing` feature (a hidden module, not a stable API).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -23,17 +23,10 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kafka_elect_leaders_testkit::pcap as w;
 
-#[allow(dead_code)]
-#[path = "../src/decode.rs"]
-mod decode;
-
-/// What decode.rs takes from the crate (`crate::reader::Endpoint`).
-mod reader {
-    pub use kafka_elect_leaders_capture::Endpoint;
-}
+use kafka_elect_leaders_capture::testing as decode;
+use kafka_elect_leaders_capture::Endpoint;
 
 use decode::{Decoded, Segment};
-use reader::Endpoint;
 
 /// The same job as `decode::decode`, with etherparse doing the slicing. Link types etherparse
 /// has no reader for (Linux SLL and SLL2 without a full header check, BSD loopback) are

@@ -7,23 +7,23 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::reader::Endpoint;
 
 /// Link types this module reads (the values of pcap's LINKTYPE_ registry).
-pub(crate) const LINKTYPE_NULL: u32 = 0;
-pub(crate) const LINKTYPE_ETHERNET: u32 = 1;
-pub(crate) const LINKTYPE_RAW: u32 = 101;
-pub(crate) const LINKTYPE_LOOP: u32 = 108;
-pub(crate) const LINKTYPE_LINUX_SLL: u32 = 113;
-pub(crate) const LINKTYPE_IPV4: u32 = 228;
-pub(crate) const LINKTYPE_IPV6: u32 = 229;
-pub(crate) const LINKTYPE_LINUX_SLL2: u32 = 276;
+pub const LINKTYPE_NULL: u32 = 0;
+pub const LINKTYPE_ETHERNET: u32 = 1;
+pub const LINKTYPE_RAW: u32 = 101;
+pub const LINKTYPE_LOOP: u32 = 108;
+pub const LINKTYPE_LINUX_SLL: u32 = 113;
+pub const LINKTYPE_IPV4: u32 = 228;
+pub const LINKTYPE_IPV6: u32 = 229;
+pub const LINKTYPE_LINUX_SLL2: u32 = 276;
 /// DLT_RAW as some systems wrote it into files before LINKTYPE_RAW existed (12 on most, 14 on
 /// OpenBSD). Both numbers mean raw IP in files written by libpcap.
 const DLT_RAW_12: u32 = 12;
 const DLT_RAW_14: u32 = 14;
 
-pub(crate) const TCP_FIN: u8 = 0x01;
-pub(crate) const TCP_SYN: u8 = 0x02;
-pub(crate) const TCP_RST: u8 = 0x04;
-pub(crate) const TCP_ACK: u8 = 0x10;
+pub const TCP_FIN: u8 = 0x01;
+pub const TCP_SYN: u8 = 0x02;
+pub const TCP_RST: u8 = 0x04;
+pub const TCP_ACK: u8 = 0x10;
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
@@ -37,7 +37,7 @@ const MAX_IPV6_EXTENSIONS: usize = 16;
 const IPPROTO_TCP: u8 = 6;
 
 /// Whether this module can read frames of a link type.
-pub(crate) fn link_supported(linktype: u32) -> bool {
+pub fn link_supported(linktype: u32) -> bool {
     matches!(
         linktype,
         LINKTYPE_NULL
@@ -55,7 +55,7 @@ pub(crate) fn link_supported(linktype: u32) -> bool {
 
 /// One TCP segment, as far as it was captured.
 #[derive(Debug)]
-pub(crate) struct Segment<'a> {
+pub struct Segment<'a> {
     pub src: Endpoint,
     pub dst: Endpoint,
     pub seq: u32,
@@ -70,7 +70,7 @@ pub(crate) struct Segment<'a> {
 
 /// What a frame turned out to be.
 #[derive(Debug)]
-pub(crate) enum Decoded<'a> {
+pub enum Decoded<'a> {
     Tcp(Segment<'a>),
     /// Not TCP over IP (ARP, UDP, ICMP, ...): skipped silently.
     NotTcp,
@@ -95,7 +95,7 @@ fn le32(b: &[u8], at: usize) -> Option<u32> {
 
 /// Decodes one frame of a supported link type. `cut` is how many bytes of the frame were not
 /// captured (original length minus captured length).
-pub(crate) fn decode(linktype: u32, frame: &[u8], cut: u64) -> Decoded<'_> {
+pub fn decode(linktype: u32, frame: &[u8], cut: u64) -> Decoded<'_> {
     match linktype {
         LINKTYPE_ETHERNET => ethernet(frame, cut),
         LINKTYPE_LINUX_SLL => match be16(frame, 14) {

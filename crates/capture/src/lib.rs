@@ -66,10 +66,19 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg_attr(feature = "testing", allow(missing_docs))]
 mod decode;
 mod reader;
 mod reasm;
 pub mod traffic;
+
+/// The link, IP and TCP decoding on its own, for the benchmark that measures it against
+/// `etherparse` (`benches/link.rs`): not a stable API, only with the feature `testing`.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::decode::*;
+}
 
 pub use reader::{is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Timestamp};
 pub use traffic::{Analyzer, Found, Item, Note, Origin, Role, Traffic, What};
