@@ -53,8 +53,9 @@ fn stands_alone(code: &str, at: usize, pattern: &str) -> bool {
         .unwrap_or(rest);
     let after = rest.chars().next();
     let operator = pattern.starts_with(['<', '>', '%', '&']);
-    !(operator && before.is_some_and(|c| "<>=&".contains(c)))
-        && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    let longer_operator = operator && before.is_some_and(|c| "<>=&".contains(c));
+    let longer_token = after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    !longer_operator && !longer_token
 }
 
 #[test]
