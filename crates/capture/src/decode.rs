@@ -265,7 +265,8 @@ fn ipv6(p: &[u8], cut: u64) -> Decoded<'_> {
         Ok(v) => v,
         Err(message) => return Decoded::Bad(message),
     };
-    for _ in 0..MAX_IPV6_EXTENSIONS {
+    // Up to MAX_IPV6_EXTENSIONS headers, then the upper layer: one pass more than headers.
+    for _ in 0..=MAX_IPV6_EXTENSIONS {
         match next {
             IPPROTO_TCP => return tcp(src, dst, rest, missing),
             // Hop-by-hop options, routing, destination options: length in 8-octet units, not
@@ -358,4 +359,33 @@ fn tcp(src: IpAddr, dst: IpAddr, segment: &[u8], missing: u64) -> Decoded<'_> {
         payload,
         missing,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_elect_leaders_testkit::pcap as w;
+
+    /// Up to 16 extension headers are read; a 17th is refused. (A chain of exactly 16 was
+    /// refused as "more than 16": the loop had no pass left to see the TCP header.)
+    #[test]
+    fn sixteen_ipv6_extension_headers_are_read_and_seventeen_are_not() {
+        let segment = w::tcp(40000, 9092, 1, 0, w::ACK, &[], b"kafka");
+        let packet = |headers: usize| {
+            let extensions = vec![60u8; headers];
+            w::ipv6([1; 16], [2; 16], &extensions, (0, false), 6, &segment)
+        };
+        for headers in [0, 1, 15, MAX_IPV6_EXTENSIONS] {
+            match decode(LINKTYPE_IPV6, &packet(headers), 0) {
+                Decoded::Tcp(s) => assert_eq!(s.payload, b"kafka", "{headers} headers"),
+                other => panic!("{headers} headers: {other:?}"),
+            }
+        }
+        match decode(LINKTYPE_IPV6, &packet(MAX_IPV6_EXTENSIONS + 1), 0) {
+            Decoded::Bad(message) => {
+                assert_eq!(message, "more than 16 IPv6 extension headers")
+            }
+            other => panic!("17 headers: {other:?}"),
+        }
+    }
 }
