@@ -818,7 +818,7 @@ fn raw_scan_streams_files_larger_than_its_window_and_pairs_every_response() {
             } else {
                 400
             };
-            file.extend(std::iter::repeat(filler).take(gap));
+            file.extend(std::iter::repeat_n(filler, gap));
             at.push(file.len() as u64);
             file.extend_from_slice(&frame);
         }

@@ -36,7 +36,7 @@ use kafka_elect_leaders::{
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
@@ -193,6 +193,9 @@ type ToPeer<'a> = FramedWrite<WriteHalf<'a>, KafkaFrameCodec>;
 struct TimedDecoder {
     codec: KafkaFrameCodec,
     started: Option<Instant>,
+    /// Told when a frame begins, so that a wait armed for the idle timeout re-arms for the
+    /// frame timeout: the frame's first bytes arrive while the guard waits for them.
+    began: Arc<Notify>,
 }
 
 impl Decoder for TimedDecoder {
@@ -201,11 +204,15 @@ impl Decoder for TimedDecoder {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, CodecError> {
         let frame = self.codec.decode(src)?;
+        let was_started = self.started.is_some();
         if frame.is_some() || src.is_empty() {
             // What is left (if anything) is the next frame, begun with this read.
             self.started = (!src.is_empty()).then(Instant::now);
         } else if self.started.is_none() {
             self.started = Some(Instant::now());
+        }
+        if self.started.is_some() && (!was_started || frame.is_some()) {
+            self.began.notify_one();
         }
         Ok(frame)
     }
@@ -241,6 +248,12 @@ impl Activity {
     }
 }
 
+/// What woke the wait for the client's next frame, besides the frame.
+enum Wake {
+    Stopping,
+    Deadline,
+}
+
 /// How the client's side ended without an error.
 enum Ended {
     /// The client closed its connection: answers still owed are dropped, as Kafka's broker
@@ -265,6 +278,7 @@ async fn proxy(
     let timed = TimedDecoder {
         codec,
         started: None,
+        began: Arc::new(Notify::new()),
     };
     let from_client = FramedRead::with_capacity(client_r, timed, READ_CAPACITY);
     let mut to_upstream = FramedWrite::new(upstream_w, codec);
@@ -337,14 +351,17 @@ async fn requests(
             Some(next) => next,
             None => {
                 flush(&mut to_upstream).await.map_err(&upstream_write)?;
+                let began = from_client.decoder().began.clone();
                 loop {
                     let deadline = client_deadline(&from_client, activity, shared);
-                    let stopping = tokio::select! {
+                    let wake = tokio::select! {
                         next = from_client.next() => break next,
-                        _ = shutdown.wait_for(|stop| *stop) => true,
-                        () = tokio::time::sleep_until(deadline) => false,
+                        _ = shutdown.wait_for(|stop| *stop) => Wake::Stopping,
+                        () = tokio::time::sleep_until(deadline) => Wake::Deadline,
+                        // A frame began: the deadline is now the frame timeout's.
+                        () = began.notified() => continue,
                     };
-                    if stopping {
+                    if let Wake::Stopping = wake {
                         flush(&mut to_upstream).await.map_err(&upstream_write)?;
                         return Ok(Ended::Stopping);
                     }

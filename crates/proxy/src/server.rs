@@ -272,7 +272,7 @@ async fn accept(
                 if let Ok((refused, peer)) = listener.accept().await {
                     drop(refused);
                     refused_for_fds += 1;
-                    if last_fd_log.map_or(true, |at| at.elapsed() >= Duration::from_secs(1)) {
+                    if last_fd_log.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
                         log(format_args!(
                             "{local}: {peer} refused: out of file descriptors ({e}); \
                              {refused_for_fds} client(s) refused so far"

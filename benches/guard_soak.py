@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""A soak test of the guard, run by hand (not in CI): every attack of issue 23 at once, on
+loopback, while one well-behaved client keeps sending ElectLeaders and ApiVersions requests
+and times each answer.
+
+    cargo build --release -p elect-leaders
+    python3 benches/guard_soak.py [--seconds 60] [--bin target/release/elect-leaders]
+
+At the same time, for --seconds:
+  - churn: 10,000 connections opened and closed, 200 at a time;
+  - slow: 500 clients trickling a frame one byte a second (the guard closes each at its
+    frame timeout; they reconnect and start again);
+  - large: 100 clients announcing a 100 MB frame and sending 8 bytes of it, reconnecting
+    when closed;
+  - normal: one client, one request at a time, alternating ElectLeaders v2 and ApiVersions
+    v0, timing each answer.
+Then 1,000 idle connections are opened and the guard's RSS measured before and after.
+
+The upstream is a FAKE BROKER written here (asyncio): it answers every request with its
+correlation id alone, at once. A real broker would add its own latency and memory; this
+measures the guard. The guard's peak RSS (VmHWM) and its open descriptors are sampled every
+200 ms. Bounded in time; every process and socket it opens is closed at the end.
+"""
+
+import argparse
+import asyncio
+import os
+import resource
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def elect_leaders_v2(correlation_id: int) -> bytes:
+    # Header v2: api key 43, version 2, correlation id, client id (i16 length), no tags.
+    header = struct.pack(">hhi", 43, 2, correlation_id) + struct.pack(">h", 4) + b"soak" + b"\x00"
+    # Body v2: election type 0, one topic "orders" with partitions [0, 1, 2], timeout, no tags.
+    topic = bytes([7]) + b"orders" + bytes([4]) + struct.pack(">iii", 0, 1, 2) + b"\x00"
+    body = b"\x00" + bytes([2]) + topic + struct.pack(">i", 60000) + b"\x00"
+    return frame(header + body)
+
+
+def api_versions_v0(correlation_id: int) -> bytes:
+    return frame(struct.pack(">hhi", 18, 0, correlation_id) + struct.pack(">h", 4) + b"soak")
+
+
+async def fake_broker():
+    async def serve(reader, writer):
+        try:
+            while True:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                body = await reader.readexactly(size)
+                writer.write(struct.pack(">i", 4) + body[4:8])
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, limit=1 << 20, backlog=4096)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def proc_status(pid: int, key: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def fd_count(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+async def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--bin", default="target/release/elect-leaders")
+    args = ap.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    server, broker_port = await fake_broker()
+    audit = f"/tmp/guard-soak-audit-{os.getpid()}.jsonl"
+    guard = subprocess.Popen(
+        [args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{broker_port}",
+         "--protect-topic", "payments", "--audit-log", audit],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = guard.stdout.readline()
+        port = int(line.split()[1].rsplit(":", 1)[1])
+        end = time.monotonic() + args.seconds
+        stats = {"churn": 0, "slow_closed": 0, "large_closed": 0, "refused": 0,
+                 "peak_fds": 0, "latencies": {"elect": [], "api_versions": []}, "errors": 0}
+
+        async def connect():
+            return await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+
+        async def churn():
+            async def one():
+                try:
+                    _, w = await connect()
+                    w.close()
+                    stats["churn"] += 1
+                except OSError:
+                    stats["refused"] += 1
+            while stats["churn"] < 10_000 and time.monotonic() < end:
+                await asyncio.gather(*(one() for _ in range(200)))
+
+        async def trickle(payload: bytes, key: str, per_second: float):
+            while time.monotonic() < end:
+                try:
+                    r, w = await connect()
+                    stats["connects_" + key] = stats.get("connects_" + key, 0) + 1
+                    for i in range(len(payload)):
+                        if time.monotonic() >= end:
+                            break
+                        w.write(payload[i:i + 1] if per_second else payload)
+                        await w.drain()
+                        if not per_second:
+                            break
+                        await asyncio.sleep(1 / per_second)
+                        if r.at_eof():
+                            # The guard closed it (its frame timeout): start again.
+                            stats[key] += 1
+                            break
+                    if not per_second:
+                        # Hold the announced frame until the guard gives up on it.
+                        got = await asyncio.wait_for(r.read(1), timeout=max(0.1, end - time.monotonic()))
+                        if got == b"":
+                            stats[key] += 1
+                    w.close()
+                except (OSError, asyncio.TimeoutError, ConnectionError):
+                    stats[key] += 1
+                    await asyncio.sleep(0.05)
+
+        async def normal():
+            r, w = await connect()
+            cid = 0
+            while time.monotonic() < end:
+                cid += 1
+                kind = "elect" if cid % 2 else "api_versions"
+                req = elect_leaders_v2(cid) if kind == "elect" else api_versions_v0(cid)
+                t = time.perf_counter()
+                w.write(req)
+                await w.drain()
+                size = struct.unpack(">i", await r.readexactly(4))[0]
+                body = await r.readexactly(size)
+                stats["latencies"][kind].append(time.perf_counter() - t)
+                if struct.unpack(">i", body[:4])[0] != cid:
+                    stats["errors"] += 1
+                await asyncio.sleep(0.01)
+            w.close()
+
+        async def sample():
+            while time.monotonic() < end:
+                stats["peak_fds"] = max(stats["peak_fds"], fd_count(guard.pid))
+                await asyncio.sleep(0.2)
+
+        slow_frame = elect_leaders_v2(1)
+        large = struct.pack(">i", 100_000_000) + struct.pack(">hhi", 0, 3, 1)
+        tasks = [churn(), normal(), sample()]
+        tasks += [trickle(slow_frame, "slow_closed", 1.0) for _ in range(500)]
+        tasks += [trickle(large, "large_closed", 0) for _ in range(100)]
+        started = time.monotonic()
+        await asyncio.gather(*tasks)
+        elapsed = time.monotonic() - started
+        peak_rss = proc_status(guard.pid, "VmHWM")
+
+        # RSS per idle connection: 1,000 connections that send nothing.
+        await asyncio.sleep(1)
+        before = proc_status(guard.pid, "VmRSS")
+        idle = [await connect() for _ in range(1000)]
+        await asyncio.sleep(1)
+        after = proc_status(guard.pid, "VmRSS")
+        for _, w in idle:
+            w.close()
+
+        def pct(xs, p):
+            xs = sorted(xs)
+            return xs[min(len(xs) - 1, int(len(xs) * p))] * 1000 if xs else float("nan")
+
+        print(f"soak: {elapsed:.0f} s; churn {stats['churn']} connections opened and closed "
+              f"({stats['refused']} refused); slow clients closed {stats['slow_closed']} times; "
+              f"large-frame clients closed {stats['large_closed']} times")
+        for kind, xs in stats["latencies"].items():
+            print(f"normal client, {kind}: {len(xs)} answers, p50 {pct(xs, 0.5):.2f} ms, "
+                  f"p99 {pct(xs, 0.99):.2f} ms, max {max(xs) * 1000 if xs else float('nan'):.2f} ms")
+        print(f"normal client: {stats['errors']} answers out of order")
+        print(f"attackers: slow clients connected {stats.get('connects_slow_closed', 0)} times, "
+              f"large-frame clients {stats.get('connects_large_closed', 0)} times")
+        print(f"guard: peak RSS {peak_rss / 1024:.1f} MiB, peak open descriptors {stats['peak_fds']}")
+        print(f"guard: RSS per idle connection {(after - before) / 1000:.1f} KiB "
+              f"({before} -> {after} kB for 1,000)")
+    finally:
+        guard.terminate()
+        try:
+            guard.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            guard.kill()
+        server.close()
+        try:
+            os.remove(audit)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
