@@ -14,32 +14,23 @@ pub struct Summary {
     pub partial: u64,
 }
 
-/// Reads every event of `capture` through an [`Analyzer`], handing each item to `each` as
-/// soon as it is complete.
+/// Reads `capture` as Kafka traffic ([`Traffic`]), handing each item to `each` as soon as
+/// it is complete, and counting the notes that make the output partial.
 pub fn walk<R: std::io::Read>(
     name: &str,
-    capture: &mut crate::capture::Capture<R>,
+    capture: crate::capture::Capture<R>,
     port: Option<u16>,
     each: &mut dyn FnMut(Item) -> Result<(), crate::fail::Failure>,
 ) -> Result<Summary, crate::fail::Failure> {
-    let mut analyzer = Analyzer::new(port);
     let mut summary = Summary::default();
-    let mut items = Vec::new();
-    loop {
-        let event = capture
-            .next_event()
-            .map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
-        let Some(event) = event else {
-            return Ok(summary);
-        };
-        analyzer.feed(event, &mut |item| items.push(item));
-        for item in items.drain(..) {
-            if let Item::Note(note) = &item {
-                summary.partial += u64::from(note.partial);
-            }
-            each(item)?;
+    for item in Traffic::from_capture(capture, port) {
+        let item = item.map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
+        if let Item::Note(note) = &item {
+            summary.partial += u64::from(note.partial);
         }
+        each(item)?;
     }
+    Ok(summary)
 }
 
 /// Reports a note on stderr, after what came before it on standard output.

@@ -18,7 +18,7 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let kind = args.kind.kind_of(&source);
     let name = source.name();
     match source.open_any("decode", args.read.hex)? {
-        Opened::Capture(mut capture) => decode_capture(args, &name, &mut capture, out),
+        Opened::Capture(capture) => decode_capture(args, &name, *capture, out),
         Opened::Stream(reader) => decode_stream(args, &name, kind, reader, out),
     }
 }
@@ -118,7 +118,7 @@ fn decode_stream(
 fn decode_capture<R: std::io::Read>(
     args: &DecodeArgs,
     name: &str,
-    capture: &mut Capture<R>,
+    capture: Capture<R>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let mut bad_frames = 0u64;

@@ -27,14 +27,14 @@ use crate::traffic::{self, Item, What};
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let requests_source = Source::from_arg(&args.requests);
     let requests_reader = match requests_source.open_any("scan", args.read.hex)? {
-        Opened::Capture(mut capture) => {
+        Opened::Capture(capture) => {
             if args.responses.is_some() {
                 return Err(Failure::usage(
                     "scan",
                     "a capture holds both directions of its connections: give it alone",
                 ));
             }
-            return scan_capture(args, &requests_source.name(), &mut capture, out);
+            return scan_capture(args, &requests_source.name(), *capture, out);
         }
         Opened::Stream(reader) => reader,
     };
@@ -322,7 +322,7 @@ fn pair_stream(
 fn scan_capture<R: Read>(
     args: &ScanArgs,
     name: &str,
-    capture: &mut Capture<R>,
+    capture: Capture<R>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     // With --json, a request waits (as its JSON text) for its response, per connection.

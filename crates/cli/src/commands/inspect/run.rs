@@ -31,8 +31,8 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let kind = args.kind.kind_of(source);
         let reader = match source.open_any("inspect", args.read.hex) {
             Ok(Opened::Stream(reader)) => reader,
-            Ok(Opened::Capture(mut capture)) => {
-                match inspect_capture(args, &palette, &name, &mut capture, out) {
+            Ok(Opened::Capture(capture)) => {
+                match inspect_capture(args, &palette, &name, *capture, out) {
                     Ok(()) => {}
                     Err(Failure::Input(message)) => {
                         warn(out, &message)?;
@@ -131,7 +131,7 @@ fn inspect_capture<R: io::Read>(
     args: &InspectArgs,
     p: &Palette,
     name: &str,
-    capture: &mut Capture<R>,
+    capture: Capture<R>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let mut bad_frames = 0u64;
