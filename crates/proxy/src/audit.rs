@@ -10,7 +10,7 @@
 //! every other API keeps flowing. Diagnostics go through a queue of their own to a thread
 //! that writes stderr; when it is full they are dropped and counted, never waited for.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -75,21 +75,6 @@ pub struct ConnInfo {
 }
 
 impl Audit {
-    /// A file, appended to (created if missing).
-    pub fn open_file(path: &std::path::Path) -> io::Result<Audit> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Audit::start(AuditSink::File(file), DEFAULT_AUDIT_QUEUE)
-    }
-
-    /// `-`: standard output; a path: appended to; `None`: standard error.
-    pub fn open(target: Option<&str>) -> io::Result<Audit> {
-        match target {
-            None => Audit::start(AuditSink::Stderr, DEFAULT_AUDIT_QUEUE),
-            Some("-") => Audit::start(AuditSink::Stdout, DEFAULT_AUDIT_QUEUE),
-            Some(path) => Audit::open_file(std::path::Path::new(path)),
-        }
-    }
-
     /// Starts the writer thread of `sink`, with room for `queue` lines waiting (at least 1).
     pub fn start(sink: AuditSink, queue: usize) -> io::Result<Audit> {
         let (lines, rx) = sync_channel(queue.max(1));

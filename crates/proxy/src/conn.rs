@@ -51,7 +51,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 /// How far ahead of the bytes received a partial frame's buffer is grown at a time: a size
 /// prefix alone reserves no more than this.
 pub const RESERVE_STEP: usize = 64 * 1024;
-/// First read buffer of each side; the codec reserves exactly what a larger frame lacks.
+/// First read buffer of each side; a larger frame grows it, [`RESERVE_STEP`] at a time.
 const READ_CAPACITY: usize = 16 * 1024;
 /// A `FramedWrite` writes its buffer out once it holds this much.
 const WRITE_BOUNDARY: usize = 64 * 1024;

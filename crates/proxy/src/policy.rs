@@ -202,7 +202,7 @@ impl Policy {
     /// Decides on one parsed request.
     pub fn decide(&self, request: &ElectLeadersRequest<'_>) -> Decision {
         let topics = request.topic_partitions();
-        let requested = topics.map(|list| list.iter().map(|t| t.partitions().len()).sum());
+        let requested = requested_partitions(request);
         // Fail closed: under --deny-unclean every election type but PREFERRED is refused,
         // UNCLEAN and the types this proxy does not know alike (Kafka's reader takes any i8).
         let election_type = request.election_type();
@@ -289,17 +289,13 @@ impl Policy {
                 all: topics.is_some_and(|list| refused_topics == list.len()),
             }
         };
-        let mut decision = self.finish(refusal, rules, requested, refused, unclean);
-        decision.other_type = other_type;
-        decision
+        self.finish(refusal, rules, requested, refused, unclean, other_type)
     }
 
     /// The decision when the request's decision could not be audited: the whole request
     /// refused, whatever the rules and `--log-only` say, with a message saying `why`.
     pub fn refuse_unaudited(&self, request: &ElectLeadersRequest<'_>, why: &str) -> Decision {
-        let requested = request
-            .topic_partitions()
-            .map(|list| list.iter().map(|t| t.partitions().len()).sum());
+        let requested = requested_partitions(request);
         let mut rules = Rules::default();
         rules.insert(Rule::AuditLog);
         Decision {
@@ -336,6 +332,7 @@ impl Policy {
         requested: Option<usize>,
         refused: usize,
         unclean: bool,
+        other_type: bool,
     ) -> Decision {
         let verdict = match (&refusal, self.log_only) {
             (Refusal::Nothing, _) => Verdict::Forwarded,
@@ -352,9 +349,16 @@ impl Policy {
             requested,
             refused,
             unclean,
-            other_type: false,
+            other_type,
         }
     }
+}
+
+/// The partitions a request names; `None`: all (a null `TopicPartitions`).
+fn requested_partitions(request: &ElectLeadersRequest<'_>) -> Option<usize> {
+    request
+        .topic_partitions()
+        .map(|list| list.iter().map(|t| t.partitions().len()).sum())
 }
 
 #[cfg(test)]
