@@ -273,3 +273,38 @@ async fn a_busy_client_outlives_both_timeouts() {
     }
     assert_eq!(total, 10 * produce_acks_0(0).len(), "every frame forwarded");
 }
+
+/// Issue 23, finding 8: the guard waits for its broker connection no longer than the
+/// upstream connect timeout, then closes the client. The "broker" here is a listener that
+/// never accepts, its backlog filled first, so the guard's connection attempt hangs as it
+/// would towards a broker host that drops packets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_does_not_answer_the_connect_closes_the_client_at_the_timeout() {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let silent = socket.listen(1).unwrap();
+    let broker = silent.local_addr().unwrap();
+    // Fill the backlog (never accepted): later connections get no answer to their SYN.
+    let mut fillers = Vec::new();
+    for _ in 0..8 {
+        if let Ok(Ok(s)) = timeout(Duration::from_millis(200), TcpStream::connect(broker)).await {
+            fillers.push(s);
+        }
+    }
+    let (listen, _stop) = guard(broker, |c| {
+        c.upstream_connect_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    let start = Instant::now();
+    assert!(
+        closed_within(&mut client, Duration::from_secs(5)).await,
+        "the client was not closed when the broker did not answer"
+    );
+    let after = start.elapsed();
+    assert!(
+        after >= Duration::from_millis(400),
+        "closed too soon: {after:?}"
+    );
+    drop((silent, fillers));
+}
