@@ -35,6 +35,8 @@ pub enum AuditSink {
     Stderr,
     /// A file, appended to.
     File(File),
+    /// Any writer, e.g. `io::sink()` or a pipe of the embedding program's.
+    Writer(Box<dyn Write + Send>),
 }
 
 /// One JSON line per decision, handed to a writer thread through a bounded queue. Lines
@@ -120,6 +122,7 @@ fn write_lines(mut sink: AuditSink, lines: &Receiver<String>, failing: &AtomicBo
                 }
                 AuditSink::Stderr => io::stderr().lock().write_all(line.as_bytes()),
                 AuditSink::File(f) => f.write_all(line.as_bytes()),
+                AuditSink::Writer(w) => w.write_all(line.as_bytes()).and_then(|()| w.flush()),
             };
             match written {
                 Ok(()) => {

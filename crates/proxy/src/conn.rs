@@ -23,6 +23,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,7 @@ use kafka_elect_leaders::{
     parse_response, peek_request, peek_response, CodecError, Error, ErrorKind, InFlight,
     KafkaFrameCodec, OwnedRequest, Pending, API_KEY,
 };
-use tokio::net::tcp::{ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
@@ -43,6 +44,7 @@ use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::policy::{Decision, Policy, Verdict};
+use crate::server::Config;
 
 /// Requests of one connection waiting for their answers, at most.
 pub const MAX_IN_FLIGHT: usize = 128;
@@ -70,6 +72,21 @@ pub struct Shared {
     pub frame_timeout: Duration,
     /// Connecting to the broker must succeed within this.
     pub upstream_connect_timeout: Duration,
+}
+
+impl Shared {
+    /// What every connection of a guard run with `config` shares.
+    pub fn new(config: &Config, audit: Audit) -> Shared {
+        Shared {
+            policy: config.policy.clone(),
+            audit,
+            max_frame_size: config.max_frame_size,
+            plain: config.plain,
+            idle_timeout: config.idle_timeout,
+            frame_timeout: config.frame_timeout,
+            upstream_connect_timeout: config.upstream_connect_timeout,
+        }
+    }
 }
 
 /// Why a connection was closed by the proxy.
@@ -174,7 +191,8 @@ pub async fn serve(
     let result = if shared.plain {
         plain(client, upstream, shutdown).await
     } else {
-        proxy(client, upstream, &conn, &shared, shutdown).await
+        let (mut client, mut upstream) = (client, upstream);
+        proxy(client.split(), upstream.split(), &conn, &shared, shutdown).await
     };
     if let Err(close) = result {
         log(format_args!(
@@ -184,9 +202,43 @@ pub async fn serve(
     }
 }
 
-type FromPeer<'a> = FramedRead<ReadHalf<'a>, KafkaFrameCodec>;
-type FromClient<'a> = FramedRead<ReadHalf<'a>, TimedDecoder>;
-type ToPeer<'a> = FramedWrite<WriteHalf<'a>, KafkaFrameCodec>;
+/// The client's side of a connection, as read: bytes, and word of the client's close even
+/// while the guard is not reading it (it is waiting for the broker).
+pub trait ClientRead: AsyncRead + Unpin + Send {
+    /// Resolves once the client is known to have closed its side, even with bytes it sent
+    /// still unread (a TCP FIN has arrived); never, where the transport cannot tell without
+    /// reading.
+    fn closed(&self) -> impl Future<Output = ()> + Send + '_;
+}
+
+/// How often, while bytes from the client wait unread, the socket is asked whether the
+/// client's FIN has come behind them. Without unread bytes the FIN wakes the guard at once.
+const CLOSE_PROBE: Duration = Duration::from_millis(250);
+
+impl ClientRead for tokio::net::tcp::ReadHalf<'_> {
+    async fn closed(&self) {
+        loop {
+            match self.ready(Interest::READABLE).await {
+                // Closed states are final in tokio's readiness: once seen, always seen.
+                Ok(ready) if ready.is_read_closed() => return,
+                Err(_) => return,
+                // Readable: bytes wait that the guard will read in its turn.
+                Ok(_) => tokio::time::sleep(CLOSE_PROBE).await,
+            }
+        }
+    }
+}
+
+/// An in-memory stream (the fuzz target's): its close is seen only by reading.
+impl<T: AsyncRead + Send> ClientRead for tokio::io::ReadHalf<T> {
+    fn closed(&self) -> impl Future<Output = ()> + Send + '_ {
+        std::future::pending()
+    }
+}
+
+type FromPeer<R> = FramedRead<R, KafkaFrameCodec>;
+type FromClient<R> = FramedRead<R, TimedDecoder>;
+type ToPeer<W> = FramedWrite<W, KafkaFrameCodec>;
 
 /// The client's frames, with the time the frame still partial began to arrive: what the
 /// frame timeout counts from. `decode` runs after every read, so the time is the read's.
@@ -263,18 +315,24 @@ enum Ended {
     Stopping,
 }
 
-async fn proxy(
-    mut client: TcpStream,
-    mut upstream: TcpStream,
+/// Proxies one connection, given both sides split into their reading and writing halves,
+/// until either side closes, a frame is malformed, a timeout passes or the proxy stops.
+pub async fn proxy<CR, CW, UR, UW>(
+    (client_r, client_w): (CR, CW),
+    (upstream_r, upstream_w): (UR, UW),
     conn: &ConnInfo,
     shared: &Shared,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), Close> {
+) -> Result<(), Close>
+where
+    CR: ClientRead,
+    CW: AsyncWrite + Unpin + Send,
+    UR: AsyncRead + Unpin + Send,
+    UW: AsyncWrite + Unpin + Send,
+{
     let codec = KafkaFrameCodec::new()
         .with_max_frame_size(shared.max_frame_size)
         .with_max_reserve(RESERVE_STEP);
-    let (client_r, client_w) = client.split();
-    let (upstream_r, upstream_w) = upstream.split();
     let timed = TimedDecoder {
         codec,
         started: None,
@@ -333,9 +391,9 @@ async fn grace(shutdown: &mut watch::Receiver<bool>) {
 
 /// Client to broker: decide, put the slot in the queue, forward.
 #[allow(clippy::too_many_arguments)]
-async fn requests(
-    mut from_client: FromClient<'_>,
-    mut to_upstream: ToPeer<'_>,
+async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
+    mut from_client: FromClient<CR>,
+    mut to_upstream: ToPeer<UW>,
     slots: mpsc::Sender<Slot>,
     held: Arc<Semaphore>,
     conn: &ConnInfo,
@@ -445,7 +503,11 @@ async fn requests(
 
 /// When the client's side next times out: a frame begun must be whole within the frame
 /// timeout; without one, a frame must go either way within the idle timeout.
-fn client_deadline(from_client: &FromClient<'_>, activity: &Activity, shared: &Shared) -> Instant {
+fn client_deadline<R>(
+    from_client: &FromClient<R>,
+    activity: &Activity,
+    shared: &Shared,
+) -> Instant {
     match from_client.decoder().started {
         Some(started) => started + shared.frame_timeout,
         None => activity.last() + shared.idle_timeout,
@@ -453,7 +515,7 @@ fn client_deadline(from_client: &FromClient<'_>, activity: &Activity, shared: &S
 }
 
 /// Why the client's side timed out, for the log.
-fn timed_out(from_client: &FromClient<'_>, shared: &Shared) -> Close {
+fn timed_out<R>(from_client: &FromClient<R>, shared: &Shared) -> Close {
     if from_client.decoder().started.is_some() {
         Close(format!(
             "the client's frame was not whole within the frame timeout ({:?}; {} bytes \
@@ -471,9 +533,9 @@ fn timed_out(from_client: &FromClient<'_>, shared: &Shared) -> Close {
 
 /// Puts a slot in the queue; when the queue is full, flushes the broker side first (the
 /// answers that would make room may be waiting for requests still in the buffer).
-async fn send_slot(
+async fn send_slot<W: AsyncWrite + Unpin>(
     slots: &mpsc::Sender<Slot>,
-    to_upstream: &mut ToPeer<'_>,
+    to_upstream: &mut ToPeer<W>,
     slot: Slot,
 ) -> Result<(), Close> {
     match slots.try_send(slot) {
@@ -491,9 +553,9 @@ async fn send_slot(
 
 /// Permits for `len` bytes of a request kept in a slot, out of the connection's budget;
 /// flushes the broker side before waiting for them, as `send_slot` does.
-async fn hold(
+async fn hold<W: AsyncWrite + Unpin>(
     held: &Arc<Semaphore>,
-    to_upstream: &mut ToPeer<'_>,
+    to_upstream: &mut ToPeer<W>,
     len: usize,
 ) -> Result<OwnedSemaphorePermit, Close> {
     // A frame is never larger than the budget, which is the largest frame.
@@ -512,7 +574,7 @@ async fn hold(
 }
 
 /// Writes out what a `FramedWrite` holds (its items are frames, whichever type they came as).
-async fn flush(to: &mut ToPeer<'_>) -> Result<(), CodecError> {
+async fn flush<W: AsyncWrite + Unpin>(to: &mut ToPeer<W>) -> Result<(), CodecError> {
     SinkExt::<BytesMut>::flush(to).await
 }
 
@@ -522,9 +584,9 @@ enum Next {
 }
 
 /// Broker to client: answers in the order of the requests.
-async fn responses(
-    mut from_upstream: FromPeer<'_>,
-    mut to_client: ToPeer<'_>,
+async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
+    mut from_upstream: FromPeer<UR>,
+    mut to_client: ToPeer<CW>,
     mut slots: mpsc::Receiver<Slot>,
     shared: &Shared,
     activity: &Activity,
@@ -648,8 +710,8 @@ async fn responses(
 }
 
 /// Writes the proxy's answer for a `Local` slot, or the merged answer of a `Merge` slot.
-async fn write_answer(
-    to_client: &mut ToPeer<'_>,
+async fn write_answer<W: AsyncWrite + Unpin>(
+    to_client: &mut ToPeer<W>,
     shared: &Shared,
     slot: Slot,
     broker: Option<&[u8]>,

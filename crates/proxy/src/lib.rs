@@ -90,6 +90,15 @@ mod conn;
 pub mod policy;
 mod server;
 
+/// The connection state machine alone, over any streams: what the `conn` fuzz target
+/// drives in memory. Not a stable API.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::audit::ConnInfo;
+    pub use crate::conn::{proxy, ClientRead, Close, Shared, MAX_IN_FLIGHT, RESERVE_STEP};
+}
+
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
     max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Route, StartError,

@@ -184,15 +184,7 @@ impl Guard {
         Ok(Guard {
             listeners,
             max_connections: config.max_connections,
-            shared: Arc::new(Shared {
-                policy: config.policy,
-                audit,
-                max_frame_size: config.max_frame_size,
-                plain: config.plain,
-                idle_timeout: config.idle_timeout,
-                frame_timeout: config.frame_timeout,
-                upstream_connect_timeout: config.upstream_connect_timeout,
-            }),
+            shared: Arc::new(Shared::new(&config, audit)),
         })
     }
 
