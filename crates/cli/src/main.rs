@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let mut out = BufWriter::new(io::stdout());
     let result = flags::parse(std::env::args_os()).and_then(|parsed| match parsed {
         Parsed::Print(text) => out.write_all(text.as_bytes()).map_err(Failure::Output),
-        Parsed::Run(command) => run(command, &mut out),
+        Parsed::Run(command) => run(*command, &mut out),
     });
     // Whatever was good is printed before the error is reported.
     let flushed = out.flush();

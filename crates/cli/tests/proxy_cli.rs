@@ -768,6 +768,19 @@ fn usage_errors() {
             with(&["--upstream-connect-timeout", "10x"]),
             "--upstream-connect-timeout",
         ),
+        (with(&["--request-timeout", "2"]), "--request-timeout"),
+        (
+            with(&["--max-buffered-bytes", "1000"]),
+            "--max-buffered-bytes",
+        ),
+        (
+            with(&["--max-buffered-bytes", "1TB"]),
+            "--max-buffered-bytes",
+        ),
+        (
+            with(&["--max-buffered-bytes", "99999999999999999999GiB"]),
+            "--max-buffered-bytes",
+        ),
         (with(&["--bogus"]), "--bogus"),
         (with(&["--deny-unclean=yes"]), "--deny-unclean"),
         (with(&["--plain", "--log-only"]), "--plain"),
@@ -803,6 +816,8 @@ fn usage_errors() {
         "--idle-timeout",
         "--frame-timeout",
         "--upstream-connect-timeout",
+        "--request-timeout",
+        "--max-buffered-bytes",
     ] {
         assert!(help.contains(timeout), "{timeout} not in the help");
     }

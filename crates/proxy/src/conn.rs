@@ -34,7 +34,7 @@ use kafka_elect_leaders::{
     parse_response, peek_request, peek_response, CodecError, Error, ErrorKind, InFlight,
     KafkaFrameCodec, OwnedRequest, Pending, API_KEY,
 };
-use tokio::io::{AsyncRead, AsyncWrite, Interest};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
 use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
@@ -43,6 +43,8 @@ use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
+use crate::budget::{Budget, Metered, Share, SMALL_FRAME};
+use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
 use crate::server::Config;
 
@@ -72,6 +74,11 @@ pub struct Shared {
     pub frame_timeout: Duration,
     /// Connecting to the broker must succeed within this.
     pub upstream_connect_timeout: Duration,
+    /// An answer the broker owes must come within this, after the wait the request asks
+    /// for.
+    pub request_timeout: Duration,
+    /// The bytes of large frames held at once, by every connection.
+    pub budget: Budget,
 }
 
 impl Shared {
@@ -85,6 +92,8 @@ impl Shared {
             idle_timeout: config.idle_timeout,
             frame_timeout: config.frame_timeout,
             upstream_connect_timeout: config.upstream_connect_timeout,
+            request_timeout: config.request_timeout,
+            budget: Budget::new(config.max_buffered_bytes),
         }
     }
 }
@@ -130,29 +139,41 @@ impl Close {
     }
 }
 
-/// A request's place in the order of answers.
+/// A request's place in the order of answers. A request the broker never answers (a
+/// `Produce` with `acks=0`) has none.
 enum Slot {
-    /// Forwarded as it was: the broker's answer goes back as it comes.
-    Forwarded(Pending),
+    /// Forwarded as it was: the broker's answer goes back as it comes, by `due`.
+    Forwarded { pending: Pending, due: Instant },
     /// Forwarded trimmed: the broker's answer is merged with the refusals.
     Merge {
         pending: Pending,
+        due: Instant,
         request: OwnedRequest<Bytes>,
         decision: Decision,
         _held: OwnedSemaphorePermit,
+        _share: Option<Share>,
     },
     /// Refused whole: answered by the proxy, in its turn.
     Local {
         request: OwnedRequest<Bytes>,
         decision: Decision,
         _held: OwnedSemaphorePermit,
+        _share: Option<Share>,
     },
 }
 
 impl Slot {
     fn pending(&self) -> Option<Pending> {
         match self {
-            Slot::Forwarded(pending) | Slot::Merge { pending, .. } => Some(*pending),
+            Slot::Forwarded { pending, .. } | Slot::Merge { pending, .. } => Some(*pending),
+            Slot::Local { .. } => None,
+        }
+    }
+
+    /// When the broker's answer is late.
+    fn due(&self) -> Option<Instant> {
+        match self {
+            Slot::Forwarded { due, .. } | Slot::Merge { due, .. } => Some(*due),
             Slot::Local { .. } => None,
         }
     }
@@ -236,8 +257,14 @@ impl<T: AsyncRead + Send> ClientRead for tokio::io::ReadHalf<T> {
     }
 }
 
-type FromPeer<R> = FramedRead<R, KafkaFrameCodec>;
-type FromClient<R> = FramedRead<R, TimedDecoder>;
+impl<R: ClientRead> ClientRead for Metered<R> {
+    fn closed(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.get_ref().closed()
+    }
+}
+
+type FromPeer<R> = FramedRead<Metered<R>, KafkaFrameCodec>;
+type FromClient<R> = FramedRead<Metered<R>, TimedDecoder>;
 type ToPeer<W> = FramedWrite<W, KafkaFrameCodec>;
 
 /// The client's frames, with the time the frame still partial began to arrive: what the
@@ -338,9 +365,11 @@ where
         started: None,
         began: Arc::new(Notify::new()),
     };
+    let client_r = Metered::new(client_r, &shared.budget, shared.max_frame_size);
     let from_client = FramedRead::with_capacity(client_r, timed, READ_CAPACITY);
     let mut to_upstream = FramedWrite::new(upstream_w, codec);
     to_upstream.set_backpressure_boundary(WRITE_BOUNDARY);
+    let upstream_r = Metered::new(upstream_r, &shared.budget, shared.max_frame_size);
     let from_upstream = FramedRead::with_capacity(upstream_r, codec, READ_CAPACITY);
     let mut to_client = FramedWrite::new(client_w, codec);
     to_client.set_backpressure_boundary(WRITE_BOUNDARY);
@@ -368,6 +397,7 @@ where
     let ended = tokio::select! {
         r = &mut requests => r?,
         r = &mut responses => return r,
+        close = idle(&activity, shared.idle_timeout) => return Err(close),
     };
     if let Ended::ClientClosed = ended {
         // Both sockets close as this returns: the slot, the broker connection and every
@@ -381,6 +411,67 @@ where
             "the proxy is stopping and answers are still due after the grace period",
         )),
     }
+}
+
+/// Resolves once no frame went either way for `timeout`, wherever the connection waits:
+/// for the client, for the broker, or for a client that does not read its answers.
+async fn idle(activity: &Activity, timeout: Duration) -> Close {
+    loop {
+        let at = activity.last() + timeout;
+        if at <= Instant::now() {
+            return Close(format!(
+                "idle: no frame either way within the idle timeout ({timeout:?})"
+            ));
+        }
+        tokio::time::sleep_until(at).await;
+    }
+}
+
+/// Sleeps until `deadline`, or for ever without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `op`, a wait on the broker's side of the connection, unless the client closes
+/// meanwhile (None): its close must be seen even while its bytes are not being read.
+async fn unless_gone<T>(client: &impl ClientRead, op: impl Future<Output = T>) -> Option<T> {
+    tokio::pin!(op);
+    if let Some(done) = (&mut op).now_or_never() {
+        return Some(done);
+    }
+    tokio::select! {
+        done = op => Some(done),
+        () = client.closed() => None,
+    }
+}
+
+/// After a frame larger than the base buffer, a fresh base buffer with what is left: the
+/// large allocation is not kept for the connection's lifetime.
+fn shrink(buffer: &mut BytesMut) {
+    if buffer.capacity() > SMALL_FRAME {
+        let mut fresh = BytesMut::with_capacity(READ_CAPACITY.max(buffer.len()));
+        fresh.extend_from_slice(buffer);
+        *buffer = fresh;
+    }
+}
+
+/// Hands a frame to a `FramedWrite`: a large one is written straight to its socket, after
+/// what is buffered, rather than copied into the buffer.
+async fn forward<W, F>(to: &mut ToPeer<W>, frame: F) -> Result<(), CodecError>
+where
+    W: AsyncWrite + Unpin,
+    F: AsRef<[u8]>,
+    KafkaFrameCodec: tokio_util::codec::Encoder<F, Error = CodecError>,
+{
+    if frame.as_ref().len() <= WRITE_BOUNDARY {
+        return to.feed(frame).await;
+    }
+    flush(to).await?;
+    to.get_mut().write_all(frame.as_ref()).await?;
+    Ok(())
 }
 
 /// Resolves [`SHUTDOWN_GRACE`] after the proxy was told to stop.
@@ -402,30 +493,39 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Ended, Close> {
     let upstream_write = Close::write("broker");
+    // Every wait on the broker's side (a full queue of answers owed, the budget of requests
+    // kept, a broker not reading) also watches for the client's close.
+    macro_rules! or_gone {
+        ($op:expr) => {
+            match unless_gone(from_client.get_ref(), $op).await {
+                Some(done) => done,
+                None => return Ok(Ended::ClientClosed),
+            }
+        };
+    }
     loop {
         // Flush what was written before waiting for the client; never wait with requests
         // unsent, or their answers (and the client) would wait for them.
         let next = match from_client.next().now_or_never() {
             Some(next) => next,
             None => {
-                flush(&mut to_upstream).await.map_err(&upstream_write)?;
+                or_gone!(flush(&mut to_upstream)).map_err(&upstream_write)?;
                 let began = from_client.decoder().began.clone();
                 loop {
-                    let deadline = client_deadline(&from_client, activity, shared);
+                    let deadline = frame_deadline(&from_client, shared);
                     let wake = tokio::select! {
                         next = from_client.next() => break next,
                         _ = shutdown.wait_for(|stop| *stop) => Wake::Stopping,
-                        () = tokio::time::sleep_until(deadline) => Wake::Deadline,
-                        // A frame began: the deadline is now the frame timeout's.
+                        () = until(deadline) => Wake::Deadline,
+                        // A frame began: there is now a frame timeout to wait for.
                         () = began.notified() => continue,
                     };
                     if let Wake::Stopping = wake {
-                        flush(&mut to_upstream).await.map_err(&upstream_write)?;
+                        or_gone!(flush(&mut to_upstream)).map_err(&upstream_write)?;
                         return Ok(Ended::Stopping);
                     }
-                    // The deadline may have moved meanwhile (an answer went out).
-                    if client_deadline(&from_client, activity, shared) <= Instant::now() {
-                        return Err(timed_out(&from_client, shared));
+                    if frame_deadline(&from_client, shared).is_some_and(|at| at <= Instant::now()) {
+                        return Err(frame_timed_out(&from_client, shared));
                     }
                 }
             }
@@ -436,11 +536,27 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             Some(Err(e)) => return Err(Close::client_read(e)),
         };
         activity.touch();
+        // A large frame comes with its share of the buffer budget, given back once the
+        // frame is forwarded or answered.
+        let share = if frame.len() > SMALL_FRAME {
+            shrink(from_client.read_buffer_mut());
+            from_client.get_mut().take_share()
+        } else {
+            None
+        };
         let peek = peek_request(&frame)
             .map_err(|e| Close(format!("malformed request header from the client: {e}")))?;
         if peek.api_key != API_KEY {
-            send_slot(&slots, &mut to_upstream, Slot::Forwarded(peek.into())).await?;
-            to_upstream.feed(frame).await.map_err(&upstream_write)?;
+            let owed = owed(&frame, peek.api_key, peek.api_version, 0);
+            if owed.answer {
+                let slot = Slot::Forwarded {
+                    pending: peek.into(),
+                    due: Instant::now() + owed.wait + shared.request_timeout,
+                };
+                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+            }
+            or_gone!(forward(&mut to_upstream, frame)).map_err(&upstream_write)?;
+            drop(share);
             continue;
         }
         let request = OwnedRequest::new(frame.freeze()).map_err(|e| {
@@ -466,69 +582,62 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             decision = shared.policy.refuse_unaudited(&view, e.reason());
         }
         let pending = Pending::from(peek);
+        let due = Instant::now()
+            + owed(&[], peek.api_key, peek.api_version, view.timeout_ms()).wait
+            + shared.request_timeout;
         match decision.verdict {
             Verdict::Forwarded | Verdict::WouldRefuse => {
-                send_slot(&slots, &mut to_upstream, Slot::Forwarded(pending)).await?;
-                to_upstream
-                    .feed(request.into_bytes())
-                    .await
+                let slot = Slot::Forwarded { pending, due };
+                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                or_gone!(forward(&mut to_upstream, request.into_bytes()))
                     .map_err(&upstream_write)?;
+                drop(share);
             }
             Verdict::Trimmed => {
                 let mut trimmed = BytesMut::new();
                 answer::encode_trimmed(&shared.policy, &decision, &view, &mut trimmed)
                     .map_err(|e| Close(format!("cannot encode the trimmed request: {e}")))?;
-                let held = hold(&held, &mut to_upstream, request.frame().len()).await?;
+                let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
                 let slot = Slot::Merge {
                     pending,
+                    due,
                     request,
                     decision,
                     _held: held,
+                    _share: share,
                 };
-                send_slot(&slots, &mut to_upstream, slot).await?;
-                to_upstream.feed(trimmed).await.map_err(&upstream_write)?;
+                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                or_gone!(forward(&mut to_upstream, trimmed)).map_err(&upstream_write)?;
             }
             Verdict::Refused => {
-                let held = hold(&held, &mut to_upstream, request.frame().len()).await?;
+                let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
                 let slot = Slot::Local {
                     request,
                     decision,
                     _held: held,
+                    _share: share,
                 };
-                send_slot(&slots, &mut to_upstream, slot).await?;
+                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
             }
         }
     }
 }
 
-/// When the client's side next times out: a frame begun must be whole within the frame
-/// timeout; without one, a frame must go either way within the idle timeout.
-fn client_deadline<R>(
-    from_client: &FromClient<R>,
-    activity: &Activity,
-    shared: &Shared,
-) -> Instant {
-    match from_client.decoder().started {
-        Some(started) => started + shared.frame_timeout,
-        None => activity.last() + shared.idle_timeout,
-    }
+/// When the client's frame begun must be whole: the frame timeout after it began.
+fn frame_deadline<R>(from_client: &FromClient<R>, shared: &Shared) -> Option<Instant> {
+    from_client
+        .decoder()
+        .started
+        .map(|started| started + shared.frame_timeout)
 }
 
 /// Why the client's side timed out, for the log.
-fn timed_out<R>(from_client: &FromClient<R>, shared: &Shared) -> Close {
-    if from_client.decoder().started.is_some() {
-        Close(format!(
-            "the client's frame was not whole within the frame timeout ({:?}; {} bytes \
-             received)",
-            shared.frame_timeout,
-            from_client.read_buffer().len()
-        ))
-    } else {
-        Close(format!(
-            "idle: no frame either way within the idle timeout ({:?})",
-            shared.idle_timeout
-        ))
-    }
+fn frame_timed_out<R>(from_client: &FromClient<R>, shared: &Shared) -> Close {
+    Close(format!(
+        "the client's frame was not whole within the frame timeout ({:?}; {} bytes received)",
+        shared.frame_timeout,
+        from_client.read_buffer().len()
+    ))
 }
 
 /// Puts a slot in the queue; when the queue is full, flushes the broker side first (the
@@ -581,6 +690,8 @@ async fn flush<W: AsyncWrite + Unpin>(to: &mut ToPeer<W>) -> Result<(), CodecErr
 enum Next {
     Slot(Option<Slot>),
     Frame(Option<Result<BytesMut, CodecError>>),
+    /// An answer owed is past its due time.
+    Late,
 }
 
 /// Broker to client: answers in the order of the requests.
@@ -621,14 +732,17 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 Some(frame) => Next::Frame(frame),
                 None => {
                     flush(&mut to_client).await.map_err(&client_write)?;
+                    let due = waiting.iter().filter_map(Slot::due).min();
                     tokio::select! {
                         slot = slots.recv(), if room => Next::Slot(slot),
                         frame = from_upstream.next() => Next::Frame(frame),
+                        () = until(due) => Next::Late,
                     }
                 }
             },
         };
         let frame = match next {
+            Next::Late => return Err(late(&waiting, shared)),
             Next::Slot(None) => {
                 requests_open = false;
                 continue;
@@ -651,6 +765,12 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 activity.touch();
                 frame
             }
+        };
+        let _share = if frame.len() > SMALL_FRAME {
+            shrink(from_upstream.read_buffer_mut());
+            from_upstream.get_mut().take_share()
+        } else {
+            None
         };
         let correlation_id = peek_response(&frame)
             .map_err(|e| Close(format!("malformed response header from the broker: {e}")))?
@@ -696,8 +816,10 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
                 _ if skipped > 0 => skipped -= 1,
-                Slot::Forwarded(_) => {
-                    to_client.feed(frame).await.map_err(&client_write)?;
+                Slot::Forwarded { .. } => {
+                    forward(&mut to_client, frame)
+                        .await
+                        .map_err(&client_write)?;
                     break;
                 }
                 Slot::Merge { .. } => {
@@ -706,6 +828,24 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 }
             }
         }
+    }
+}
+
+/// Why the connection is closed when an answer owed is late: the broker is stuck, or lost
+/// the request. Kafka's clients do the same at their own request timeout: close, and send
+/// again on a new connection.
+fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
+    let oldest = waiting
+        .iter()
+        .filter_map(|slot| Some((slot.due()?, slot.pending()?)))
+        .min_by_key(|&(due, _)| due);
+    match oldest {
+        Some((_, pending)) => Close(format!(
+            "the broker did not answer correlation id {} (api key {}, v{}) within the request \
+             timeout ({:?}, after the wait the request asks for)",
+            pending.correlation_id, pending.api_key, pending.api_version, shared.request_timeout
+        )),
+        None => Close::new("an answer owed is late"),
     }
 }
 

@@ -86,7 +86,9 @@
 
 pub mod answer;
 pub mod audit;
+mod budget;
 mod conn;
+mod owed;
 pub mod policy;
 mod server;
 
@@ -102,5 +104,6 @@ pub mod testing {
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
     max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Route, StartError,
-    DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT, RESERVED_FDS,
+    DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BUFFERED_BYTES,
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT, RESERVED_FDS,
 };

@@ -64,6 +64,17 @@ pub struct Config {
     /// Connecting to the broker must succeed within this, or the client is closed.
     /// Default 10 seconds.
     pub upstream_connect_timeout: Duration,
+    /// An answer the broker owes must come within this, counted after the wait the request
+    /// itself asks for (ElectLeaders' and Produce's `timeout_ms`, Fetch's `max_wait_ms`,
+    /// JoinGroup's rebalance timeout); past it the connection is closed, as Kafka's clients
+    /// do at their own request timeout. A `Produce` with `acks=0` is owed nothing. Default
+    /// 2 minutes: later than any client's own timeout by default (30 s), so that the
+    /// guard is the backstop, never the first to give up.
+    pub request_timeout: Duration,
+    /// The bytes of frames larger than 64 KiB held at once, by every connection and in
+    /// both directions; a frame waits (its sender held back by TCP) until its whole size
+    /// fits. Default 1 GiB.
+    pub max_buffered_bytes: usize,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
@@ -75,6 +86,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`Config::upstream_connect_timeout`]'s default.
 pub const DEFAULT_UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`Config::request_timeout`]'s default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+pub use crate::budget::DEFAULT_MAX_BUFFERED_BYTES;
 
 impl Default for Config {
     fn default() -> Self {
@@ -88,6 +102,8 @@ impl Default for Config {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
             upstream_connect_timeout: DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             plain: false,
         }
     }

@@ -57,6 +57,8 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         idle_timeout: args.idle_timeout,
         frame_timeout: args.frame_timeout,
         upstream_connect_timeout: args.upstream_connect_timeout,
+        request_timeout: args.request_timeout,
+        max_buffered_bytes: args.max_buffered_bytes,
         plain: args.plain,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

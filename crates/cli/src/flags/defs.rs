@@ -377,6 +377,20 @@ pub struct ProxyArgs {
     /// Connecting to the broker must succeed within this, or the client is closed
     #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "10s")]
     pub upstream_connect_timeout: std::time::Duration,
+    /// An answer the broker owes must come within this, after the wait the request asks
+    /// for (ElectLeaders' timeout_ms, ...); past it the connection is closed. Produce with
+    /// acks=0 is owed nothing
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "2m")]
+    pub request_timeout: std::time::Duration,
+    /// Bytes of frames over 64 KiB held at once, by all connections both ways; a frame
+    /// waits, its sender held back, until its whole size fits: 512MiB, 4GiB
+    #[arg(
+        long,
+        value_name = "BYTES",
+        value_parser = values::bytes::<{ 64 * 1024 }>,
+        default_value = "1GiB"
+    )]
+    pub max_buffered_bytes: usize,
     /// Largest frame read from either side (Kafka's socket.request.max.bytes); a larger
     /// size prefix closes the connection
     #[arg(

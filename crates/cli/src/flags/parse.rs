@@ -13,7 +13,7 @@ use crate::fail::Failure;
 #[derive(Debug)]
 pub enum Parsed {
     /// Run a command.
-    Run(Command),
+    Run(Box<Command>),
     /// Print this (help or the version) on standard output, and succeed.
     Print(String),
 }
@@ -40,7 +40,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Failure
         _ => Ok(()),
     };
     match broken {
-        Ok(()) => Ok(Parsed::Run(command)),
+        Ok(()) => Ok(Parsed::Run(Box::new(command))),
         Err((name, message)) => {
             let sub = cli.find_subcommand_mut(name).expect("a subcommand of Cli");
             Err(sub.error(ErrorKind::ArgumentConflict, message).into())

@@ -45,6 +45,36 @@ pub fn frame_size(text: &str) -> Result<usize, String> {
     Ok(size)
 }
 
+/// An amount of memory: bytes, or a number with `KiB`, `MiB` or `GiB`; at least `MIN`.
+#[cfg(feature = "proxy")]
+pub fn bytes<const MIN: usize>(text: &str) -> Result<usize, String> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let scale: usize = match unit.trim() {
+        "" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "expected bytes, or a number with KiB, MiB or GiB, at least {MIN}"
+            ))
+        }
+    };
+    match number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+    {
+        Some(n) if n >= MIN => Ok(n),
+        _ => Err(format!(
+            "expected bytes, or a number with KiB, MiB or GiB, at least {MIN}"
+        )),
+    }
+}
+
 /// A duration: a number and a unit (`500ms`, `2s`, `10m`, `1h`), more than zero.
 #[cfg(feature = "proxy")]
 pub fn duration(text: &str) -> Result<std::time::Duration, String> {
@@ -62,5 +92,30 @@ pub fn rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
         _ => Err("expected a positive number".into()),
+    }
+}
+
+#[cfg(all(test, feature = "proxy"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_of_memory() {
+        assert_eq!(bytes::<1>("65536"), Ok(65536));
+        assert_eq!(bytes::<1>("64KiB"), Ok(65536));
+        assert_eq!(bytes::<1>("512MiB"), Ok(512 << 20));
+        assert_eq!(bytes::<1>("2GiB"), Ok(2 << 30));
+        for bad in [
+            "",
+            "GiB",
+            "1gib",
+            "1GB",
+            "-1",
+            "1.5GiB",
+            "99999999999999999999",
+        ] {
+            assert!(bytes::<1>(bad).is_err(), "{bad:?}");
+        }
+        assert!(bytes::<65536>("65535").is_err());
     }
 }
