@@ -47,6 +47,7 @@ use crate::budget::{Budget, Metered, Share, SMALL_FRAME};
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
 use crate::server::Config;
+use crate::versions::{cap_elect_leaders, API_VERSIONS};
 
 /// Requests of one connection waiting for their answers, at most.
 pub const MAX_IN_FLIGHT: usize = 128;
@@ -392,7 +393,7 @@ where
         &activity,
         shutdown.clone(),
     );
-    let responses = responses(from_upstream, to_client, slots_rx, shared, &activity);
+    let responses = responses(from_upstream, to_client, slots_rx, conn, shared, &activity);
     tokio::pin!(requests, responses);
     let ended = tokio::select! {
         r = &mut requests => r?,
@@ -699,6 +700,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     mut from_upstream: FromPeer<UR>,
     mut to_client: ToPeer<CW>,
     mut slots: mpsc::Receiver<Slot>,
+    conn_info: &ConnInfo,
     shared: &Shared,
     activity: &Activity,
 ) -> Result<(), Close> {
@@ -741,7 +743,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 }
             },
         };
-        let frame = match next {
+        let mut frame = match next {
             Next::Late => return Err(late(&waiting, shared)),
             Next::Slot(None) => {
                 requests_open = false;
@@ -816,7 +818,10 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
                 _ if skipped > 0 => skipped -= 1,
-                Slot::Forwarded { .. } => {
+                Slot::Forwarded { pending, .. } => {
+                    if pending.api_key == API_VERSIONS {
+                        cap_versions(&mut frame, pending, conn_info);
+                    }
                     forward(&mut to_client, frame)
                         .await
                         .map_err(&client_write)?;
@@ -828,6 +833,19 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 }
             }
         }
+    }
+}
+
+/// Caps ElectLeaders' version in an ApiVersions answer (see `versions`); an answer that
+/// cannot be read goes through unchanged, with a line saying what that risks.
+fn cap_versions(frame: &mut BytesMut, request: Pending, conn: &ConnInfo) {
+    if let Err(field) = cap_elect_leaders(frame, request.api_version) {
+        log(format_args!(
+            "{} -> {}: the broker's ApiVersions answer (v{}, correlation id {}) cannot be \
+             read at {field}: forwarded unchanged; should the client pick an ElectLeaders \
+             version newer than the guard reads, its connection will be closed",
+            conn.client, conn.upstream, request.api_version, request.correlation_id
+        ));
     }
 }
 

@@ -91,6 +91,7 @@ mod conn;
 mod owed;
 pub mod policy;
 mod server;
+mod versions;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.

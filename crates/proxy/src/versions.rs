@@ -1,0 +1,237 @@
+//! ApiVersions answers capped to what the guard understands.
+//!
+//! A client picks each API's version from the broker's ApiVersions answer. Were the guard to
+//! pass that answer through unchanged, a client that knows a newer ElectLeaders than the
+//! guard does would send it, and the guard, unable to read it, would close the connection
+//! (it fails closed). So in the broker's answer, ElectLeaders' max version is lowered to
+//! the newest this crate's codec reads, in place: the two bytes of that one field change,
+//! nothing else, and the frame keeps its size. The client then negotiates down, as it
+//! would with an older broker.
+//!
+//! The answer is read by hand, as far as the API list: it is a flat list of fixed-size
+//! entries, the same at every version but for the array's length encoding, and
+//! rewriting it with a general library would re-encode the whole frame (and its tagged
+//! fields, which must pass through untouched).
+
+use kafka_elect_leaders::{API_KEY, LATEST_VERSION};
+
+/// ApiVersions' API key.
+pub const API_VERSIONS: i16 = 18;
+/// The first flexible version of ApiVersions' response (a compact array; its header stays
+/// v0, without tagged fields, at every version: KIP-511).
+const FIRST_FLEXIBLE: i16 = 3;
+/// UNSUPPORTED_VERSION: the broker did not know the version asked for and answered at v0.
+const UNSUPPORTED_VERSION: i16 = 35;
+
+/// What capping did to one answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capped {
+    /// ElectLeaders' max version was lowered from this one.
+    Lowered { from: i16 },
+    /// Nothing to change: ElectLeaders is absent, or its max version is one the guard reads.
+    Unchanged,
+}
+
+/// Lowers ElectLeaders' max version in the ApiVersions response `frame` (size prefix
+/// included) answering a request of `api_version`. An error names what could not be read;
+/// the frame is then unchanged.
+pub fn cap_elect_leaders(frame: &mut [u8], api_version: i16) -> Result<Capped, &'static str> {
+    // Size prefix and correlation id: the response header is v0 at every version.
+    let mut at = 8;
+    let error_code = read_i16(frame, at).ok_or("error_code")?;
+    at += 2;
+    // An UNSUPPORTED_VERSION answer is written at v0 whatever the request's version.
+    let flexible = api_version >= FIRST_FLEXIBLE && error_code != UNSUPPORTED_VERSION;
+    let count = if flexible {
+        let (len_plus_one, used) = read_uvarint(frame, at).ok_or("api_keys length")?;
+        at += used;
+        len_plus_one.saturating_sub(1) as usize
+    } else {
+        let len = read_i32(frame, at).ok_or("api_keys length")?;
+        at += 4;
+        usize::try_from(len).unwrap_or(0)
+    };
+    for _ in 0..count {
+        let api_key = read_i16(frame, at).ok_or("api_keys: api_key")?;
+        let max_at = at + 4;
+        let max = read_i16(frame, max_at).ok_or("api_keys: max_version")?;
+        at += 6;
+        if flexible {
+            at = skip_tagged_fields(frame, at).ok_or("api_keys: tagged fields")?;
+        }
+        if api_key == API_KEY && max > LATEST_VERSION {
+            frame[max_at..max_at + 2].copy_from_slice(&LATEST_VERSION.to_be_bytes());
+            return Ok(Capped::Lowered { from: max });
+        }
+    }
+    Ok(Capped::Unchanged)
+}
+
+fn read_i16(buf: &[u8], at: usize) -> Option<i16> {
+    Some(i16::from_be_bytes(*buf.get(at..)?.first_chunk()?))
+}
+
+fn read_i32(buf: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes(*buf.get(at..)?.first_chunk()?))
+}
+
+/// An unsigned varint at `at`: its value and how many bytes it took.
+fn read_uvarint(buf: &[u8], at: usize) -> Option<(u32, usize)> {
+    let mut value = 0u32;
+    for i in 0..5 {
+        let byte = *buf.get(at + i)?;
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// Where the tagged fields starting at `at` end.
+fn skip_tagged_fields(buf: &[u8], mut at: usize) -> Option<usize> {
+    let (count, used) = read_uvarint(buf, at)?;
+    at += used;
+    for _ in 0..count {
+        let (_tag, used) = read_uvarint(buf, at)?;
+        at += used;
+        let (size, used) = read_uvarint(buf, at)?;
+        at = at.checked_add(used)?.checked_add(size as usize)?;
+        if at > buf.len() {
+            return None;
+        }
+    }
+    Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+    use kafka_protocol::messages::ResponseHeader;
+    use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+    /// The broker's answer at `version`, as Kafka's schema has it (written by the
+    /// kafka-protocol crate): ApiVersions 0..=4, Metadata 0..=12, ElectLeaders 0..=`elect_max`.
+    fn answer(version: i16, elect_max: i16) -> Vec<u8> {
+        let mut response = ApiVersionsResponse::default()
+            .with_throttle_time_ms(5)
+            .with_api_keys(vec![
+                ApiVersion::default()
+                    .with_api_key(18)
+                    .with_min_version(0)
+                    .with_max_version(4),
+                ApiVersion::default()
+                    .with_api_key(3)
+                    .with_min_version(0)
+                    .with_max_version(12),
+                ApiVersion::default()
+                    .with_api_key(API_KEY)
+                    .with_min_version(0)
+                    .with_max_version(elect_max),
+            ]);
+        if version >= 3 {
+            response = response
+                .with_finalized_features_epoch(7)
+                .with_supported_features(vec![
+                    kafka_protocol::messages::api_versions_response::SupportedFeatureKey::default()
+                        .with_name(StrBytes::from_static_str("kraft.version"))
+                        .with_min_version(0)
+                        .with_max_version(1),
+                ]);
+        }
+        let mut body = BytesMut::new();
+        ResponseHeader::default()
+            .with_correlation_id(9)
+            .encode(&mut body, 0)
+            .unwrap();
+        response.encode(&mut body, version).unwrap();
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        frame
+    }
+
+    fn decode(frame: &[u8], version: i16) -> ApiVersionsResponse {
+        let mut body = bytes::Bytes::copy_from_slice(&frame[8..]);
+        ApiVersionsResponse::decode(&mut body, version).unwrap()
+    }
+
+    #[test]
+    fn elect_leaders_is_capped_at_every_version_and_nothing_else_changes() {
+        for version in 0..=4 {
+            let original = answer(version, LATEST_VERSION + 1);
+            let mut frame = original.clone();
+            assert_eq!(
+                cap_elect_leaders(&mut frame, version),
+                Ok(Capped::Lowered {
+                    from: LATEST_VERSION + 1
+                }),
+                "v{version}"
+            );
+            assert_eq!(frame.len(), original.len());
+            // Exactly the two bytes of one field differ.
+            let changed: Vec<usize> = (0..frame.len())
+                .filter(|&i| frame[i] != original[i])
+                .collect();
+            assert!(
+                changed.len() <= 2 && !changed.is_empty(),
+                "v{version}: {changed:?}"
+            );
+            let mut want = decode(&original, version);
+            want.api_keys[2].max_version = LATEST_VERSION;
+            assert_eq!(decode(&frame, version), want, "v{version}");
+        }
+    }
+
+    #[test]
+    fn an_answer_the_guard_can_serve_is_left_alone() {
+        for version in 0..=4 {
+            let original = answer(version, LATEST_VERSION);
+            let mut frame = original.clone();
+            assert_eq!(
+                cap_elect_leaders(&mut frame, version),
+                Ok(Capped::Unchanged)
+            );
+            assert_eq!(frame, original);
+        }
+    }
+
+    #[test]
+    fn unsupported_version_answers_are_read_at_v0() {
+        // A broker that does not know ApiVersions v9 answers at v0 with error 35.
+        let mut response = decode(&answer(0, LATEST_VERSION + 3), 0);
+        response.error_code = UNSUPPORTED_VERSION;
+        let mut body = BytesMut::new();
+        ResponseHeader::default()
+            .with_correlation_id(1)
+            .encode(&mut body, 0)
+            .unwrap();
+        response.encode(&mut body, 0).unwrap();
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        assert_eq!(
+            cap_elect_leaders(&mut frame, 9),
+            Ok(Capped::Lowered {
+                from: LATEST_VERSION + 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_cut_or_lying_answer_is_an_error_and_stays_unchanged() {
+        let original = answer(3, LATEST_VERSION + 1);
+        for cut in 0..original.len() {
+            let mut frame = original[..cut].to_vec();
+            let before = frame.clone();
+            let result = cap_elect_leaders(&mut frame, 3);
+            if result.is_err() {
+                assert_eq!(frame, before, "cut at {cut}");
+            }
+        }
+        // A count far beyond the bytes: an error, no loop over it.
+        let mut lying = original[..10].to_vec();
+        lying.extend([0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(cap_elect_leaders(&mut lying, 3).is_err());
+    }
+}
