@@ -20,11 +20,14 @@
 use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf, Take};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::codec::Decoder;
 use tokio_util::sync::PollSemaphore;
 
 /// Frames of at most this many bytes (size prefix included) take nothing from the budget.
@@ -77,8 +80,9 @@ struct Position {
     prefix_len: usize,
     /// Body bytes of the current frame still to come.
     body_left: u64,
-    /// The current frame needs a share of this many bytes before more of it is read.
-    needs: Option<u32>,
+    /// The current frame needs a share of this many bytes before more of it is read; and
+    /// its length, size prefix included.
+    needs: Option<(u32, usize)>,
 }
 
 /// An `AsyncRead` of Kafka frames that takes each large frame's share of the [`Budget`]
@@ -98,6 +102,9 @@ pub struct Metered<R> {
     shares: VecDeque<Share>,
     /// A size was not a frame's: stop following boundaries, the decoder will fail.
     lost: bool,
+    /// The length of the frame being read once its share covers it whole, else 0: what
+    /// [`Reserving`] sizes the read buffer to.
+    granted: Arc<AtomicUsize>,
 }
 
 impl<R: AsyncRead + Unpin> Metered<R> {
@@ -116,6 +123,16 @@ impl<R: AsyncRead + Unpin> Metered<R> {
             },
             shares: VecDeque::new(),
             lost: false,
+            granted: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// `decoder`, sizing its read buffer to each large frame once the frame's share is
+    /// granted.
+    pub fn reserving<D>(&self, decoder: D) -> Reserving<D> {
+        Reserving {
+            decoder,
+            granted: self.granted.clone(),
         }
     }
 
@@ -139,6 +156,9 @@ impl<R: AsyncRead + Unpin> Metered<R> {
                     .min(bytes.len());
                 bytes = &bytes[n..];
                 self.at.body_left -= n as u64;
+                if self.at.body_left == 0 {
+                    self.granted.store(0, Ordering::Relaxed);
+                }
                 continue;
             }
             let n = (4 - self.at.prefix_len).min(bytes.len());
@@ -160,7 +180,7 @@ impl<R: AsyncRead + Unpin> Metered<R> {
             self.at.body_left = size as u64;
             let len = size + kafka_elect_leaders::SIZE_PREFIX_LEN;
             if len > SMALL_FRAME {
-                self.at.needs = Some(self.budget.share(len));
+                self.at.needs = Some((self.budget.share(len), len));
             }
         }
     }
@@ -173,12 +193,17 @@ impl<R: AsyncRead + Unpin> AsyncRead for Metered<R> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if let Some(n) = this.at.needs {
+        if let Some((n, len)) = this.at.needs {
             // The frame begun needs its share before more of its body is read.
             let share = ready!(this.semaphore.poll_acquire_many(cx, n));
             this.at.needs = None;
             match share {
-                Some(permit) => this.shares.push_back(Share(permit)),
+                Some(permit) => {
+                    this.shares.push_back(Share(permit));
+                    if n as usize == len {
+                        this.granted.store(len, Ordering::Relaxed);
+                    }
+                }
                 // The budget is never closed; were it, frames would go unmetered.
                 None => this.lost = true,
             }
@@ -197,6 +222,39 @@ impl<R: AsyncRead + Unpin> AsyncRead for Metered<R> {
         ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
         this.track(&buf.filled()[before..]);
         Poll::Ready(Ok(()))
+    }
+}
+
+/// A decoder whose read buffer, once a large frame's share is granted, is sized to the
+/// whole frame at once: one allocation, which the budget has accounted for, instead of
+/// growing step by step with copies (and the allocator's leftovers) on the way.
+pub struct Reserving<D> {
+    decoder: D,
+    granted: Arc<AtomicUsize>,
+}
+
+impl<D> Reserving<D> {
+    /// The decoder wrapped.
+    pub fn get_ref(&self) -> &D {
+        &self.decoder
+    }
+}
+
+impl<D: Decoder> Decoder for Reserving<D> {
+    type Item = D::Item;
+    type Error = D::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<D::Item>, D::Error> {
+        // The frame granted starts at the front of `src`: the frames before it were taken.
+        let granted = self.granted.load(Ordering::Relaxed);
+        if granted > src.capacity() {
+            src.reserve(granted - src.len());
+        }
+        self.decoder.decode(src)
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<D::Item>, D::Error> {
+        self.decoder.decode_eof(src)
     }
 }
 

@@ -43,7 +43,7 @@ use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
-use crate::budget::{Budget, Metered, Share, SMALL_FRAME};
+use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
 use crate::server::Config;
@@ -264,8 +264,8 @@ impl<R: ClientRead> ClientRead for Metered<R> {
     }
 }
 
-type FromPeer<R> = FramedRead<Metered<R>, KafkaFrameCodec>;
-type FromClient<R> = FramedRead<Metered<R>, TimedDecoder>;
+type FromPeer<R> = FramedRead<Metered<R>, Reserving<KafkaFrameCodec>>;
+type FromClient<R> = FramedRead<Metered<R>, Reserving<TimedDecoder>>;
 type ToPeer<W> = FramedWrite<W, KafkaFrameCodec>;
 
 /// The client's frames, with the time the frame still partial began to arrive: what the
@@ -367,11 +367,13 @@ where
         began: Arc::new(Notify::new()),
     };
     let client_r = Metered::new(client_r, &shared.budget, shared.max_frame_size);
+    let timed = client_r.reserving(timed);
     let from_client = FramedRead::with_capacity(client_r, timed, READ_CAPACITY);
     let mut to_upstream = FramedWrite::new(upstream_w, codec);
     to_upstream.set_backpressure_boundary(WRITE_BOUNDARY);
     let upstream_r = Metered::new(upstream_r, &shared.budget, shared.max_frame_size);
-    let from_upstream = FramedRead::with_capacity(upstream_r, codec, READ_CAPACITY);
+    let upstream_codec = upstream_r.reserving(codec);
+    let from_upstream = FramedRead::with_capacity(upstream_r, upstream_codec, READ_CAPACITY);
     let mut to_client = FramedWrite::new(client_w, codec);
     to_client.set_backpressure_boundary(WRITE_BOUNDARY);
 
@@ -450,13 +452,13 @@ async fn unless_gone<T>(client: &impl ClientRead, op: impl Future<Output = T>) -
 }
 
 /// After a frame larger than the base buffer, a fresh base buffer with what is left: the
-/// large allocation is not kept for the connection's lifetime.
+/// buffer left behind by the frame still shares the frame's allocation (whatever capacity
+/// it shows), and would take it over once the frame is dropped, keeping it for the
+/// connection's lifetime, outside the budget.
 fn shrink(buffer: &mut BytesMut) {
-    if buffer.capacity() > SMALL_FRAME {
-        let mut fresh = BytesMut::with_capacity(READ_CAPACITY.max(buffer.len()));
-        fresh.extend_from_slice(buffer);
-        *buffer = fresh;
-    }
+    let mut fresh = BytesMut::with_capacity(READ_CAPACITY.max(buffer.len()));
+    fresh.extend_from_slice(buffer);
+    *buffer = fresh;
 }
 
 /// Hands a frame to a `FramedWrite`: a large one is written straight to its socket, after
@@ -511,7 +513,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             Some(next) => next,
             None => {
                 or_gone!(flush(&mut to_upstream)).map_err(&upstream_write)?;
-                let began = from_client.decoder().began.clone();
+                let began = from_client.decoder().get_ref().began.clone();
                 loop {
                     let deadline = frame_deadline(&from_client, shared);
                     let wake = tokio::select! {
@@ -628,6 +630,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
 fn frame_deadline<R>(from_client: &FromClient<R>, shared: &Shared) -> Option<Instant> {
     from_client
         .decoder()
+        .get_ref()
         .started
         .map(|started| started + shared.frame_timeout)
 }
