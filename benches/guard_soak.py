@@ -14,9 +14,6 @@ At the same time, for --seconds:
     when closed;
   - normal: one client, one request at a time, alternating ElectLeaders v2 and ApiVersions
     v0, timing each answer.
-  - bulk (with --bulk-clients N): N clients each sending whole Produce requests (acks=1)
-    of --bulk-mib MiB, one after the other, reading each answer: what the buffer budget
-    (--max-buffered-bytes, passed to the guard) holds back.
 Then 1,000 idle connections are opened and the guard's RSS measured before and after.
 
 The upstream is a FAKE BROKER written here (asyncio): it answers every request with its
@@ -89,9 +86,6 @@ async def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--bin", default="target/release/elect-leaders")
-    ap.add_argument("--bulk-clients", type=int, default=0)
-    ap.add_argument("--bulk-mib", type=int, default=8)
-    ap.add_argument("--max-buffered-bytes", default=None)
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -100,14 +94,13 @@ async def main():
     audit = f"/tmp/guard-soak-audit-{os.getpid()}.jsonl"
     guard = subprocess.Popen(
         [args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{broker_port}",
-         "--protect-topic", "payments", "--audit-log", audit]
-        + (["--max-buffered-bytes", args.max_buffered_bytes] if args.max_buffered_bytes else []),
+         "--protect-topic", "payments", "--audit-log", audit],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = guard.stdout.readline()
         port = int(line.split()[1].rsplit(":", 1)[1])
         end = time.monotonic() + args.seconds
-        stats = {"churn": 0, "slow_closed": 0, "large_closed": 0, "refused": 0, "bulk": 0,
+        stats = {"churn": 0, "slow_closed": 0, "large_closed": 0, "refused": 0,
                  "peak_fds": 0, "latencies": {"elect": [], "api_versions": []}, "errors": 0}
 
         async def connect():
@@ -169,23 +162,6 @@ async def main():
                 await asyncio.sleep(0.01)
             w.close()
 
-        async def bulk():
-            # Produce v3, acks=1: answered by the fake broker, so whole frames keep flowing.
-            header = struct.pack(">hhi", 0, 3, 1) + struct.pack(">h", 4) + b"bulk"
-            body = struct.pack(">hhii", -1, 1, 30000, 0)
-            request = frame(header + body + bytes(args.bulk_mib << 20))
-            try:
-                r, w = await connect()
-                while time.monotonic() < end:
-                    w.write(request)
-                    await w.drain()
-                    size = struct.unpack(">i", await r.readexactly(4))[0]
-                    await r.readexactly(size)
-                    stats["bulk"] += 1
-                w.close()
-            except (OSError, ConnectionError, asyncio.IncompleteReadError):
-                stats["errors"] += 1
-
         async def sample():
             while time.monotonic() < end:
                 stats["peak_fds"] = max(stats["peak_fds"], fd_count(guard.pid))
@@ -196,7 +172,6 @@ async def main():
         tasks = [churn(), normal(), sample()]
         tasks += [trickle(slow_frame, "slow_closed", 1.0) for _ in range(500)]
         tasks += [trickle(large, "large_closed", 0) for _ in range(100)]
-        tasks += [bulk() for _ in range(args.bulk_clients)]
         started = time.monotonic()
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - started
@@ -221,10 +196,7 @@ async def main():
         for kind, xs in stats["latencies"].items():
             print(f"normal client, {kind}: {len(xs)} answers, p50 {pct(xs, 0.5):.2f} ms, "
                   f"p99 {pct(xs, 0.99):.2f} ms, max {max(xs) * 1000 if xs else float('nan'):.2f} ms")
-        print(f"normal client: {stats['errors']} answers out of order or errors")
-        if args.bulk_clients:
-            print(f"bulk: {stats['bulk']} requests of {args.bulk_mib} MiB forwarded "
-                  f"({stats['bulk'] * args.bulk_mib / elapsed:.0f} MiB/s)")
+        print(f"normal client: {stats['errors']} answers out of order")
         print(f"attackers: slow clients connected {stats.get('connects_slow_closed', 0)} times, "
               f"large-frame clients {stats.get('connects_large_closed', 0)} times")
         print(f"guard: peak RSS {peak_rss / 1024:.1f} MiB, peak open descriptors {stats['peak_fds']}")

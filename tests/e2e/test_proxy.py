@@ -306,6 +306,42 @@ def pipelined_order():
         waited, ", ".join("%d@%.2fs" % (a[1], a[0]) for a in answers[1:])))
 
 
+def api_versions_at(address, version):
+    """The ApiVersions answer at `version` from `address`, through kafka-python's protocol."""
+    host, port = address.rsplit(":", 1)
+    proto = KafkaProtocol(client_id="px-versions")
+    request = (ApiVersionsRequest[version](client_software_name="px", client_software_version="1")
+               if version >= 3 else ApiVersionsRequest[version]())
+    proto.send_request(request)
+    s = socket.create_connection((host, int(port)), timeout=30)
+    try:
+        s.sendall(proto.send_bytes())
+        while True:
+            data = s.recv(1 << 16)
+            assert data, "%s closed the connection" % address
+            for _, response in proto.receive_bytes(data):
+                return response
+    finally:
+        s.close()
+
+
+@test("ApiVersions through the proxy: the real broker's API list unchanged, ElectLeaders at most v2 [kafka-python protocol]")
+def api_versions_through_the_proxy():
+    direct = os.environ["BOOTSTRAP"].split(",")[0]
+    proxied = PROXY.split(",")[0]
+    for version in range(5):
+        want = sorted((k.api_key, k.min_version, k.max_version)
+                      for k in api_versions_at(direct, version).api_keys)
+        got = sorted((k.api_key, k.min_version, k.max_version)
+                     for k in api_versions_at(proxied, version).api_keys)
+        assert got == want, "ApiVersions v%d changed by the proxy: %r" % (
+            version, sorted(set(got) ^ set(want)))
+        elect = [k for k in got if k[0] == 43]
+        assert elect and elect[0][2] <= 2, elect
+    print("  ApiVersions v0-v4: %d APIs, identical through the proxy; ElectLeaders %r" % (
+        len(got), elect[0]))
+
+
 @test("what reached the brokers: no unclean election, no protected topic, nothing malformed")
 def frames_behind_the_proxy():
     p = subprocess.run([E2E_FRAMES, PROXY_TAP_DIR], capture_output=True, text=True, timeout=300)
