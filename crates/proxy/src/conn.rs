@@ -47,6 +47,7 @@ use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
 use crate::server::Config;
+use crate::tls::{handshake_error, Loaded, Tls};
 use crate::versions::{cap_elect_leaders, API_VERSIONS};
 
 /// Requests of one connection waiting for their answers, at most.
@@ -80,6 +81,8 @@ pub struct Shared {
     pub request_timeout: Duration,
     /// The bytes of large frames held at once, by every connection.
     pub budget: Budget,
+    /// TLS towards clients, brokers or both; None: plaintext both ways.
+    pub tls: Option<Tls>,
 }
 
 impl Shared {
@@ -95,6 +98,7 @@ impl Shared {
             upstream_connect_timeout: config.upstream_connect_timeout,
             request_timeout: config.request_timeout,
             budget: Budget::new(config.max_buffered_bytes),
+            tls: None,
         }
     }
 }
@@ -188,39 +192,202 @@ pub async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    let connect_timeout = shared.upstream_connect_timeout;
-    let upstream =
-        match tokio::time::timeout(connect_timeout, TcpStream::connect(conn.upstream)).await {
-            Ok(Ok(upstream)) => upstream,
-            Ok(Err(e)) => {
-                log(format_args!(
-                    "{} -> {}: cannot connect to the upstream, closing the client: {e}",
-                    conn.client, conn.upstream
-                ));
-                return;
-            }
-            Err(_) => {
-                log(format_args!(
-                    "{} -> {}: no connection to the upstream after {:?}, closing the client",
-                    conn.client, conn.upstream, connect_timeout
-                ));
-                return;
-            }
-        };
+    let tls = shared.tls.as_ref().map(Tls::current);
     // Kafka's clients and brokers disable Nagle; a proxy that did not would add delay.
     let _ = client.set_nodelay(true);
-    let _ = upstream.set_nodelay(true);
-    let result = if shared.plain {
-        plain(client, upstream, shutdown).await
-    } else {
-        let (mut client, mut upstream) = (client, upstream);
-        proxy(client.split(), upstream.split(), &conn, &shared, shutdown).await
+    let Some(client) = client_side(client, &conn, &shared, tls.as_ref()).await else {
+        return;
+    };
+    let Some(upstream) = upstream_side(&conn, &shared, tls.as_ref()).await else {
+        return;
+    };
+    let plain_mode = shared.plain;
+    let result = match (client, upstream) {
+        (ClientSide::Plain(mut c), UpstreamSide::Plain(mut u)) => {
+            if plain_mode {
+                plain(&mut c, &mut u, shutdown).await
+            } else {
+                proxy(c.split(), u.split(), &conn, &shared, shutdown).await
+            }
+        }
+        (ClientSide::Plain(mut c), UpstreamSide::Tls(mut u)) => {
+            if plain_mode {
+                plain(&mut c, &mut *u, shutdown).await
+            } else {
+                proxy(c.split(), tokio::io::split(*u), &conn, &shared, shutdown).await
+            }
+        }
+        (ClientSide::Tls(mut c, probe), UpstreamSide::Plain(mut u)) => {
+            if plain_mode {
+                plain(&mut *c, &mut u, shutdown).await
+            } else {
+                let (read, write) = tokio::io::split(*c);
+                let read = Probed { read, probe };
+                proxy((read, write), u.split(), &conn, &shared, shutdown).await
+            }
+        }
+        (ClientSide::Tls(mut c, probe), UpstreamSide::Tls(mut u)) => {
+            if plain_mode {
+                plain(&mut *c, &mut *u, shutdown).await
+            } else {
+                let (read, write) = tokio::io::split(*c);
+                let read = Probed { read, probe };
+                proxy(
+                    (read, write),
+                    tokio::io::split(*u),
+                    &conn,
+                    &shared,
+                    shutdown,
+                )
+                .await
+            }
+        }
     };
     if let Err(close) = result {
         log(format_args!(
             "{} -> {}: closing the connection: {close}",
             conn.client, conn.upstream
         ));
+    }
+}
+
+/// The client's connection, after its TLS handshake if the guard speaks TLS to clients.
+enum ClientSide {
+    Plain(TcpStream),
+    /// With a second descriptor of the same socket, to see the client's FIN while the TLS
+    /// stream is split (see [`Probed`]).
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>, TcpStream),
+}
+
+/// The broker connection, after its TLS handshake if the guard speaks TLS to brokers.
+enum UpstreamSide {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// The client's TLS handshake, within the frame timeout (a client that opens a connection
+/// and sends nothing, or half a handshake, is closed then); a failure is one log line and
+/// concerns this client alone.
+async fn client_side(
+    client: TcpStream,
+    conn: &ConnInfo,
+    shared: &Shared,
+    tls: Option<&Loaded>,
+) -> Option<ClientSide> {
+    let Some(acceptor) = tls.and_then(|tls| tls.acceptor.clone()) else {
+        return Some(ClientSide::Plain(client));
+    };
+    let probe = match duplicate(client) {
+        Ok(pair) => pair,
+        Err(e) => {
+            log(format_args!("{}: closing the client: {e}", conn.client));
+            return None;
+        }
+    };
+    let (client, probe) = probe;
+    match tokio::time::timeout(shared.frame_timeout, acceptor.accept(client)).await {
+        Ok(Ok(stream)) => Some(ClientSide::Tls(Box::new(stream), probe)),
+        Ok(Err(e)) => {
+            log(format_args!(
+                "{} -> {}: TLS handshake with the client failed, closing it: {}",
+                conn.client,
+                conn.listener,
+                handshake_error(&e)
+            ));
+            None
+        }
+        Err(_) => {
+            log(format_args!(
+                "{} -> {}: no TLS handshake from the client within the frame timeout ({:?}), \
+                 closing it",
+                conn.client, conn.listener, shared.frame_timeout
+            ));
+            None
+        }
+    }
+}
+
+/// A second tokio handle on the same socket (a duplicated descriptor), for [`Probed`].
+fn duplicate(stream: TcpStream) -> std::io::Result<(TcpStream, TcpStream)> {
+    let stream = stream.into_std()?;
+    let copy = stream.try_clone()?;
+    Ok((TcpStream::from_std(stream)?, TcpStream::from_std(copy)?))
+}
+
+/// The broker connection and its TLS handshake, together within the upstream connect
+/// timeout; a failure closes the client with one log line.
+async fn upstream_side(
+    conn: &ConnInfo,
+    shared: &Shared,
+    tls: Option<&Loaded>,
+) -> Option<UpstreamSide> {
+    let connect_timeout = shared.upstream_connect_timeout;
+    let connector = tls.and_then(|tls| tls.connector.clone());
+    let connect = async {
+        let upstream = TcpStream::connect(conn.upstream)
+            .await
+            .map_err(|e| format!("cannot connect to the upstream: {e}"))?;
+        let _ = upstream.set_nodelay(true);
+        let Some(connector) = connector else {
+            return Ok(UpstreamSide::Plain(upstream));
+        };
+        let name = shared
+            .tls
+            .as_ref()
+            .map(|tls| tls.server_name(conn.upstream))
+            .transpose()
+            .map_err(|e| e.to_string())?
+            .unwrap_or_else(|| conn.upstream.ip().into());
+        connector
+            .connect(name, upstream)
+            .await
+            .map(|stream| UpstreamSide::Tls(Box::new(stream)))
+            .map_err(|e| {
+                format!(
+                    "TLS handshake with the upstream failed: {}",
+                    handshake_error(&e)
+                )
+            })
+    };
+    match tokio::time::timeout(connect_timeout, connect).await {
+        Ok(Ok(upstream)) => Some(upstream),
+        Ok(Err(e)) => {
+            log(format_args!(
+                "{} -> {}: {e}; closing the client",
+                conn.client, conn.upstream
+            ));
+            None
+        }
+        Err(_) => {
+            log(format_args!(
+                "{} -> {}: no connection to the upstream after {:?}, closing the client",
+                conn.client, conn.upstream, connect_timeout
+            ));
+            None
+        }
+    }
+}
+
+/// A read half of a TLS stream, with a second handle on its socket that sees the client's
+/// FIN (`ClientRead::closed`) while the TLS stream's own handle is inside the split.
+pub struct Probed<R> {
+    read: R,
+    probe: TcpStream,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Probed<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.read).poll_read(cx, buf)
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send + Sync> ClientRead for Probed<R> {
+    async fn closed(&self) {
+        until_read_closed(|| self.probe.ready(Interest::READABLE)).await
     }
 }
 
@@ -239,14 +406,23 @@ const CLOSE_PROBE: Duration = Duration::from_millis(250);
 
 impl ClientRead for tokio::net::tcp::ReadHalf<'_> {
     async fn closed(&self) {
-        loop {
-            match self.ready(Interest::READABLE).await {
-                // Closed states are final in tokio's readiness: once seen, always seen.
-                Ok(ready) if ready.is_read_closed() => return,
-                Err(_) => return,
-                // Readable: bytes wait that the guard will read in its turn.
-                Ok(_) => tokio::time::sleep(CLOSE_PROBE).await,
-            }
+        until_read_closed(|| self.ready(Interest::READABLE)).await
+    }
+}
+
+/// Resolves once `ready` reports the read side closed (or fails).
+async fn until_read_closed<F, R>(ready: F)
+where
+    F: Fn() -> R,
+    R: Future<Output = std::io::Result<tokio::io::Ready>>,
+{
+    loop {
+        match ready().await {
+            // Closed states are final in tokio's readiness: once seen, always seen.
+            Ok(ready) if ready.is_read_closed() => return,
+            Err(_) => return,
+            // Readable: bytes wait that the guard will read in its turn.
+            Ok(_) => tokio::time::sleep(CLOSE_PROBE).await,
         }
     }
 }
@@ -536,6 +712,14 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         let frame = match next {
             None => return Ok(Ended::ClientClosed),
             Some(Ok(frame)) => frame,
+            // A TLS client that closed between frames without TLS's close_notify (many
+            // do): a close like any other; inside a frame, it is still an error.
+            Some(Err(CodecError::Io(e)))
+                if e.kind() == std::io::ErrorKind::UnexpectedEof
+                    && from_client.read_buffer().is_empty() =>
+            {
+                return Ok(Ended::ClientClosed)
+            }
             Some(Err(e)) => return Err(Close::client_read(e)),
         };
         activity.touch();
@@ -908,14 +1092,18 @@ async fn write_answer<W: AsyncWrite + Unpin>(
 }
 
 /// The hidden `--plain` mode: bytes copied both ways, no frame looked at.
-async fn plain(
-    mut client: TcpStream,
-    mut upstream: TcpStream,
+async fn plain<C, U>(
+    client: &mut C,
+    upstream: &mut U,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), Close> {
+) -> Result<(), Close>
+where
+    C: AsyncRead + AsyncWrite + Unpin + ?Sized,
+    U: AsyncRead + AsyncWrite + Unpin + ?Sized,
+{
     tokio::select! {
         r = tokio::io::copy_bidirectional_with_sizes(
-            &mut client, &mut upstream, WRITE_BOUNDARY, WRITE_BOUNDARY,
+            client, upstream, WRITE_BOUNDARY, WRITE_BOUNDARY,
         ) => r.map(|_| ()).map_err(|e| Close(format!("copying: {e}"))),
         _ = shutdown.wait_for(|stop| *stop) => Ok(()),
     }

@@ -91,6 +91,7 @@ mod conn;
 mod owed;
 pub mod policy;
 mod server;
+pub mod tls;
 mod versions;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
@@ -104,7 +105,8 @@ pub mod testing {
 
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Route, StartError,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Reloader, Route, StartError,
     DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BUFFERED_BYTES,
     DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT, RESERVED_FDS,
 };
+pub use tls::{ServerTls, UpstreamTls};

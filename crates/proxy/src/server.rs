@@ -14,6 +14,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE};
 use crate::conn::{self, Shared};
 use crate::policy::Policy;
+use crate::tls::{ServerTls, Tls, TlsError, UpstreamTls};
 
 /// One listener of the guard and the broker it forwards to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +72,11 @@ pub struct Config {
     /// 2 minutes: later than any client's own timeout by default (30 s), so that the
     /// guard is the backstop, never the first to give up.
     pub request_timeout: Duration,
+    /// TLS towards clients (`--tls-cert`, `--tls-key`, `--tls-client-ca`); None:
+    /// plaintext.
+    pub tls: Option<ServerTls>,
+    /// TLS towards the brokers (`--upstream-tls` and its options); None: plaintext.
+    pub upstream_tls: Option<UpstreamTls>,
     /// The bytes of frames larger than 64 KiB held at once, by every connection and in
     /// both directions; a frame waits (its sender held back by TCP) until its whole size
     /// fits. Default 1 GiB.
@@ -104,6 +110,8 @@ impl Default for Config {
             upstream_connect_timeout: DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            tls: None,
+            upstream_tls: None,
             plain: false,
         }
     }
@@ -137,6 +145,8 @@ pub enum StartError {
     Listen(SocketAddr, io::Error),
     /// A bound listener's address could not be read.
     LocalAddr(SocketAddr, io::Error),
+    /// A certificate or key could not be loaded.
+    Tls(TlsError),
 }
 
 impl fmt::Display for StartError {
@@ -147,6 +157,7 @@ impl fmt::Display for StartError {
             }
             StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
             StartError::LocalAddr(addr, e) => write!(f, "{addr}: {e}"),
+            StartError::Tls(e) => write!(f, "{e}"),
         }
     }
 }
@@ -157,6 +168,22 @@ impl std::error::Error for StartError {
             StartError::AuditLog(_, e) | StartError::Listen(_, e) | StartError::LocalAddr(_, e) => {
                 Some(e)
             }
+            StartError::Tls(e) => Some(e),
+        }
+    }
+}
+
+/// Reloads the guard's certificates: see [`Guard::reloader`].
+#[derive(Clone)]
+pub struct Reloader(Arc<Shared>);
+
+impl Reloader {
+    /// Reads the certificate and key files again. New connections use them; connections
+    /// open keep theirs. On an error nothing changes. `Ok(false)`: the guard has no TLS.
+    pub fn reload(&self) -> Result<bool, TlsError> {
+        match &self.0.tls {
+            Some(tls) => tls.reload().map(|()| true),
+            None => Ok(false),
         }
     }
 }
@@ -169,8 +196,16 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// Opens the audit log and binds every route's listener.
+    /// Loads the certificates, opens the audit log and binds every route's listener.
     pub async fn bind(config: Config) -> Result<Guard, StartError> {
+        let tls = if config.tls.is_some() || config.upstream_tls.is_some() {
+            Some(
+                Tls::new(config.tls.clone(), config.upstream_tls.clone())
+                    .map_err(StartError::Tls)?,
+            )
+        } else {
+            None
+        };
         let failed = |e| match &config.audit {
             AuditTarget::File(path) => StartError::AuditLog(path.clone(), e),
             _ => StartError::AuditLog("-".into(), e),
@@ -200,8 +235,17 @@ impl Guard {
         Ok(Guard {
             listeners,
             max_connections: config.max_connections,
-            shared: Arc::new(Shared::new(&config, audit)),
+            shared: Arc::new(Shared {
+                tls,
+                ..Shared::new(&config, audit)
+            }),
         })
+    }
+
+    /// A handle that reloads the certificates while the guard runs (on SIGHUP, in
+    /// `elect-leaders proxy`).
+    pub fn reloader(&self) -> Reloader {
+        Reloader(self.shared.clone())
     }
 
     /// The routes as bound: each listener's actual address (a port 0 resolved).

@@ -6,7 +6,8 @@ use std::io::Write;
 
 use kafka_elect_leaders_proxy::audit::log;
 use kafka_elect_leaders_proxy::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Policy, Route,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Policy, Route, ServerTls,
+    UpstreamTls,
 };
 
 use crate::fail::Failure;
@@ -43,7 +44,10 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
             .listen
             .iter()
             .zip(&args.upstream)
-            .map(|(&listen, &upstream)| Route { listen, upstream })
+            .map(|(&listen, upstream)| Route {
+                listen,
+                upstream: upstream.addr,
+            })
             .collect(),
         policy,
         audit: match args.audit_log.as_deref() {
@@ -59,6 +63,27 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         upstream_connect_timeout: args.upstream_connect_timeout,
         request_timeout: args.request_timeout,
         max_buffered_bytes: args.max_buffered_bytes,
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(ServerTls {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca.clone(),
+            }),
+            _ => None,
+        },
+        upstream_tls: args.upstream_tls.then(|| UpstreamTls {
+            ca: args.upstream_ca.clone(),
+            server_name: args.upstream_server_name.clone(),
+            names: args
+                .upstream
+                .iter()
+                .filter_map(|u| Some((u.addr, u.host.clone()?)))
+                .collect(),
+            client_cert: args
+                .upstream_tls_cert
+                .clone()
+                .zip(args.upstream_tls_key.clone()),
+        }),
         plain: args.plain,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -79,6 +104,22 @@ async fn serve(config: Config) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("proxy: cannot handle SIGTERM: {e}")))?;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| Failure::Input(format!("proxy: cannot handle SIGINT: {e}")))?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|e| Failure::Input(format!("proxy: cannot handle SIGHUP: {e}")))?;
+    let reloader = guard.reloader();
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            match reloader.reload() {
+                Ok(true) => log(format_args!(
+                    "SIGHUP: certificates reloaded; new connections use them"
+                )),
+                Ok(false) => log(format_args!("SIGHUP: no TLS, nothing to reload")),
+                Err(e) => log(format_args!(
+                    "SIGHUP: certificates not reloaded, the previous ones stay: {e}"
+                )),
+            }
+        }
+    });
     {
         let mut stdout = std::io::stdout().lock();
         for route in guard.routes() {

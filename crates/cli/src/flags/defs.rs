@@ -86,7 +86,7 @@ pub enum Command {
         after_long_help = help::PROXY_AFTER,
         help_template = help::TEMPLATE,
     )]
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
 }
 
 // ---------------------------------------------------------------------------------------
@@ -324,8 +324,33 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "ADDR", value_parser = values::address, required = true)]
     pub listen: Vec<SocketAddr>,
     /// The broker behind the --listen before it (host:port)
-    #[arg(long, value_name = "ADDR", value_parser = values::address)]
-    pub upstream: Vec<SocketAddr>,
+    #[arg(long, value_name = "ADDR", value_parser = values::upstream)]
+    pub upstream: Vec<values::Upstream>,
+    /// Speak TLS to clients with this certificate chain (PEM, leaf first)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Require client certificates signed by these CAs (PEM): mutual TLS
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<std::path::PathBuf>,
+    /// Speak TLS to the brokers
+    #[arg(long)]
+    pub upstream_tls: bool,
+    /// The CAs the brokers' certificates must chain to (PEM); default: the system's
+    #[arg(long, value_name = "FILE", requires = "upstream_tls")]
+    pub upstream_ca: Option<std::path::PathBuf>,
+    /// The name the brokers' certificates are checked against; default: each
+    /// --upstream's host (its IP address if given as one)
+    #[arg(long, value_name = "NAME", requires = "upstream_tls")]
+    pub upstream_server_name: Option<String>,
+    /// A certificate chain (PEM) the guard presents to the brokers: mutual TLS
+    #[arg(long, value_name = "FILE", requires_all = ["upstream_tls", "upstream_tls_key"])]
+    pub upstream_tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --upstream-tls-cert (PEM)
+    #[arg(long, value_name = "FILE", requires = "upstream_tls_cert")]
+    pub upstream_tls_key: Option<std::path::PathBuf>,
     /// Every election but PREFERRED is refused: UNCLEAN, and any type the guard does not
     /// know (it fails closed)
     #[arg(long)]

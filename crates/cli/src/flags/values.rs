@@ -25,6 +25,27 @@ pub fn address(text: &str) -> Result<SocketAddr, String> {
     }
 }
 
+/// A broker address as given: resolved, and its host name when it is not an IP address
+/// (what its TLS certificate is checked against).
+#[cfg(feature = "proxy")]
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub host: Option<String>,
+}
+
+/// `host:port` of a broker, resolved, keeping the host name.
+#[cfg(feature = "proxy")]
+pub fn upstream(text: &str) -> Result<Upstream, String> {
+    let addr = address(text)?;
+    let host = text
+        .rsplit_once(':')
+        .map(|(host, _)| host.trim_start_matches('[').trim_end_matches(']'))
+        .filter(|host| host.parse::<std::net::IpAddr>().is_err())
+        .map(str::to_owned);
+    Ok(Upstream { addr, host })
+}
+
 /// A whole number of at least `MIN`.
 #[cfg(feature = "proxy")]
 pub fn count<const MIN: usize>(text: &str) -> Result<usize, String> {

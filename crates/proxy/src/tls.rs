@@ -1,0 +1,253 @@
+//! TLS on either side of the guard, with rustls (the `ring` provider: it builds with a C
+//! compiler alone, where `aws-lc-rs` also needs cmake and more time).
+//!
+//! Towards clients the guard is a TLS server with its own certificate, and can require a
+//! client certificate signed by a CA of the operator's (mTLS). Towards the brokers it is a
+//! TLS client that verifies the broker's certificate against a CA file or the system's
+//! roots, and can present a certificate of its own. Either side can be plaintext. The
+//! certificates are read from PEM files at start, and again on [`Tls::reload`] (SIGHUP in
+//! `elect-leaders proxy`): a reload that fails keeps what was loaded before.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use rustls::client::ClientConfig;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::{ServerConfig, WebPkiClientVerifier};
+use rustls::RootCertStore;
+
+/// TLS towards clients: what `--tls-cert`, `--tls-key` and `--tls-client-ca` name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerTls {
+    /// The guard's certificate chain, PEM, leaf first.
+    pub cert: PathBuf,
+    /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// With it, clients must present a certificate signed by one of these CAs (PEM).
+    pub client_ca: Option<PathBuf>,
+}
+
+/// TLS towards the brokers: what `--upstream-tls` and its options name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpstreamTls {
+    /// The CAs the brokers' certificates must chain to (PEM); none: the system's roots.
+    pub ca: Option<PathBuf>,
+    /// The name every broker's certificate is checked against. None: the name in
+    /// `names` for that broker, or else its IP address.
+    pub server_name: Option<String>,
+    /// Each broker's host name as the operator wrote it (`--upstream host:port`).
+    pub names: Vec<(SocketAddr, String)>,
+    /// A certificate chain and key (PEM) the guard presents to the brokers (mTLS).
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+}
+
+/// Why TLS could not be set up.
+#[derive(Debug)]
+pub struct TlsError(String);
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
+    if certs.is_empty() {
+        return Err(TlsError(format!(
+            "{what} {}: no certificate in it (expected PEM)",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
+fn key(path: &Path, what: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    // The error names the file, never its contents.
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))
+}
+
+fn roots(path: &Path, what: &str) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    for cert in certs(path, what)? {
+        roots
+            .add(cert)
+            .map_err(|e| TlsError(format!("{what} {}: {e}", path.display())))?;
+    }
+    Ok(roots)
+}
+
+impl ServerTls {
+    /// The rustls configuration these files make.
+    pub fn load(&self) -> Result<Arc<ServerConfig>, TlsError> {
+        let builder = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError(format!("TLS: {e}")))?;
+        let builder = match &self.client_ca {
+            Some(ca) => {
+                let verifier =
+                    WebPkiClientVerifier::builder(Arc::new(roots(ca, "--tls-client-ca")?))
+                        .build()
+                        .map_err(|e| TlsError(format!("--tls-client-ca {}: {e}", ca.display())))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+            None => builder.with_no_client_auth(),
+        };
+        let config = builder
+            .with_single_cert(
+                certs(&self.cert, "--tls-cert")?,
+                key(&self.key, "--tls-key")?,
+            )
+            .map_err(|e| {
+                TlsError(format!(
+                    "--tls-cert {} with --tls-key {}: {e}",
+                    self.cert.display(),
+                    self.key.display()
+                ))
+            })?;
+        Ok(Arc::new(config))
+    }
+}
+
+impl UpstreamTls {
+    /// The rustls configuration these files make.
+    pub fn load(&self) -> Result<Arc<ClientConfig>, TlsError> {
+        let roots = match &self.ca {
+            Some(ca) => roots(ca, "--upstream-ca")?,
+            None => {
+                let found = rustls_native_certs::load_native_certs();
+                let mut roots = RootCertStore::empty();
+                let (added, _) = roots.add_parsable_certificates(found.certs);
+                if added == 0 {
+                    return Err(TlsError(format!(
+                        "--upstream-tls without --upstream-ca: no CA certificate found on \
+                         this system ({} error(s))",
+                        found.errors.len()
+                    )));
+                }
+                roots
+            }
+        };
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError(format!("TLS: {e}")))?
+            .with_root_certificates(roots);
+        let config = match &self.client_cert {
+            Some((cert, key_path)) => builder
+                .with_client_auth_cert(
+                    certs(cert, "--upstream-tls-cert")?,
+                    key(key_path, "--upstream-tls-key")?,
+                )
+                .map_err(|e| TlsError(format!("--upstream-tls-cert {}: {e}", cert.display())))?,
+            None => builder.with_no_client_auth(),
+        };
+        Ok(Arc::new(config))
+    }
+
+    /// The name the certificate of the broker at `upstream` is checked against.
+    pub fn server_name(&self, upstream: SocketAddr) -> Result<ServerName<'static>, TlsError> {
+        let name = self.server_name.clone().or_else(|| {
+            self.names
+                .iter()
+                .find(|(addr, _)| *addr == upstream)
+                .map(|(_, name)| name.clone())
+        });
+        match name {
+            Some(name) => ServerName::try_from(name.clone())
+                .map_err(|e| TlsError(format!("--upstream-server-name {name:?}: {e}"))),
+            None => Ok(ServerName::from(upstream.ip())),
+        }
+    }
+}
+
+/// TLS as the guard runs it: both sides' configurations, swapped whole on reload.
+pub struct Tls {
+    server: Option<ServerTls>,
+    upstream: Option<UpstreamTls>,
+    current: RwLock<Loaded>,
+}
+
+/// What one load made.
+#[derive(Clone)]
+pub struct Loaded {
+    pub acceptor: Option<tokio_rustls::TlsAcceptor>,
+    pub connector: Option<tokio_rustls::TlsConnector>,
+}
+
+impl Tls {
+    /// Loads both sides' files; an error names the option and the file.
+    pub fn new(server: Option<ServerTls>, upstream: Option<UpstreamTls>) -> Result<Tls, TlsError> {
+        let loaded = load(server.as_ref(), upstream.as_ref())?;
+        Ok(Tls {
+            server,
+            upstream,
+            current: RwLock::new(loaded),
+        })
+    }
+
+    /// Whether either side speaks TLS.
+    pub fn enabled(&self) -> bool {
+        self.server.is_some() || self.upstream.is_some()
+    }
+
+    /// What new connections use now.
+    pub fn current(&self) -> Loaded {
+        match self.current.read() {
+            Ok(loaded) => loaded.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The name the certificate of the broker at `upstream` is checked against.
+    pub fn server_name(&self, upstream: SocketAddr) -> Result<ServerName<'static>, TlsError> {
+        match &self.upstream {
+            Some(tls) => tls.server_name(upstream),
+            None => Ok(ServerName::from(upstream.ip())),
+        }
+    }
+
+    /// Reads the files again; new connections use them, connections open keep theirs. On
+    /// an error nothing changes.
+    pub fn reload(&self) -> Result<(), TlsError> {
+        let loaded = load(self.server.as_ref(), self.upstream.as_ref())?;
+        match self.current.write() {
+            Ok(mut current) => *current = loaded,
+            Err(poisoned) => *poisoned.into_inner() = loaded,
+        }
+        Ok(())
+    }
+}
+
+fn load(server: Option<&ServerTls>, upstream: Option<&UpstreamTls>) -> Result<Loaded, TlsError> {
+    Ok(Loaded {
+        acceptor: server
+            .map(ServerTls::load)
+            .transpose()?
+            .map(tokio_rustls::TlsAcceptor::from),
+        connector: upstream
+            .map(UpstreamTls::load)
+            .transpose()?
+            .map(tokio_rustls::TlsConnector::from),
+    })
+}
+
+/// An I/O error of a handshake, for the log: rustls says what failed.
+pub fn handshake_error(e: &io::Error) -> String {
+    match e.get_ref() {
+        Some(inner) => inner.to_string(),
+        None => e.to_string(),
+    }
+}

@@ -1,0 +1,342 @@
+//! TLS on both sides of the guard (issue 24): rustls on every end, certificates made at run
+//! time with rcgen (a CA, a server certificate for localhost and 127.0.0.1, a client
+//! certificate), written to PEM files as an operator's would be.
+//!
+//! The broker is a **fake broker** (it answers every request with its correlation id, over
+//! TLS or not): the real cluster's TLS listener is the e2e tests' business. Every wait is
+//! bounded.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_elect_leaders_proxy::{Config, Guard, Reloader, Route, ServerTls, UpstreamTls};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::timeout;
+
+/// A CA and what it signed, as PEM files in a directory of the test's own.
+struct Pki {
+    dir: PathBuf,
+}
+
+impl Pki {
+    /// A CA named `name`, a server certificate for localhost and 127.0.0.1, and a client
+    /// certificate with common name "alice", all under a fresh directory.
+    fn new(test: &str, name: &str) -> Pki {
+        let dir = std::env::temp_dir().join(format!("guard-tls-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pki = Pki { dir };
+        pki.issue(name);
+        pki
+    }
+
+    /// (Re)writes every file, under a new CA named `name`.
+    fn issue(&self, name: &str) {
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(DnType::CommonName, name);
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        self.write("ca.pem", &ca.pem());
+
+        let server_key = KeyPair::generate().unwrap();
+        let server = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
+            .unwrap()
+            .signed_by(&server_key, &ca)
+            .unwrap();
+        self.write("server.pem", &server.pem());
+        self.write("server.key", &server_key.serialize_pem());
+
+        let client_key = KeyPair::generate().unwrap();
+        let mut client_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        client_params
+            .distinguished_name
+            .push(DnType::CommonName, "alice");
+        let client = client_params.signed_by(&client_key, &ca).unwrap();
+        self.write("client.pem", &client.pem());
+        self.write("client.key", &client_key.serialize_pem());
+    }
+
+    fn write(&self, file: &str, pem: &str) {
+        std::fs::write(self.dir.join(file), pem).unwrap();
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    fn server_tls(&self, client_ca: bool) -> ServerTls {
+        ServerTls {
+            cert: self.path("server.pem"),
+            key: self.path("server.key"),
+            client_ca: client_ca.then(|| self.path("ca.pem")),
+        }
+    }
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn certs(path: &Path) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_file_iter(path)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// A TLS client configuration trusting `ca`, presenting `identity` (cert, key) if given.
+fn client_config(ca: &Path, identity: Option<(&Path, &Path)>) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs(ca) {
+        roots.add(cert).unwrap();
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots);
+    Arc::new(match identity {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(certs(cert), PrivateKeyDer::from_pem_file(key).unwrap())
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    })
+}
+
+/// Serves one connection as a broker that answers every request with its correlation id.
+async fn answer_all<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) {
+    loop {
+        let mut size = [0u8; 4];
+        if s.read_exact(&mut size).await.is_err() {
+            return;
+        }
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        if s.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        let mut answer = 4i32.to_be_bytes().to_vec();
+        answer.extend_from_slice(&body[4..8]);
+        if s.write_all(&answer).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The fake broker, plaintext or (with a server configuration) TLS.
+async fn broker(tls: Option<Arc<rustls::ServerConfig>>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let tls = tls.clone();
+            tokio::spawn(async move {
+                match tls {
+                    Some(config) => {
+                        if let Ok(s) = tokio_rustls::TlsAcceptor::from(config).accept(socket).await
+                        {
+                            answer_all(s).await;
+                        }
+                    }
+                    None => answer_all(socket).await,
+                }
+            });
+        }
+    });
+    addr
+}
+
+async fn guard(upstream: SocketAddr, edit: impl FnOnce(&mut Config)) -> (SocketAddr, Reloader) {
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    });
+    edit(&mut config);
+    let guard = Guard::bind(config).await.unwrap();
+    let listen = guard.routes()[0].listen;
+    let reloader = guard.reloader();
+    tokio::spawn(guard.run(std::future::pending()));
+    (listen, reloader)
+}
+
+/// A Metadata v1 request for no topics.
+fn metadata(correlation_id: i32) -> Vec<u8> {
+    let mut f = 0i32.to_be_bytes().to_vec();
+    f.extend(3i16.to_be_bytes());
+    f.extend(1i16.to_be_bytes());
+    f.extend(correlation_id.to_be_bytes());
+    f.extend((-1i16).to_be_bytes());
+    f.extend(0i32.to_be_bytes());
+    let size = (f.len() - 4) as i32;
+    f[..4].copy_from_slice(&size.to_be_bytes());
+    f
+}
+
+/// Sends a Metadata request on `s` and returns the correlation id answered, or an error.
+async fn round_trip<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, id: i32) -> std::io::Result<i32> {
+    s.write_all(&metadata(id)).await?;
+    s.flush().await?;
+    let mut answer = [0u8; 8];
+    timeout(Duration::from_secs(5), s.read_exact(&mut answer))
+        .await
+        .map_err(|_| std::io::Error::other("no answer within 5 s"))??;
+    Ok(i32::from_be_bytes([
+        answer[4], answer[5], answer[6], answer[7],
+    ]))
+}
+
+/// Connects to the guard over TLS and does one round trip.
+async fn tls_round_trip(
+    listen: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    id: i32,
+) -> std::io::Result<i32> {
+    let tcp = TcpStream::connect(listen).await?;
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut s = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await?;
+    round_trip(&mut s, id).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_towards_clients() {
+    let pki = Pki::new("clients", "ca-one");
+    let upstream = broker(None).await;
+    let (listen, _) = guard(upstream, |c| c.tls = Some(pki.server_tls(false))).await;
+    let trusting = client_config(&pki.path("ca.pem"), None);
+    assert_eq!(tls_round_trip(listen, trusting, 7).await.unwrap(), 7);
+
+    // A plaintext Kafka request is not a TLS handshake: that client is closed, alone.
+    let mut plain = TcpStream::connect(listen).await.unwrap();
+    assert!(round_trip(&mut plain, 8).await.is_err());
+    let trusting = client_config(&pki.path("ca.pem"), None);
+    assert_eq!(tls_round_trip(listen, trusting, 9).await.unwrap(), 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtls_refuses_a_client_without_a_certificate_and_serves_the_next() {
+    let pki = Pki::new("mtls", "ca-one");
+    let upstream = broker(None).await;
+    let (listen, _) = guard(upstream, |c| c.tls = Some(pki.server_tls(true))).await;
+    let anonymous = client_config(&pki.path("ca.pem"), None);
+    assert!(tls_round_trip(listen, anonymous, 1).await.is_err());
+
+    // A certificate from another CA is refused too.
+    let other = Pki::new("mtls-other", "ca-other");
+    let stranger = client_config(
+        &pki.path("ca.pem"),
+        Some((&other.path("client.pem"), &other.path("client.key"))),
+    );
+    assert!(tls_round_trip(listen, stranger, 2).await.is_err());
+
+    let alice = client_config(
+        &pki.path("ca.pem"),
+        Some((&pki.path("client.pem"), &pki.path("client.key"))),
+    );
+    assert_eq!(tls_round_trip(listen, alice, 3).await.unwrap(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_towards_the_broker_checks_its_name() {
+    let pki = Pki::new("upstream", "ca-one");
+    let server = pki.server_tls(false);
+    let broker_config = {
+        let key = PrivateKeyDer::from_pem_file(&server.key).unwrap();
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs(&server.cert), key)
+        .unwrap()
+    };
+    let upstream = broker(Some(Arc::new(broker_config))).await;
+    let upstream_tls = |name: Option<&str>| UpstreamTls {
+        ca: Some(pki.path("ca.pem")),
+        server_name: name.map(str::to_owned),
+        ..UpstreamTls::default()
+    };
+
+    // By IP address (no name given), by the name in the certificate, plaintext clients.
+    for name in [None, Some("localhost")] {
+        let (listen, _) = guard(upstream, |c| c.upstream_tls = Some(upstream_tls(name))).await;
+        let mut client = TcpStream::connect(listen).await.unwrap();
+        assert_eq!(round_trip(&mut client, 5).await.unwrap(), 5, "{name:?}");
+    }
+
+    // A name the certificate does not have: the client is closed, not served in clear.
+    let (listen, _) = guard(upstream, |c| {
+        c.upstream_tls = Some(upstream_tls(Some("broker.example")))
+    })
+    .await;
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    assert!(round_trip(&mut client, 6).await.is_err());
+
+    // Both sides TLS, the client with a certificate (mTLS).
+    let (listen, _) = guard(upstream, |c| {
+        c.tls = Some(pki.server_tls(true));
+        c.upstream_tls = Some(upstream_tls(Some("localhost")));
+    })
+    .await;
+    let alice = client_config(
+        &pki.path("ca.pem"),
+        Some((&pki.path("client.pem"), &pki.path("client.key"))),
+    );
+    assert_eq!(tls_round_trip(listen, alice, 8).await.unwrap(), 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_serves_the_new_certificate_and_a_failed_one_keeps_the_old() {
+    let pki = Pki::new("reload", "ca-one");
+    let upstream = broker(None).await;
+    let (listen, reloader) = guard(upstream, |c| c.tls = Some(pki.server_tls(false))).await;
+    let old_ca = certs(&pki.path("ca.pem"));
+    let old_trust = client_config(&pki.path("ca.pem"), None);
+    assert_eq!(
+        tls_round_trip(listen, old_trust.clone(), 1).await.unwrap(),
+        1
+    );
+
+    // A key file that is not a key: the reload fails and the old certificate stays.
+    std::fs::write(pki.path("server.key"), "not a key").unwrap();
+    assert!(reloader.reload().is_err());
+    assert_eq!(
+        tls_round_trip(listen, old_trust.clone(), 2).await.unwrap(),
+        2
+    );
+
+    pki.issue("ca-two");
+    assert_ne!(certs(&pki.path("ca.pem")), old_ca);
+    assert!(reloader.reload().unwrap());
+    let new_trust = client_config(&pki.path("ca.pem"), None);
+    assert_eq!(tls_round_trip(listen, new_trust, 3).await.unwrap(), 3);
+    assert!(tls_round_trip(listen, old_trust, 4).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_completes_its_handshake_is_closed_at_the_frame_timeout() {
+    let pki = Pki::new("handshake", "ca-one");
+    let upstream = broker(None).await;
+    let (listen, _) = guard(upstream, |c| {
+        c.tls = Some(pki.server_tls(false));
+        c.frame_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut silent = TcpStream::connect(listen).await.unwrap();
+    let mut buf = [0u8; 16];
+    let closed = timeout(Duration::from_secs(5), silent.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "a client without a handshake was kept: {closed:?}"
+    );
+}
