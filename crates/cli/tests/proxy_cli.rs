@@ -690,6 +690,129 @@ fn tls_files_and_sighup() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// SASL: the user of a PLAIN or SCRAM authentication the broker accepted is the
+/// principal; --allow-principal refuses everyone else's elections (and an unknown
+/// principal's); the audit names the principal; no password or proof reaches the log or
+/// the audit file.
+#[test]
+fn sasl_principal_and_allow_principal() {
+    // SaslAuthenticate (36) succeeds when the auth bytes hold "right"; everything else is
+    // answered "ok".
+    let fake = FakeUpstream::start(|_, mut s| {
+        while let Ok(f) = read_frame(&mut s) {
+            let api_key = i16::from_be_bytes([f[4], f[5]]);
+            let ok = f.windows(5).any(|w| w == b"right");
+            let mut body = Vec::new();
+            if api_key == 36 {
+                body.extend(if ok { 0i16 } else { 58i16 }.to_be_bytes());
+                body.extend((-1i16).to_be_bytes());
+                body.extend(0i32.to_be_bytes());
+            } else {
+                body.extend(b"ok");
+            }
+            if s.write_all(&response(request_correlation_id(&f), &body))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let proxy = Proxy::start(fake.addr, &["--allow-principal", "alice"]);
+    let handshake = |id: i32, mechanism: &str| {
+        let mut body = (mechanism.len() as i16).to_be_bytes().to_vec();
+        body.extend(mechanism.as_bytes());
+        request(17, 1, id, &body)
+    };
+    let authenticate = |id: i32, bytes: &[u8]| {
+        let mut body = (bytes.len() as i32).to_be_bytes().to_vec();
+        body.extend(bytes);
+        request(36, 1, id, &body)
+    };
+    let topics = [TopicPartitionsData::new(b"orders", &[0])];
+    let elect = |c: &mut TcpStream, id: i32| -> (Results, i16) {
+        c.write_all(&elect_leaders(
+            2,
+            id,
+            b"t",
+            ElectionType::PREFERRED,
+            Some(&topics),
+        ))
+        .unwrap();
+        let answer = read_frame(c).unwrap();
+        if answer == response(id, b"ok") {
+            (Vec::new(), 0)
+        } else {
+            results(&answer, 2)
+        }
+    };
+    let secrets = ["pw-right-alice", "pw-wrong-mallory", "proof-right-scram"];
+
+    // Alice, PLAIN, accepted by the broker: her election is forwarded.
+    let mut alice = proxy.connect();
+    alice.write_all(&handshake(1, "PLAIN")).unwrap();
+    read_frame(&mut alice).unwrap();
+    alice
+        .write_all(&authenticate(2, b"\0alice\0pw-right-alice"))
+        .unwrap();
+    read_frame(&mut alice).unwrap();
+    assert_eq!(
+        elect(&mut alice, 3),
+        (Vec::new(), 0),
+        "alice's election forwarded"
+    );
+
+    // Mallory claims to be alice, with the wrong password: the broker refuses, so does the
+    // guard (the principal stays unknown).
+    let mut mallory = proxy.connect();
+    mallory.write_all(&handshake(1, "PLAIN")).unwrap();
+    read_frame(&mut mallory).unwrap();
+    mallory
+        .write_all(&authenticate(2, b"\0alice\0pw-wrong-mallory"))
+        .unwrap();
+    read_frame(&mut mallory).unwrap();
+    let (_, top) = elect(&mut mallory, 3);
+    assert_eq!(top, 44, "an unaccepted claim is no principal");
+
+    // Bob, SCRAM, accepted: not allowed.
+    let mut bob = proxy.connect();
+    bob.write_all(&handshake(1, "SCRAM-SHA-256")).unwrap();
+    read_frame(&mut bob).unwrap();
+    bob.write_all(&authenticate(2, b"n,,n=bob,r=right-nonce"))
+        .unwrap();
+    read_frame(&mut bob).unwrap();
+    bob.write_all(&authenticate(
+        3,
+        b"c=biws,r=right-nonce,p=proof-right-scram",
+    ))
+    .unwrap();
+    read_frame(&mut bob).unwrap();
+    let (_, top) = elect(&mut bob, 4);
+    assert_eq!(top, 44, "bob is not allowed");
+
+    let audit = proxy.audit_at_least(3);
+    let principals: Vec<(Value, Value)> = audit
+        .iter()
+        .map(|a| (a["principal"].clone(), a["verdict"].clone()))
+        .collect();
+    assert_eq!(
+        principals,
+        [
+            (Value::from("alice"), Value::from("forwarded")),
+            (Value::Null, Value::from("refused")),
+            (Value::from("bob"), Value::from("refused")),
+        ]
+    );
+    assert!(audit[2]["message"]
+        .as_str()
+        .unwrap()
+        .contains("principal 'bob' is not allowed (--allow-principal)"));
+    let audit_text = std::fs::read_to_string(proxy.dir.join("audit.jsonl")).unwrap();
+    for secret in secrets {
+        assert!(!audit_text.contains(secret), "{secret} in the audit");
+        assert!(!proxy.stderr().contains(secret), "{secret} in the log");
+    }
+}
+
 #[test]
 fn log_only_forwards_and_audits_what_would_be_refused() {
     let (fake, got) = FakeUpstream::answering(b"upstream");

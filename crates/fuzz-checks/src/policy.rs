@@ -58,8 +58,20 @@ pub(crate) fn decide(
         allowed_client_ids,
         max_partitions: u.arbitrary::<Option<u8>>()?.map(usize::from),
         log_only: u.arbitrary()?,
+        allowed_principals: Default::default(),
     };
-    let decision = policy.decide(request);
+    let mut policy = policy;
+    // The connection's principal: unknown, "alice", or any name; only alice allowed, or
+    // anyone.
+    let principal: Option<String> = match u.int_in_range(0..=2u8)? {
+        0 => None,
+        1 => Some("alice".to_owned()),
+        _ => Some(String::arbitrary(u)?),
+    };
+    if u.arbitrary()? {
+        policy.allowed_principals.insert("alice".into());
+    }
+    let decision = policy.decide_as(request, principal.as_deref());
 
     // The rules, as the module's documentation states them.
     let requested: Option<usize> = plain
@@ -75,12 +87,16 @@ pub(crate) fn decide(
             .client_id
             .as_ref()
             .is_some_and(|id| policy.allowed_client_ids.contains(&id[..]));
+    let principal_refused = !policy.allowed_principals.is_empty()
+        && !principal
+            .as_deref()
+            .is_some_and(|p| policy.allowed_principals.contains(p));
     let too_many = policy
         .max_partitions
         .is_some_and(|max| requested.map_or(true, |n| n > max));
     let all_unclean = plain.topics.is_none() && unclean;
     let all_protected = plain.topics.is_none() && !policy.protected_topics.is_empty();
-    let whole = client_refused || too_many || all_unclean || all_protected;
+    let whole = client_refused || principal_refused || too_many || all_unclean || all_protected;
     let refused_entries: Vec<&PlainTopic> = plain
         .topics
         .iter()
@@ -90,6 +106,9 @@ pub(crate) fn decide(
     let mut rules = Vec::new();
     if client_refused {
         rules.push(Rule::AllowClientId);
+    }
+    if principal_refused {
+        rules.push(Rule::AllowPrincipal);
     }
     if too_many {
         rules.push(Rule::MaxPartitions);

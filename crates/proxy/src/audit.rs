@@ -93,6 +93,7 @@ impl Audit {
     pub fn record(
         &self,
         conn: &ConnInfo,
+        principal: Option<&str>,
         policy: &Policy,
         request: &ElectLeadersRequest<'_>,
         decision: &Decision,
@@ -100,7 +101,7 @@ impl Audit {
         if self.failing.load(Ordering::Relaxed) {
             return Err(AuditError::Failing);
         }
-        let mut line = decision_json(conn, policy, request, decision).to_string();
+        let mut line = decision_json(conn, principal, policy, request, decision).to_string();
         line.push('\n');
         match self.lines.try_send(line) {
             Ok(()) => Ok(()),
@@ -158,6 +159,7 @@ fn text(bytes: &[u8]) -> Value {
 /// The audit record of one decision.
 pub fn decision_json(
     conn: &ConnInfo,
+    principal: Option<&str>,
     policy: &Policy,
     request: &ElectLeadersRequest<'_>,
     decision: &Decision,
@@ -181,6 +183,7 @@ pub fn decision_json(
         "client": conn.client.to_string(),
         "upstream": conn.upstream.to_string(),
         "client_id": request.header().client_id().map_or(Value::Null, text),
+        "principal": principal,
         "correlation_id": request.correlation_id(),
         "version": request.version(),
         "election_type": election_type.name().map_or_else(|| json!(election_type.0), |n| json!(n)),

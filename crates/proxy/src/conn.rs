@@ -44,6 +44,7 @@ use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
+use crate::identity::{certificate_subject, Identity, SASL_AUTHENTICATE, SASL_HANDSHAKE};
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
 use crate::server::Config;
@@ -221,25 +222,22 @@ pub async fn serve(
             if plain_mode {
                 plain(&mut *c, &mut u, shutdown).await
             } else {
+                let identity = Identity::new(subject(&c));
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
-                proxy((read, write), u.split(), &conn, &shared, shutdown).await
+                let client = (read, write);
+                proxy_as(client, u.split(), &conn, &identity, &shared, shutdown).await
             }
         }
         (ClientSide::Tls(mut c, probe), UpstreamSide::Tls(mut u)) => {
             if plain_mode {
                 plain(&mut *c, &mut *u, shutdown).await
             } else {
+                let identity = Identity::new(subject(&c));
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
-                proxy(
-                    (read, write),
-                    tokio::io::split(*u),
-                    &conn,
-                    &shared,
-                    shutdown,
-                )
-                .await
+                let (client, upstream) = ((read, write), tokio::io::split(*u));
+                proxy_as(client, upstream, &conn, &identity, &shared, shutdown).await
             }
         }
     };
@@ -249,6 +247,12 @@ pub async fn serve(
             conn.client, conn.upstream
         ));
     }
+}
+
+/// The subject of the client's certificate (mTLS), as Kafka names its principal.
+fn subject(tls: &tokio_rustls::server::TlsStream<TcpStream>) -> Option<String> {
+    let leaf = tls.get_ref().1.peer_certificates()?.first()?;
+    certificate_subject(leaf)
 }
 
 /// The client's connection, after its TLS handshake if the guard speaks TLS to clients.
@@ -522,9 +526,35 @@ enum Ended {
 /// Proxies one connection, given both sides split into their reading and writing halves,
 /// until either side closes, a frame is malformed, a timeout passes or the proxy stops.
 pub async fn proxy<CR, CW, UR, UW>(
+    client: (CR, CW),
+    upstream: (UR, UW),
+    conn: &ConnInfo,
+    shared: &Shared,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), Close>
+where
+    CR: ClientRead,
+    CW: AsyncWrite + Unpin + Send,
+    UR: AsyncRead + Unpin + Send,
+    UW: AsyncWrite + Unpin + Send,
+{
+    proxy_as(
+        client,
+        upstream,
+        conn,
+        &Identity::default(),
+        shared,
+        shutdown,
+    )
+    .await
+}
+
+/// [`proxy`], for a client whose identity starts as `identity` (its certificate's).
+pub async fn proxy_as<CR, CW, UR, UW>(
     (client_r, client_w): (CR, CW),
     (upstream_r, upstream_w): (UR, UW),
     conn: &ConnInfo,
+    identity: &Identity,
     shared: &Shared,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), Close>
@@ -567,11 +597,20 @@ where
         slots_tx,
         held,
         conn,
+        identity,
         shared,
         &activity,
         shutdown.clone(),
     );
-    let responses = responses(from_upstream, to_client, slots_rx, conn, shared, &activity);
+    let responses = responses(
+        from_upstream,
+        to_client,
+        slots_rx,
+        conn,
+        identity,
+        shared,
+        &activity,
+    );
     tokio::pin!(requests, responses);
     let ended = tokio::select! {
         r = &mut requests => r?,
@@ -667,6 +706,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     slots: mpsc::Sender<Slot>,
     held: Arc<Semaphore>,
     conn: &ConnInfo,
+    identity: &Identity,
     shared: &Shared,
     activity: &Activity,
     mut shutdown: watch::Receiver<bool>,
@@ -734,6 +774,9 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         let peek = peek_request(&frame)
             .map_err(|e| Close(format!("malformed request header from the client: {e}")))?;
         if peek.api_key != API_KEY {
+            if peek.api_key == SASL_HANDSHAKE || peek.api_key == SASL_AUTHENTICATE {
+                identity.request(&frame, peek.api_key, peek.api_version, peek.correlation_id);
+            }
             let owed = owed(&frame, peek.api_key, peek.api_version, 0);
             if owed.answer {
                 let slot = Slot::Forwarded {
@@ -755,8 +798,13 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             ))
         })?;
         let view = request.view();
-        let mut decision = shared.policy.decide(&view);
-        if let Err(e) = shared.audit.record(conn, &shared.policy, &view, &decision) {
+        let principal = identity.principal();
+        let mut decision = shared.policy.decide_as(&view, principal.as_deref());
+        if let Err(e) =
+            shared
+                .audit
+                .record(conn, principal.as_deref(), &shared.policy, &view, &decision)
+        {
             // Fail closed: an election that cannot be audited is refused. The refusal is
             // not audited either (the log is what failed); the diagnostics say it.
             log(format_args!(
@@ -888,6 +936,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     mut to_client: ToPeer<CW>,
     mut slots: mpsc::Receiver<Slot>,
     conn_info: &ConnInfo,
+    identity: &Identity,
     shared: &Shared,
     activity: &Activity,
 ) -> Result<(), Close> {
@@ -1008,6 +1057,13 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 Slot::Forwarded { pending, .. } => {
                     if pending.api_key == API_VERSIONS {
                         cap_versions(&mut frame, pending, conn_info);
+                    }
+                    if pending.api_key == SASL_AUTHENTICATE {
+                        identity.authenticate_answer(
+                            &frame,
+                            pending.api_version,
+                            pending.correlation_id,
+                        );
                     }
                     forward(&mut to_client, frame)
                         .await

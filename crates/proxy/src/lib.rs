@@ -88,6 +88,7 @@ pub mod answer;
 pub mod audit;
 mod budget;
 mod conn;
+mod identity;
 mod owed;
 pub mod policy;
 mod server;

@@ -110,7 +110,7 @@ pub fn owed(frame: &[u8], api_key: i16, api_version: i16, elect_timeout_ms: i32)
             _ => None,
         }
     };
-    read(&mut Reader { buf: frame }).unwrap_or_default()
+    read(&mut Reader::new(frame)).unwrap_or_default()
 }
 
 /// A wait in milliseconds as sent; negative ones wait for nothing.
@@ -119,12 +119,23 @@ fn millis(ms: i32) -> Duration {
 }
 
 /// Reads the few fields needed, failing (None) at the end of the bytes.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     buf: &'a [u8],
 }
 
-impl Reader<'_> {
-    fn skip(&mut self, n: usize) -> Option<()> {
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf }
+    }
+
+    /// The next `n` bytes.
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (self.buf.get(..n)?, self.buf.get(n..)?);
+        self.buf = rest;
+        Some(head)
+    }
+
+    pub(crate) fn skip(&mut self, n: usize) -> Option<()> {
         self.buf = self.buf.get(n..)?;
         Some(())
     }
@@ -135,15 +146,15 @@ impl Reader<'_> {
         Some(*head)
     }
 
-    fn int16(&mut self) -> Option<i16> {
+    pub(crate) fn int16(&mut self) -> Option<i16> {
         self.bytes().map(i16::from_be_bytes)
     }
 
-    fn int32(&mut self) -> Option<i32> {
+    pub(crate) fn int32(&mut self) -> Option<i32> {
         self.bytes().map(i32::from_be_bytes)
     }
 
-    fn uvarint(&mut self) -> Option<u32> {
+    pub(crate) fn uvarint(&mut self) -> Option<u32> {
         let mut value = 0u32;
         for shift in (0..35).step_by(7) {
             let [byte] = self.bytes::<1>()?;
@@ -156,7 +167,7 @@ impl Reader<'_> {
     }
 
     /// A nullable string with an int16 length (-1: null).
-    fn skip_string(&mut self) -> Option<()> {
+    pub(crate) fn skip_string(&mut self) -> Option<()> {
         let len = self.int16()?;
         self.skip(usize::try_from(len).unwrap_or(0))
     }
@@ -170,7 +181,7 @@ impl Reader<'_> {
         self.skip(usize::try_from(len_plus_one.saturating_sub(1)).ok()?)
     }
 
-    fn skip_tagged_fields(&mut self) -> Option<()> {
+    pub(crate) fn skip_tagged_fields(&mut self) -> Option<()> {
         for _ in 0..self.uvarint()? {
             self.uvarint()?; // tag
             let size = self.uvarint()?;

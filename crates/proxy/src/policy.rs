@@ -27,6 +27,10 @@ pub struct Policy {
     pub protected_topics: HashSet<Box<[u8]>>,
     /// `--allow-client-id`: when not empty, only these client ids may elect.
     pub allowed_client_ids: HashSet<Box<[u8]>>,
+    /// `--allow-principal`: when not empty, only these principals may elect (a SASL user
+    /// name the broker accepted, or a client certificate's subject); an unknown principal
+    /// is refused.
+    pub allowed_principals: HashSet<Box<str>>,
     /// `--max-partitions`: a request naming more partitions (or all of them) is refused.
     pub max_partitions: Option<usize>,
     /// `--log-only`: nothing refused, what would be is audited.
@@ -38,6 +42,8 @@ pub struct Policy {
 pub enum Rule {
     /// `--allow-client-id`.
     AllowClientId,
+    /// `--allow-principal`.
+    AllowPrincipal,
     /// `--max-partitions`.
     MaxPartitions,
     /// `--deny-unclean`.
@@ -49,8 +55,9 @@ pub enum Rule {
 }
 
 impl Rule {
-    const ALL: [Rule; 5] = [
+    const ALL: [Rule; 6] = [
         Rule::AllowClientId,
+        Rule::AllowPrincipal,
         Rule::MaxPartitions,
         Rule::DenyUnclean,
         Rule::ProtectTopic,
@@ -61,6 +68,7 @@ impl Rule {
     pub fn name(self) -> &'static str {
         match self {
             Rule::AllowClientId => "allow-client-id",
+            Rule::AllowPrincipal => "allow-principal",
             Rule::MaxPartitions => "max-partitions",
             Rule::DenyUnclean => "deny-unclean",
             Rule::ProtectTopic => "protect-topic",
@@ -196,11 +204,22 @@ impl Policy {
         self.deny_unclean
             || !self.protected_topics.is_empty()
             || !self.allowed_client_ids.is_empty()
+            || !self.allowed_principals.is_empty()
             || self.max_partitions.is_some()
     }
 
-    /// Decides on one parsed request.
+    /// Decides on one parsed request from a connection whose principal is unknown.
     pub fn decide(&self, request: &ElectLeadersRequest<'_>) -> Decision {
+        self.decide_as(request, None)
+    }
+
+    /// Decides on one parsed request from a connection with this principal (see
+    /// [`Policy::allowed_principals`]).
+    pub fn decide_as(
+        &self,
+        request: &ElectLeadersRequest<'_>,
+        principal: Option<&str>,
+    ) -> Decision {
         let topics = request.topic_partitions();
         let requested = requested_partitions(request);
         // Fail closed: under --deny-unclean every election type but PREFERRED is refused,
@@ -224,6 +243,17 @@ impl Policy {
             reasons.push(format!(
                 "client id {shown} is not allowed (--allow-client-id)"
             ));
+        }
+        if !self.allowed_principals.is_empty()
+            && !principal.is_some_and(|p| self.allowed_principals.contains(p))
+        {
+            rules.insert(Rule::AllowPrincipal);
+            reasons.push(match principal {
+                Some(p) => format!("principal '{p}' is not allowed (--allow-principal)"),
+                None => "the principal is unknown (no SASL PLAIN or SCRAM authentication, no \
+                         client certificate), and only some may elect (--allow-principal)"
+                    .to_owned(),
+            });
         }
         if let Some(max) = self.max_partitions {
             match requested {

@@ -340,3 +340,61 @@ async fn a_client_that_never_completes_its_handshake_is_closed_at_the_frame_time
         "a client without a handshake was kept: {closed:?}"
     );
 }
+
+/// With mTLS, the principal is the client certificate's subject (RFC 2253, as Kafka writes
+/// it): `--allow-principal CN=alice` lets alice elect and refuses everyone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_certificate_is_the_principal() {
+    use kafka_elect_leaders::{
+        ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
+    };
+    let pki = Pki::new("principal", "ca-one");
+    let upstream = broker(None).await;
+    let topics = [TopicPartitionsData::new(b"orders", &[0])];
+    let request = ElectLeadersRequestData {
+        correlation_id: 21,
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: Some(&topics),
+        ..Default::default()
+    }
+    .encode_to_vec(2)
+    .unwrap();
+    for (allowed, forwarded) in [("CN=alice", true), ("CN=bob", false)] {
+        let (listen, _) = guard(upstream, |c| {
+            c.tls = Some(pki.server_tls(true));
+            c.policy.allowed_principals.insert(allowed.into());
+        })
+        .await;
+        let alice = client_config(
+            &pki.path("ca.pem"),
+            Some((&pki.path("client.pem"), &pki.path("client.key"))),
+        );
+        let tcp = TcpStream::connect(listen).await.unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let mut s = tokio_rustls::TlsConnector::from(alice)
+            .connect(name, tcp)
+            .await
+            .unwrap();
+        s.write_all(&request).await.unwrap();
+        let mut size = [0u8; 4];
+        timeout(Duration::from_secs(5), s.read_exact(&mut size))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut answer = vec![0u8; i32::from_be_bytes(size) as usize];
+        s.read_exact(&mut answer).await.unwrap();
+        // The fake broker answers with the correlation id alone; the guard's refusal is a
+        // whole ElectLeaders response with POLICY_VIOLATION.
+        assert_eq!(
+            answer.len() == 4,
+            forwarded,
+            "allowed {allowed}: {answer:?}"
+        );
+        if !forwarded {
+            let mut frame = size.to_vec();
+            frame.extend(&answer);
+            let response = kafka_elect_leaders::parse_response(&frame, 2).unwrap();
+            assert_eq!(response.error_code().0, 44);
+        }
+    }
+}

@@ -36,6 +36,11 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         deny_unclean: args.deny_unclean,
         protected_topics: args.protect_topic.iter().map(bytes).collect(),
         allowed_client_ids: args.allow_client_id.iter().map(bytes).collect(),
+        allowed_principals: args
+            .allow_principal
+            .iter()
+            .map(|p| p.as_str().into())
+            .collect(),
         max_partitions: args.max_partitions,
         log_only: args.log_only,
     };

@@ -361,6 +361,11 @@ pub struct ProxyArgs {
     /// Only these client ids may elect (repeatable; none: any)
     #[arg(long, value_name = "ID")]
     pub allow_client_id: Vec<OsString>,
+    /// Only this principal may elect (repeatable; none: any): a SASL PLAIN or SCRAM user the
+    /// broker accepted, or a client certificate's subject (CN=...,O=...); an unknown
+    /// principal is refused
+    #[arg(long, value_name = "NAME")]
+    pub allow_principal: Vec<String>,
     /// A request naming more than N partitions is refused, and so is one for all
     /// partitions
     #[arg(long, value_name = "N", value_parser = values::count::<0>, allow_negative_numbers = true)]
@@ -431,7 +436,8 @@ pub struct ProxyArgs {
         long,
         hide = true,
         conflicts_with_all = [
-            "deny_unclean", "protect_topic", "allow_client_id", "max_partitions", "log_only",
+            "deny_unclean", "protect_topic", "allow_client_id", "allow_principal", "max_partitions",
+            "log_only",
         ],
     )]
     pub plain: bool,
