@@ -80,5 +80,5 @@ pub mod testing {
     pub use crate::decode::*;
 }
 
-pub use reader::{is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Timestamp};
+pub use reader::{is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Limits, Timestamp};
 pub use traffic::{Analyzer, Found, Item, Note, Origin, Role, Traffic, What};

@@ -163,6 +163,10 @@ pub enum Event {
         bytes: Vec<u8>,
         packet: u64,
         time: Timestamp,
+        /// How far `packet` acknowledged the other direction (a stream offset of it), when
+        /// it carried an ACK: its sender had received those bytes before it sent these, so
+        /// a response here answers a request that ends there or before.
+        acked: Option<u64>,
     },
     /// `len` bytes of one direction, from `offset`, were never captured (lost segment, or cut
     /// by the snap length); the next Data of that direction starts at `offset + len`.
@@ -175,8 +179,10 @@ pub enum Event {
         len: u64,
         packet: u64,
     },
-    /// The connection ended: FIN seen both ways, RST, a new SYN on its 4-tuple, or the end of
-    /// the capture (`packet` None). Any bytes still held out of order are flushed first (as
+    /// The connection ended: FIN seen both ways, RST, a new SYN on its 4-tuple, the end of
+    /// the capture (`packet` None), or the reader let go of it ([`Limits`]: idle longer than
+    /// the idle timeout, or the least recently active when more are open than the limit;
+    /// [`Event::is_limit_close`] tells these apart). Any bytes still held out of order are flushed first (as
     /// Data after a Gap), and so is a gap before a FIN whose bytes never came.
     Close {
         conn: ConnId,
@@ -187,6 +193,45 @@ pub enum Event {
     /// problem that is not about one packet (an unreadable block, the end of the file),
     /// `packet` is the number the next packet would have had.
     Note { packet: u64, message: String },
+}
+
+impl Event {
+    /// A Close of a connection the reader let go of because of its [`Limits`] (idle, or
+    /// evicted), not because it ended: whatever it held is lost, and its later packets, if
+    /// any, open it again as a connection seen mid-stream.
+    pub fn is_limit_close(&self) -> bool {
+        matches!(self, Event::Close { reason, .. }
+            if *reason == crate::reasm::IDLE || *reason == crate::reasm::EVICTED)
+    }
+}
+
+/// How many connections a capture follows at once, and for how long one that is idle.
+/// Memory grows with the connections followed (about 10 KB each when idle, plus the bytes
+/// each holds: see the crate's documentation), so both bound it whatever the capture.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Limits {
+    /// A connection without a packet for this long (in capture time) is closed, as a broker
+    /// closes it after `connections.max.idle.ms`. Default 10 minutes, Kafka's default.
+    pub idle_timeout: Duration,
+    /// At most this many connections are followed; opening one more first closes the least
+    /// recently active. Default [`Limits::DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
+}
+
+impl Limits {
+    /// The default idle timeout: Kafka's `connections.max.idle.ms`, 10 minutes.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+    /// The default number of connections followed at once.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            idle_timeout: Limits::DEFAULT_IDLE_TIMEOUT,
+            max_connections: Limits::DEFAULT_MAX_CONNECTIONS,
+        }
+    }
 }
 
 /// Counts so far.
@@ -205,6 +250,14 @@ pub struct CaptureStats {
     pub unsupported_link: u64,
     /// TCP connections opened.
     pub connections: u32,
+    /// TCP connections followed now.
+    pub open_connections: usize,
+    /// The most TCP connections followed at once: never above [`Limits::max_connections`].
+    pub peak_open_connections: usize,
+    /// Connections closed for being idle longer than [`Limits::idle_timeout`].
+    pub idle_closed: u64,
+    /// Connections closed because more were open than [`Limits::max_connections`].
+    pub evicted: u64,
 }
 
 /// The input, with the bytes already read to recognise it put back in front, and the last
@@ -448,10 +501,22 @@ impl<R: Read> Capture<R> {
 
     /// Packets read, packets skipped as not TCP, notes emitted (and a few more counts).
     pub fn stats(&self) -> CaptureStats {
+        let (open_connections, peak_open_connections, idle_closed, evicted) =
+            self.dec.tracker.tracking();
         CaptureStats {
             connections: self.dec.tracker.connections(),
+            open_connections,
+            peak_open_connections,
+            idle_closed,
+            evicted,
             ..self.dec.stats
         }
+    }
+
+    /// Sets how many connections are followed at once and for how long one that is idle
+    /// ([`Limits::default`] until then).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.dec.tracker.set_limits(limits);
     }
 
     fn finish(&mut self) {

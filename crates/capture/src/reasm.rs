@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::decode::{Segment, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN};
-use crate::reader::{ConnId, Endpoint, Event, Timestamp};
+use crate::reader::{ConnId, Endpoint, Event, Limits, Timestamp};
 
 /// Out-of-order bytes held per direction, at most; past this the lowest hole is declared a gap.
 pub(crate) const HELD_LIMIT: usize = 8 << 20;
@@ -116,6 +116,90 @@ struct Conn {
     a: Endpoint,
     b: Endpoint,
     dirs: [Direction; 2],
+    /// The capture time of its last packet.
+    last: Timestamp,
+    /// Its node in the tracker's list of connections by last activity.
+    node: usize,
+}
+
+/// The open connections, least recently active first: a doubly linked list in a slab, so
+/// that a packet moves its connection to the back in constant time.
+#[derive(Default)]
+struct Recency {
+    nodes: Vec<Node>,
+    free: Vec<usize>,
+    head: Option<usize>,
+    tail: Option<usize>,
+}
+
+#[derive(Clone, Copy)]
+struct Node {
+    key: Key,
+    prev: Option<usize>,
+    next: Option<usize>,
+}
+
+impl Recency {
+    /// Adds `key` as the most recently active; returns its node.
+    fn push(&mut self, key: Key) -> usize {
+        let node = Node {
+            key,
+            prev: self.tail,
+            next: None,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        };
+        self.link_back(i);
+        i
+    }
+
+    fn link_back(&mut self, i: usize) {
+        self.nodes[i].prev = self.tail;
+        self.nodes[i].next = None;
+        match self.tail {
+            Some(t) => self.nodes[t].next = Some(i),
+            None => self.head = Some(i),
+        }
+        self.tail = Some(i);
+    }
+
+    fn unlink(&mut self, i: usize) {
+        let Node { prev, next, .. } = self.nodes[i];
+        match prev {
+            Some(p) => self.nodes[p].next = next,
+            None => self.head = next,
+        }
+        match next {
+            Some(n) => self.nodes[n].prev = prev,
+            None => self.tail = prev,
+        }
+    }
+
+    /// `i` was just active.
+    fn touch(&mut self, i: usize) {
+        if self.tail != Some(i) {
+            self.unlink(i);
+            self.link_back(i);
+        }
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.unlink(i);
+        self.free.push(i);
+    }
+
+    /// The least recently active connection.
+    fn oldest(&self) -> Option<Key> {
+        self.head.map(|i| self.nodes[i].key)
+    }
 }
 
 /// What a direction's delivery produced, before it is turned into events.
@@ -124,6 +208,10 @@ enum Out {
     Gap(u64, u64),
 }
 
+/// Why the tracker let go of a connection before its end, for the Close event.
+pub(crate) const IDLE: &str = "idle longer than the idle timeout";
+pub(crate) const EVICTED: &str = "evicted: more open connections than the limit";
+
 /// All connections of a capture.
 #[derive(Default)]
 pub(crate) struct Tracker {
@@ -131,6 +219,13 @@ pub(crate) struct Tracker {
     closed: HashSet<Key>,
     closed_order: VecDeque<Key>,
     last_id: u32,
+    recency: Recency,
+    limits: Limits,
+    /// The most connections open at once.
+    peak: usize,
+    /// Connections closed for being idle, and evicted by the limit.
+    idle_closed: u64,
+    evicted: u64,
 }
 
 /// Where events and notes go.
@@ -154,6 +249,32 @@ impl Tracker {
         self.last_id
     }
 
+    /// The connections open now, the most open at once, those closed for being idle, and
+    /// those evicted by the limit.
+    pub fn tracking(&self) -> (usize, usize, u64, u64) {
+        (self.conns.len(), self.peak, self.idle_closed, self.evicted)
+    }
+
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Closes the connections idle for longer than the idle timeout at capture time `now`.
+    fn close_idle(&mut self, now: Timestamp, packet: u64, sink: &mut Sink) {
+        let nanos = |t: Timestamp| u128::from(t.secs) * 1_000_000_000 + u128::from(t.nanos);
+        let timeout = self.limits.idle_timeout.as_nanos();
+        while let Some(key) = self.recency.oldest() {
+            let Some(conn) = self.conns.get(&key) else {
+                break;
+            };
+            if nanos(conn.last) + timeout >= nanos(now) {
+                break;
+            }
+            self.idle_closed += 1;
+            self.close_as(key, (packet, now), Some(IDLE), false, sink);
+        }
+    }
+
     /// The open connections, last opened first (pop them to close in order).
     pub fn open_keys(&self) -> Vec<Key> {
         let mut open: Vec<(ConnId, Key)> = self.conns.iter().map(|(k, c)| (c.id, *k)).collect();
@@ -171,6 +292,7 @@ impl Tracker {
         let syn = seg.flags & TCP_SYN != 0;
         let pure_syn = syn && seg.flags & TCP_ACK == 0;
         let carries = !seg.payload.is_empty() || seg.missing > 0;
+        self.close_idle(time, packet, sink);
 
         let reused = self.conns.get(&key).is_some_and(|conn| {
             let dir = &conn.dirs[usize::from(seg.src != conn.a)];
@@ -219,6 +341,8 @@ impl Tracker {
         let Some(conn) = self.conns.get_mut(&key) else {
             return;
         };
+        conn.last = conn.last.max(time);
+        self.recency.touch(conn.node);
         let d = usize::from(seg.src != conn.a);
         let (from, to) = (seg.src, seg.dst);
         let mut start_seq = seg.seq;
@@ -286,7 +410,16 @@ impl Tracker {
             gap(dir, first - dir.next, &mut out);
             drain(dir, &mut out);
         }
-        emit(conn.id, from, to, out, packet, time, sink);
+        // What this packet acknowledges of the other direction: the bytes its sender had
+        // received, so every request a response in it answers ends there or before.
+        let acked = (seg.flags & TCP_ACK != 0)
+            .then(|| {
+                let other = &conn.dirs[1 - d];
+                let base = other.base?;
+                u64::try_from(other.offset(base, seg.ack)).ok()
+            })
+            .flatten();
+        emit(conn.id, from, to, out, packet, time, acked, sink);
 
         if seg.flags & TCP_ACK != 0 {
             // What the peer acknowledged and the capture does not have was lost by the
@@ -298,7 +431,7 @@ impl Tracker {
                     other.acked = acked as u64;
                     let mut out = Vec::new();
                     confirm_lost(other, &mut out);
-                    emit(conn.id, to, from, out, packet, time, sink);
+                    emit(conn.id, to, from, out, packet, time, None, sink);
                 }
             }
         }
@@ -317,8 +450,16 @@ impl Tracker {
         time: Timestamp,
         sink: &mut Sink,
     ) {
+        while self.conns.len() >= self.limits.max_connections.max(1) {
+            let Some(oldest) = self.recency.oldest() else {
+                break;
+            };
+            self.evicted += 1;
+            self.close_as(oldest, (packet, time), Some(EVICTED), false, sink);
+        }
         self.last_id = self.last_id.saturating_add(1);
         let id = ConnId(self.last_id);
+        let node = self.recency.push(key);
         self.conns.insert(
             key,
             Conn {
@@ -326,8 +467,11 @@ impl Tracker {
                 a: seg.src,
                 b: seg.dst,
                 dirs: Default::default(),
+                last: time,
+                node,
             },
         );
+        self.peak = self.peak.max(self.conns.len());
         sink.push(Event::Open {
             conn: id,
             a: seg.src,
@@ -347,9 +491,23 @@ impl Tracker {
         reason: Option<&'static str>,
         sink: &mut Sink,
     ) {
+        self.close_as(key, at, reason, true, sink);
+    }
+
+    /// As `close`; `remember` false for a connection let go by a limit, whose later packets
+    /// open it again (as one seen mid-stream) rather than being ignored.
+    fn close_as(
+        &mut self,
+        key: Key,
+        at: (u64, Timestamp),
+        reason: Option<&'static str>,
+        remember: bool,
+        sink: &mut Sink,
+    ) {
         let Some(mut conn) = self.conns.remove(&key) else {
             return;
         };
+        self.recency.remove(conn.node);
         let ends = [(conn.a, conn.b), (conn.b, conn.a)];
         for (dir, (from, to)) in conn.dirs.iter_mut().zip(ends) {
             let mut out = Vec::new();
@@ -362,14 +520,14 @@ impl Tracker {
                     gap(dir, fin - dir.next, &mut out);
                 }
             }
-            emit(conn.id, from, to, out, at.0, at.1, sink);
+            emit(conn.id, from, to, out, at.0, at.1, None, sink);
         }
         sink.push(Event::Close {
             conn: conn.id,
             packet: reason.map(|_| at.0),
             reason: reason.unwrap_or("end of capture"),
         });
-        if reason.is_some() {
+        if reason.is_some() && remember {
             if self.closed_order.len() >= CLOSED_LIMIT {
                 if let Some(old) = self.closed_order.pop_front() {
                     self.closed.remove(&old);
@@ -550,6 +708,7 @@ fn gap(dir: &mut Direction, len: u64, out: &mut Vec<Out>) {
     dir.next += len;
 }
 
+#[allow(clippy::too_many_arguments)]
 fn emit(
     conn: ConnId,
     from: Endpoint,
@@ -557,6 +716,7 @@ fn emit(
     out: Vec<Out>,
     packet: u64,
     time: Timestamp,
+    acked: Option<u64>,
     sink: &mut Sink,
 ) {
     for o in out {
@@ -569,6 +729,7 @@ fn emit(
                 bytes,
                 packet,
                 time,
+                acked,
             },
             Out::Gap(offset, len) => Event::Gap {
                 conn,

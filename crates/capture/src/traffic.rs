@@ -21,6 +21,14 @@ use crate::reader::{Capture, ConnId, Endpoint, Event, Timestamp};
 /// Requests that may wait for their responses on one connection.
 pub const IN_FLIGHT: usize = 1024;
 
+/// Responses held on one connection, at most, while they wait for the requests they may
+/// answer (a response captured before its request); past this the oldest is let go,
+/// unpaired, and named.
+pub const HELD_RESPONSES: usize = 256;
+
+/// Bytes of responses held on one connection, at most (beyond the first response).
+pub const HELD_RESPONSE_BYTES: usize = 8 << 20;
+
 /// The broker's port, unless `--port` says otherwise.
 pub const DEFAULT_PORT: u16 = 9092;
 
@@ -115,8 +123,9 @@ struct Dir {
     buf: Vec<u8>,
     pos: usize,
     start: u64,
-    /// Which packet delivered the bytes up to each stream offset (exclusive end).
-    packets: VecDeque<(u64, u64, Timestamp)>,
+    /// Which packet delivered the bytes up to each stream offset (exclusive end), and how
+    /// far it acknowledged the other direction.
+    packets: VecDeque<(u64, u64, Timestamp, Option<u64>)>,
     /// False at a mid-stream start and after a gap or a bad size prefix: the next frame
     /// boundary must be proven before frames are cut again.
     synced: bool,
@@ -128,6 +137,8 @@ struct Dir {
     /// Bytes passed over since the stream lost its frame boundaries.
     skipped: u64,
     frames: u64,
+    /// The stream offset of the first frame cut.
+    first_frame: Option<u64>,
 }
 
 impl Dir {
@@ -144,6 +155,7 @@ impl Dir {
             frontier: 0,
             skipped: 0,
             frames: 0,
+            first_frame: None,
         }
     }
 
@@ -165,7 +177,7 @@ impl Dir {
         while self
             .packets
             .front()
-            .is_some_and(|&(end, _, _)| end <= self.start)
+            .is_some_and(|&(end, ..)| end <= self.start)
         {
             self.packets.pop_front();
         }
@@ -191,21 +203,43 @@ impl Dir {
         self.consume(n as usize);
     }
 
-    /// The packets that carried stream bytes `[from, to)`, and the last one's time.
-    fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp) {
+    /// The packets that carried stream bytes `[from, to)`, and the last one's time and
+    /// acknowledgement of the other direction.
+    fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp, Option<u64>) {
         let mut first = None;
-        let mut last = (0, Timestamp::default());
-        for &(end, packet, time) in &self.packets {
+        let mut last = (0, Timestamp::default(), None);
+        for &(end, packet, time, acked) in &self.packets {
             if end > from && first.is_none() {
                 first = Some(packet);
             }
-            last = (packet, time);
+            last = (packet, time, acked);
             if end >= to {
                 break;
             }
         }
-        (first.unwrap_or(last.0), last.0, last.1)
+        (first.unwrap_or(last.0), last.0, last.1, last.2)
     }
+
+    /// Whether every request frame that ends at or before stream offset `acked` has been
+    /// cut (or passed over, or lost in a gap): a response that `acked` came with can no
+    /// longer find its request still to come.
+    fn caught_up(&self, acked: u64) -> bool {
+        if self.synced {
+            // Drained: what is live is at most the start of a frame not yet whole.
+            self.start + self.live().len() as u64 >= acked
+        } else {
+            self.start >= acked
+        }
+    }
+}
+
+/// A response waiting for its request, or behind one that is (so that responses keep
+/// their order).
+struct Held {
+    found: Found,
+    correlation_id: i32,
+    /// How far the packet that completed it acknowledged the requests.
+    acked: Option<u64>,
 }
 
 struct Conn {
@@ -215,11 +249,19 @@ struct Conn {
     server: Option<Endpoint>,
     dirs: [Dir; 2],
     in_flight: Box<InFlight<IN_FLIGHT>>,
+    /// Responses waiting for their requests, in stream order.
+    held: VecDeque<Held>,
+    held_bytes: usize,
 }
 
 impl Conn {
     fn dir_index(&self, from: Endpoint) -> usize {
         usize::from(from != self.a)
+    }
+
+    /// The index of the requests' direction (meaningful once the broker's side is known).
+    fn requests(&self) -> usize {
+        usize::from(self.role(0) != Some(Role::Requests))
     }
 
     fn role(&self, index: usize) -> Option<Role> {
@@ -253,6 +295,7 @@ impl Analyzer {
 
     /// Takes one capture event; hands on what it completes.
     pub fn feed(&mut self, event: Event, out: &mut dyn FnMut(Item)) {
+        let limit_close = event.is_limit_close();
         match event {
             Event::Open {
                 conn,
@@ -278,6 +321,8 @@ impl Analyzer {
                         server,
                         dirs: [Dir::new(a, b, syn_seen), Dir::new(b, a, syn_seen)],
                         in_flight: Box::new(InFlight::new()),
+                        held: VecDeque::new(),
+                        held_bytes: 0,
                     },
                 );
             }
@@ -288,6 +333,7 @@ impl Analyzer {
                 bytes,
                 packet,
                 time,
+                acked,
                 ..
             } => {
                 let max_frame = self.max_frame;
@@ -301,15 +347,16 @@ impl Analyzer {
                 }
                 d.buf.extend_from_slice(&bytes);
                 d.packets
-                    .push_back((offset + bytes.len() as u64, packet, time));
+                    .push_back((offset + bytes.len() as u64, packet, time, acked));
                 if c.server.is_none() {
                     decide_server(c, i);
                 }
                 // Requests first: a response direction may be waiting for a request, to pair
                 // a frame or to prove a boundary.
-                let requests = usize::from(c.role(0) != Some(Role::Requests));
+                let requests = c.requests();
                 drain(conn, c, requests, max_frame, out);
                 drain(conn, c, 1 - requests, max_frame, out);
+                release_held(conn, c, out);
             }
             Event::Gap {
                 conn,
@@ -350,25 +397,57 @@ impl Analyzer {
                 d.packets.clear();
                 d.start = offset + len;
                 d.lose_sync(d.start);
+                if c.server.is_some() {
+                    release_held(conn, c, out);
+                }
             }
-            Event::Close { conn, packet, .. } => {
-                let Some(c) = self.conns.remove(&conn) else {
+            Event::Close {
+                conn,
+                packet,
+                reason,
+            } => {
+                let Some(mut c) = self.conns.remove(&conn) else {
                     return;
                 };
+                // Nothing more will come: what waits for a request has none.
+                while !c.held.is_empty() {
+                    release_front(conn, &mut c, None, out);
+                }
+                let limit = limit_close.then_some(reason);
                 for d in &c.dirs {
                     let held = d.live().len();
                     if held > 0 {
+                        let ends = match limit {
+                            Some(reason) => {
+                                format!("the reader let go of the connection ({reason})")
+                            }
+                            None => "the stream ends".to_owned(),
+                        };
                         out(Item::Note(Note {
                             conn: Some((conn, d.from, d.to)),
                             packet,
                             message: format!(
-                                "the stream ends inside a frame: {held} bytes from stream \
-                                 offset {} are not a whole frame",
+                                "{ends} inside a frame: {held} bytes from stream offset {} \
+                                 are not a whole frame",
                                 d.start
                             ),
                             partial: true,
                         }));
                     }
+                }
+                let waiting = c.in_flight.iter().len();
+                if let (Some(reason), true) = (limit, waiting > 0) {
+                    let r = &c.dirs[c.requests()];
+                    out(Item::Note(Note {
+                        conn: Some((conn, r.from, r.to)),
+                        packet,
+                        message: format!(
+                            "the reader let go of the connection ({reason}) with {waiting} \
+                             request(s) waiting for their responses: responses that come \
+                             later are not paired"
+                        ),
+                        partial: true,
+                    }));
                 }
                 out(Item::Closed(conn));
             }
@@ -458,7 +537,9 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
         };
         d.frames += 1;
         let offset = d.start;
-        let (first_packet, last_packet, time) = d.packets_of(offset, offset + frame_len as u64);
+        d.first_frame.get_or_insert(offset);
+        let (first_packet, last_packet, time, acked) =
+            d.packets_of(offset, offset + frame_len as u64);
         let frame = d.live()[..frame_len].to_vec();
         let origin = Origin {
             conn,
@@ -510,20 +591,29 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                 }
             },
             Role::Responses => match peek_response(&frame) {
-                Ok(peek) => match c.in_flight.answer(peek.correlation_id) {
-                    Some(answered) if answered.request.is_elect_leaders() => What::ElectResponse {
-                        version: answered.request.api_version,
-                    },
-                    Some(answered) => What::Other {
-                        role,
-                        api_key: answered.request.api_key,
-                        api_version: answered.request.api_version,
+                Ok(peek) => {
+                    // Through the queue of held responses, so that one captured before its
+                    // request waits for it, and those after it keep their order.
+                    c.held_bytes += frame.len();
+                    c.held.push_back(Held {
+                        found: Found {
+                            origin,
+                            what: What::Unpaired {
+                                correlation_id: peek.correlation_id,
+                            },
+                            frame,
+                        },
                         correlation_id: peek.correlation_id,
-                    },
-                    None => What::Unpaired {
-                        correlation_id: peek.correlation_id,
-                    },
-                },
+                        acked,
+                    });
+                    while c.held.len() > HELD_RESPONSES
+                        || (c.held.len() > 1 && c.held_bytes > HELD_RESPONSE_BYTES)
+                    {
+                        release_front(conn, c, Some(BEYOND_BOUND), out);
+                    }
+                    release_held(conn, c, out);
+                    continue;
+                }
                 Err(e) => {
                     out(Item::Note(Note {
                         conn: Some((conn, origin.from, origin.to)),
@@ -544,6 +634,77 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             frame,
         }));
     }
+}
+
+const BEYOND_BOUND: &str = "; it waited for its request beyond the bound (256 responses or \
+     8 MiB held on the connection)";
+
+/// Hands on the held responses that can be: paired with a request now in flight, or known
+/// to have none (the requests' direction has caught up with what the response's packet
+/// acknowledged).
+fn release_held(conn: ConnId, c: &mut Conn, out: &mut dyn FnMut(Item)) {
+    while let Some(h) = c.held.front() {
+        let known = c
+            .in_flight
+            .iter()
+            .any(|p| p.correlation_id == h.correlation_id);
+        let waits = h
+            .acked
+            .is_some_and(|acked| !c.dirs[c.requests()].caught_up(acked));
+        if !known && waits {
+            return;
+        }
+        release_front(conn, c, None, out);
+    }
+}
+
+/// Hands on the first held response: paired if its request is in flight, else unpaired
+/// and named (`why` says why it was let go before its request could come).
+fn release_front(conn: ConnId, c: &mut Conn, why: Option<&str>, out: &mut dyn FnMut(Item)) {
+    let Some(Held {
+        mut found,
+        correlation_id,
+        acked,
+    }) = c.held.pop_front()
+    else {
+        return;
+    };
+    c.held_bytes = c.held_bytes.saturating_sub(found.frame.len());
+    found.what = match c.in_flight.answer(correlation_id) {
+        Some(answered) if answered.request.is_elect_leaders() => What::ElectResponse {
+            version: answered.request.api_version,
+        },
+        Some(answered) => What::Other {
+            role: Role::Responses,
+            api_key: answered.request.api_key,
+            api_version: answered.request.api_version,
+            correlation_id,
+        },
+        None => {
+            // A capture that began mid-connection: a request that ended before the first
+            // frame the capture shows was sent before it began; its response is expected
+            // alone (listed with the frames of other APIs, as before), not a loss.
+            let requests = &c.dirs[c.requests()];
+            let before_capture =
+                !c.syn_seen && acked.is_some_and(|a| requests.first_frame.map_or(true, |f| a <= f));
+            if !before_capture {
+                let o = &found.origin;
+                out(Item::Note(Note {
+                    conn: Some((conn, o.from, o.to)),
+                    packet: Some(o.last_packet),
+                    message: format!(
+                        "response frame at stream offset {} (correlation id {correlation_id}): \
+                         its request was not seen, so it cannot be decoded{}",
+                        o.offset,
+                        why.unwrap_or("")
+                    ),
+                    partial: true,
+                }));
+            }
+            What::Unpaired { correlation_id }
+        }
+    };
+    out(Item::Frame(found));
 }
 
 fn be_i32(b: &[u8], at: usize) -> Option<i32> {

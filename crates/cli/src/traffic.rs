@@ -18,12 +18,13 @@ pub struct Summary {
 /// it is complete, and counting the notes that make the output partial.
 pub fn walk<R: std::io::Read>(
     name: &str,
-    capture: crate::capture::Capture<R>,
-    port: Option<u16>,
+    mut capture: crate::capture::Capture<R>,
+    read: &crate::flags::ReadFlags,
     each: &mut dyn FnMut(Item) -> Result<(), crate::fail::Failure>,
 ) -> Result<Summary, crate::fail::Failure> {
     let mut summary = Summary::default();
-    for item in Traffic::from_capture(capture, port) {
+    capture.set_limits(read.limits());
+    for item in Traffic::from_capture(capture, read.port) {
         let item = item.map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
         if let Item::Note(note) = &item {
             summary.partial += u64::from(note.partial);
@@ -33,11 +34,103 @@ pub fn walk<R: std::io::Read>(
     Ok(summary)
 }
 
-/// Reports a note on stderr, after what came before it on standard output.
-pub fn report(out: &mut dyn std::io::Write, name: &str, note: &Note) -> std::io::Result<()> {
-    out.flush()?;
-    eprintln!("elect-leaders: {}", note_line(name, note));
-    Ok(())
+/// Reports a capture's notes on stderr, one line per distinct problem: the first of each
+/// kind in full as it is met (after what came before it on standard output), the others
+/// counted, and at the end one line per kind that repeated, with its count and the packets
+/// and connections it spans. Two notes are of one kind when their messages
+/// differ only in words that hold digits (offsets, sizes, addresses, ids).
+#[derive(Default)]
+pub struct Reporter {
+    kinds: std::collections::HashMap<String, usize>,
+    repeats: Vec<Repeat>,
+}
+
+/// The notes of one kind after the first.
+struct Repeat {
+    /// The first's message.
+    first: String,
+    count: u64,
+    packets: Option<(u64, u64)>,
+    conns: Option<(u32, u32)>,
+}
+
+/// Kinds told apart, at most: past this (a capture crafted so), every note is printed.
+const KINDS: usize = 1024;
+
+impl Reporter {
+    /// Reports `note` (see [`Reporter`]).
+    pub fn report(
+        &mut self,
+        out: &mut dyn std::io::Write,
+        name: &str,
+        note: &Note,
+    ) -> std::io::Result<()> {
+        let kind: Vec<&str> = note
+            .message
+            .split_whitespace()
+            .map(|w| {
+                if w.bytes().any(|b| b.is_ascii_digit()) {
+                    "#"
+                } else {
+                    w
+                }
+            })
+            .collect();
+        let kind = kind.join(" ");
+        if let Some(&i) = self.kinds.get(&kind) {
+            let r = &mut self.repeats[i];
+            r.count += 1;
+            if let Some(p) = note.packet {
+                r.packets = Some(r.packets.map_or((p, p), |(a, b)| (a.min(p), b.max(p))));
+            }
+            if let Some((c, ..)) = note.conn {
+                let c = c.0;
+                r.conns = Some(r.conns.map_or((c, c), |(a, b)| (a.min(c), b.max(c))));
+            }
+            return Ok(());
+        }
+        if self.kinds.len() < KINDS {
+            self.kinds.insert(kind, self.repeats.len());
+            self.repeats.push(Repeat {
+                first: note.message.clone(),
+                count: 0,
+                packets: None,
+                conns: None,
+            });
+        }
+        out.flush()?;
+        eprintln!("elect-leaders: {}", note_line(name, note));
+        Ok(())
+    }
+
+    /// The counts of the notes that repeated, then [`finish`].
+    pub fn finish(
+        self,
+        out: &mut dyn std::io::Write,
+        name: &str,
+        problems: u64,
+    ) -> Result<(), crate::fail::Failure> {
+        out.flush()?;
+        for r in self.repeats.iter().filter(|r| r.count > 0) {
+            let mut span = Vec::new();
+            if let Some((a, b)) = r.packets {
+                span.push(format!("packets {a} to {b}"));
+            }
+            if let Some((a, b)) = r.conns {
+                span.push(format!("connections {a} to {b}"));
+            }
+            let span = if span.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", span.join(", "))
+            };
+            eprintln!(
+                "elect-leaders: {name}: {} more like \"{}\"{span}",
+                r.count, r.first
+            );
+        }
+        finish(name, problems)
+    }
 }
 
 /// The end of a walk: an error saying the output is partial when `problems` were reported.

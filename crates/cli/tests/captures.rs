@@ -1033,3 +1033,241 @@ fn more_requests_in_flight_than_the_tracker_holds_are_reported_and_the_rest_pair
         .collect();
     assert_eq!(unpaired, (1..=i64::from(CAPACITY)).collect::<Vec<_>>());
 }
+
+// ---------------------------------------------------------------------------------------
+// Nothing lost silently, bounded memory, one line per problem (issue #26)
+
+/// The packet of `segs` that carries the start of `frame`.
+fn segment_of(segs: &[Seg], frame: &[u8]) -> usize {
+    segs.iter()
+        .position(|s| !s.payload.is_empty() && frame.starts_with(&s.payload[..8]))
+        .unwrap()
+}
+
+#[test]
+fn a_response_captured_before_its_request_is_paired() {
+    // Multi-queue capture swaps adjacent packets: each ElectLeaders response comes before
+    // its request. Its ACK says the broker had the request: it waits for it, then is
+    // paired; nothing is lost, nothing is said, the exit status is 0.
+    let mut segs = conversation(9092, 1000);
+    for (id, topic) in [(2, "t-two"), (3, "t-three"), (4, "t-four")] {
+        let request = segment_of(&segs, &elect_request(id, topic));
+        let response = segment_of(&segs, &elect_response(id, topic));
+        assert_eq!(response, request + 1);
+        segs.swap(request, response);
+    }
+    assert_clean(&ethernet_capture(&segs, 9092), &[], "swapped");
+    // Scan pairs them too.
+    let output = run(&["scan", "--json", "-"], &ethernet_capture(&segs, 9092));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(!text.contains("null"), "{text}");
+}
+
+/// A connection of `n` ElectLeaders requests (ids 1..=n), one packet each, then every
+/// response in one packet that acknowledges them all; the first request packet lost its
+/// first byte.
+fn requests_then_responses_in_one_packet(n: i32, lose_first_byte: bool) -> Vec<Seg> {
+    let mut segs = conversation(9092, 1000)[..2].to_vec();
+    let (mut cseq, sseq) = (CLIENT_ISN.wrapping_add(1), SERVER_ISN.wrapping_add(1));
+    for id in 1..=n {
+        let payload = elect_request(id, "t-two");
+        let len = payload.len() as u32;
+        let (seq, payload) = if id == 1 && lose_first_byte {
+            (cseq + 1, payload[1..].to_vec())
+        } else {
+            (cseq, payload)
+        };
+        segs.push(Seg {
+            to_server: true,
+            seq,
+            ack: sseq,
+            flags: ACK | PSH,
+            payload,
+        });
+        cseq = cseq.wrapping_add(len);
+    }
+    let responses: Vec<u8> = (1..=n).flat_map(|id| elect_response(id, "t-two")).collect();
+    segs.push(Seg {
+        to_server: false,
+        seq: sseq,
+        ack: cseq,
+        flags: ACK | PSH,
+        payload: responses,
+    });
+    segs
+}
+
+#[test]
+fn a_hole_in_the_requests_does_not_drop_the_responses() {
+    let capture = ethernet_capture(&requests_then_responses_in_one_packet(200, false), 9092);
+    let (objects, err, status) = decode(&capture, &[]);
+    assert_eq!((status, err.as_str()), (Some(0), ""));
+    assert_eq!(objects.len(), 400);
+
+    // The response's ACK proves the first byte lost: the gap is named, request 1 cannot be
+    // framed, its response is named as unpaired, and the other 199 pairs are decoded.
+    let capture = ethernet_capture(&requests_then_responses_in_one_packet(200, true), 9092);
+    let (objects, err, status) = decode(&capture, &[]);
+    assert_eq!(status, Some(1), "{err}");
+    let count = |kind: &str| objects.iter().filter(|o| o["kind"] == kind).count();
+    assert_eq!((count("request"), count("response")), (199, 199), "{err}");
+    assert!(
+        err.contains("1 bytes missing from the capture at stream offset 0"),
+        "{err}"
+    );
+    let unpaired: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("its request was not seen"))
+        .collect();
+    assert_eq!(unpaired.len(), 1, "{err}");
+    // The packet of the responses (handshake, 200 requests, then it) and the connection.
+    assert!(unpaired[0].contains("packet 203: connection 1 ("), "{err}");
+    assert!(unpaired[0].contains("(correlation id 1)"), "{err}");
+    assert!(err.contains("output is partial"), "{err}");
+}
+
+#[test]
+fn a_response_whose_request_never_comes_is_named() {
+    // The request of correlation id 3 is not in the capture at all (its packet and the
+    // ACK-proven gap): its response is named, with its packet and connection.
+    let mut segs = conversation(9092, 1000);
+    let request = segment_of(&segs, &elect_request(3, "t-three"));
+    segs.remove(request);
+    let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert_eq!(summary(&objects), expected(&[2, 4]), "{err}");
+    assert!(
+        err.lines().any(
+            |l| l.contains("connection 1 (10.0.0.2:9092 -> 10.0.0.1:50123)")
+                && l.contains("(correlation id 3): its request was not seen")
+        ),
+        "{err}"
+    );
+}
+
+/// `n` connections from distinct client ports, each: handshake, one ElectLeaders request,
+/// its response, no FIN; with `cut`, the response's last byte never comes (and the
+/// connection is left open).
+fn many_connections(n: u16, cut: bool) -> Vec<u8> {
+    let mut frames = Vec::new();
+    for i in 0..n {
+        let port = 10_000 + i;
+        let client = |seq: u32, ack: u32, flags: u8, payload: &[u8]| {
+            cap::ipv4_tcp(CLIENT, SERVER, port, 9092, seq, ack, flags, payload)
+        };
+        let server = |seq: u32, ack: u32, flags: u8, payload: &[u8]| {
+            cap::ipv4_tcp(SERVER, CLIENT, 9092, port, seq, ack, flags, payload)
+        };
+        let request = elect_request(i32::from(i), "t-two");
+        let mut response = elect_response(i32::from(i), "t-two");
+        if cut {
+            response.pop();
+        }
+        let (c, s) = (CLIENT_ISN + 1, SERVER_ISN.wrapping_add(1));
+        let end = c + request.len() as u32;
+        for p in [
+            client(CLIENT_ISN, 0, SYN, &[]),
+            server(SERVER_ISN, c, SYN | ACK, &[]),
+            client(c, s, ACK | PSH, &request),
+            server(s, end, ACK | PSH, &response),
+        ] {
+            frames.push(cap::ethernet(&[], cap::ETHERTYPE_IPV4, &p));
+        }
+    }
+    pcap_of(cap::LINKTYPE_ETHERNET, &frames)
+}
+
+#[test]
+fn connections_beyond_the_limit_are_let_go_and_what_they_lose_is_named() {
+    // 300 connections that never close, 3 followed at once: each is let go when the 4th
+    // after it opens, after its request was answered; nothing is lost, nothing is said.
+    let capture = many_connections(300, false);
+    let (objects, err, status) = decode(&capture, &["--max-connections", "3"]);
+    assert_eq!((status, err.as_str()), (Some(0), ""));
+    assert_eq!(objects.len(), 600);
+
+    // Each response cut short: a connection let go holds a partial frame, which is named,
+    // once, with a count for the others (and each at the end of the capture likewise).
+    let capture = many_connections(300, true);
+    let (objects, err, status) = decode(&capture, &["--max-connections", "3"]);
+    assert_eq!(status, Some(1), "{err}");
+    assert_eq!(objects.len(), 300, "the requests");
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].contains("the reader let go of the connection (evicted"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "296 more like \"the reader let go of the connection (evicted: more open \
+             connections than the limit) inside a frame: 79 bytes from stream offset 0 are not \
+             a whole frame\" (packets 17 to 1197, connections 2 to 297)"
+        ),
+        "{err}"
+    );
+    // Its request left waiting, likewise.
+    assert!(
+        err.contains("with 1 request(s) waiting for their responses: responses that come later are not paired"),
+        "{err}"
+    );
+    // The three still open at the end: one line, and one with the count of the other two.
+    assert!(
+        err.contains(
+            "connection 298 (10.0.0.2:9092 -> 10.0.0.1:10297): the stream ends inside a frame"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("(connections 299 to 300)"), "{err}");
+    assert_eq!(lines.len(), 7, "{err}");
+    assert!(
+        lines[6].contains("the output is partial: 597 problem(s)"),
+        "{err}"
+    );
+
+    let output = run(&["decode", "--max-connections", "0", "-"], &capture);
+    assert_eq!(output.status.code(), Some(2));
+    let output = run(&["decode", "--idle-timeout", "soon", "-"], &capture);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn connections_idle_longer_than_the_timeout_are_let_go() {
+    // Packets 1 ms apart: with a 2 ms idle timeout, each connection is let go four
+    // packets after its last.
+    let capture = many_connections(50, true);
+    let (_, err, status) = decode(&capture, &["--idle-timeout", "2ms"]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(
+        err.contains("the reader let go of the connection (idle longer than the idle timeout)"),
+        "{err}"
+    );
+    assert!(err.contains("48 more like \"the reader let go"), "{err}");
+}
+
+#[test]
+fn one_line_per_distinct_problem_with_a_count() {
+    // 1,000 connections left inside a frame at the end of the capture: one line names the
+    // first, one counts the others; then the line that says the output is partial.
+    let capture = many_connections(1000, true);
+    let (objects, err, status) = decode(&capture, &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert_eq!(objects.len(), 1000);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].contains("connection 1 ("), "{err}");
+    assert!(lines[0].contains("the stream ends inside a frame"), "{err}");
+    assert!(
+        lines[1].ends_with(
+            "999 more like \"the stream ends inside a frame: 79 bytes from stream offset 0 \
+             are not a whole frame\" (connections 2 to 1000)"
+        ),
+        "{err}"
+    );
+    assert!(
+        lines[2].contains("the output is partial: 1000 problem(s)"),
+        "{err}"
+    );
+}

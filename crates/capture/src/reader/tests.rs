@@ -1517,3 +1517,115 @@ fn capture_a_claimed_length_alone_does_not_grow_the_buffer() {
     assert!(capture.capacity >= ip.len(), "{}", capture.capacity);
     assert!(capture.capacity <= 2 * f.len(), "{}", capture.capacity);
 }
+
+// ---------------------------------------------------------------------------------------
+// Limits: connections followed at once, idle connections (issue #26)
+
+/// `n` connections from distinct ports that never close: a SYN and a byte of data each,
+/// one second apart.
+fn never_closed(n: u16) -> Vec<u8> {
+    let mut packets = Vec::new();
+    for i in 0..n {
+        let port = 10_000 + i;
+        packets.push(w::ipv4_tcp(CLIENT, SERVER, port, SPORT, CISN, 0, SYN, b""));
+        packets.push(w::ipv4_tcp(
+            CLIENT,
+            SERVER,
+            port,
+            SPORT,
+            CISN + 1,
+            0,
+            ACK,
+            b"x",
+        ));
+    }
+    eth_pcap(&packets)
+}
+
+/// Reads every event with `limits`.
+fn read_limited(bytes: &[u8], limits: Limits) -> (Vec<Event>, CaptureStats) {
+    let mut capture = Capture::new(bytes).expect("a capture");
+    capture.set_limits(limits);
+    let mut events = Vec::new();
+    let mut peak = 0;
+    while let Some(event) = capture.next_event().expect("no I/O error") {
+        peak = peak.max(capture.stats().open_connections);
+        events.push(event);
+    }
+    check_invariants(&events);
+    let stats = capture.stats();
+    assert_eq!(
+        stats.peak_open_connections, peak,
+        "the peak is the most seen"
+    );
+    (events, stats)
+}
+
+#[test]
+fn capture_never_follows_more_connections_than_the_limit() {
+    // 1,000 packets a second apart: longer than the default idle timeout, set aside here.
+    let capture = never_closed(500);
+    let day = Duration::from_secs(86_400);
+    let limits = Limits {
+        idle_timeout: day,
+        ..Limits::default()
+    };
+    let (events, stats) = read_limited(&capture, limits);
+    assert_eq!((stats.peak_open_connections, stats.evicted), (500, 0));
+    assert_eq!(closes(&events).len(), 500);
+
+    let limits = Limits {
+        max_connections: 100,
+        idle_timeout: day,
+    };
+    let (events, stats) = read_limited(&capture, limits);
+    assert_eq!(stats.connections, 500);
+    assert_eq!((stats.peak_open_connections, stats.evicted), (100, 400));
+    assert_eq!(stats.open_connections, 0, "all closed at the end");
+    // The least recently active goes first: connection 1 when the 101st opens.
+    let closes = closes(&events);
+    assert_eq!(closes[0], (1, Some(201), reasm::EVICTED));
+    assert!(events.iter().any(Event::is_limit_close));
+    assert_eq!(closes.iter().filter(|c| c.2 == reasm::EVICTED).count(), 400);
+}
+
+#[test]
+fn capture_a_recent_packet_keeps_a_connection_from_eviction() {
+    // Two connections, limit 2: the first is active again before a third opens, so the
+    // second, now the least recently active, is the one let go.
+    let (a, b, c) = (10_001, 10_002, 10_003);
+    let packets = vec![
+        w::ipv4_tcp(CLIENT, SERVER, a, SPORT, CISN, 0, SYN, b""),
+        w::ipv4_tcp(CLIENT, SERVER, b, SPORT, CISN, 0, SYN, b""),
+        w::ipv4_tcp(CLIENT, SERVER, a, SPORT, CISN + 1, 0, ACK, b"x"),
+        w::ipv4_tcp(CLIENT, SERVER, c, SPORT, CISN, 0, SYN, b""),
+    ];
+    let limits = Limits {
+        max_connections: 2,
+        ..Limits::default()
+    };
+    let (events, stats) = read_limited(&eth_pcap(&packets), limits);
+    assert_eq!(stats.evicted, 1);
+    assert_eq!(closes(&events)[0], (2, Some(4), reasm::EVICTED));
+}
+
+#[test]
+fn capture_idle_connections_are_closed_at_the_timeout() {
+    // One packet a second: with a 3.5 s idle timeout each connection (SYN, then a byte a
+    // second later) is let go at the fifth packet after its last, that is, 4 s later.
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(3500),
+        ..Limits::default()
+    };
+    let (events, stats) = read_limited(&never_closed(10), limits);
+    assert_eq!(
+        stats.idle_closed, 8,
+        "the last two are still recent at the end"
+    );
+    let closes = closes(&events);
+    assert_eq!(closes[0], (1, Some(6), reasm::IDLE));
+    assert!(stats.peak_open_connections <= 3, "{stats:?}");
+    // The default (10 minutes) closes none of them.
+    let (_, stats) = read_limited(&never_closed(10), Limits::default());
+    assert_eq!(stats.idle_closed, 0);
+}

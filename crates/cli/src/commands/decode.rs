@@ -122,9 +122,10 @@ fn decode_capture<R: std::io::Read>(
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let mut bad_frames = 0u64;
-    let summary = traffic::walk(name, capture, args.read.port, &mut |item| {
+    let mut notes = traffic::Reporter::default();
+    let summary = traffic::walk(name, capture, &args.read, &mut |item| {
         let found = match item {
-            Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
+            Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Frame(found) => found,
             Item::Closed(_) => return Ok(()),
         };
@@ -160,10 +161,10 @@ fn decode_capture<R: std::io::Read>(
             Ok(None) => {}
             Err(error) => {
                 bad_frames += 1;
-                traffic::report(out, name, &traffic::bad_frame(&found.origin, &error))?;
+                notes.report(out, name, &traffic::bad_frame(&found.origin, &error))?;
             }
         }
         Ok(())
     })?;
-    traffic::finish(name, summary.partial + bad_frames)
+    notes.finish(out, name, summary.partial + bad_frames)
 }

@@ -330,9 +330,10 @@ fn scan_capture<R: Read>(
     let mut requests = 0u64;
     let mut answered = 0u64;
     let mut bad_frames = 0u64;
-    let summary = traffic::walk(name, capture, args.read.port, &mut |item| {
+    let mut notes = traffic::Reporter::default();
+    let summary = traffic::walk(name, capture, &args.read, &mut |item| {
         let found = match item {
-            Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
+            Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Closed(conn) => {
                 let mut left: Vec<_> = waiting.keys().filter(|k| k.0 == conn.0).copied().collect();
                 left.sort_unstable();
@@ -370,7 +371,7 @@ fn scan_capture<R: Read>(
                 }
                 Err(e) => {
                     bad_frames += 1;
-                    traffic::report(out, name, &traffic::bad_frame(o, &e))?;
+                    notes.report(out, name, &traffic::bad_frame(o, &e))?;
                 }
             },
             What::ElectResponse { version } => match parse_response(&found.frame, version) {
@@ -399,7 +400,7 @@ fn scan_capture<R: Read>(
                 }
                 Err(e) => {
                     bad_frames += 1;
-                    traffic::report(out, name, &traffic::bad_frame(o, &e))?;
+                    notes.report(out, name, &traffic::bad_frame(o, &e))?;
                 }
             },
             What::Other { .. } | What::Unpaired { .. } => {}
@@ -412,7 +413,7 @@ fn scan_capture<R: Read>(
             "{requests} ElectLeaders requests in {name}; {answered} answered"
         )?;
     }
-    traffic::finish(name, summary.partial + bad_frames)
+    notes.finish(out, name, summary.partial + bad_frames)
 }
 
 fn request_line(offset: u64, r: &ElectLeadersRequest<'_>) -> String {

@@ -132,6 +132,27 @@ pub struct ReadFlags {
     /// A capture's broker port (default 9092)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
+    /// A capture's connection without a packet for this long (capture time) is let go, as
+    /// a broker closes it (default 10m, Kafka's connections.max.idle.ms)
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub idle_timeout: Option<std::time::Duration>,
+    /// At most this many of a capture's connections are followed at once; the least
+    /// recently active is let go first (default 10000)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+}
+
+impl ReadFlags {
+    /// The capture reader's limits: the flags given, else the reader's defaults.
+    pub fn limits(&self) -> kafka_elect_leaders_capture::Limits {
+        let default = kafka_elect_leaders_capture::Limits::default();
+        kafka_elect_leaders_capture::Limits {
+            idle_timeout: self.idle_timeout.unwrap_or(default.idle_timeout),
+            max_connections: self.max_connections.map_or(default.max_connections, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
+        }
+    }
 }
 
 /// Frames of other APIs (inspect, decode).

@@ -10,6 +10,6 @@ mod values;
 pub use defs::ProxyArgs;
 pub use defs::{
     ColorWhen, Command, DecodeArgs, EncodeArgs, FrameKind, FuzzArgs, GenArgs, InspectArgs,
-    MutateArgs, ScanArgs,
+    MutateArgs, ReadFlags, ScanArgs,
 };
 pub use parse::{parse, Parsed};

@@ -97,7 +97,6 @@ pub fn bytes<const MIN: usize>(text: &str) -> Result<usize, String> {
 }
 
 /// A duration: a number and a unit (`500ms`, `2s`, `10m`, `1h`), more than zero.
-#[cfg(feature = "proxy")]
 pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     match humantime::parse_duration(text) {
         Ok(d) if !d.is_zero() => Ok(d),

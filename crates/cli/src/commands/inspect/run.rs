@@ -135,9 +135,10 @@ fn inspect_capture<R: io::Read>(
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let mut bad_frames = 0u64;
-    let summary = traffic::walk(name, capture, args.read.port, &mut |item| {
+    let mut notes = traffic::Reporter::default();
+    let summary = traffic::walk(name, capture, &args.read, &mut |item| {
         let found = match item {
-            Item::Note(note) => return Ok(traffic::report(out, name, &note)?),
+            Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Frame(found) => found,
             Item::Closed(_) => return Ok(()),
         };
@@ -190,11 +191,11 @@ fn inspect_capture<R: io::Read>(
         writeln!(out, "{}== {place} =={}", p.bold(), p.reset())?;
         if let Some(error) = inspect_frame(out, p, kind, &found.frame)? {
             bad_frames += 1;
-            traffic::report(out, name, &traffic::bad_frame(o, &error))?;
+            notes.report(out, name, &traffic::bad_frame(o, &error))?;
         }
         Ok(())
     })?;
-    traffic::finish(name, summary.partial + bad_frames)
+    notes.finish(out, name, summary.partial + bad_frames)
 }
 
 /// A line on stderr, after what came before it on stdout.
