@@ -592,10 +592,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             },
             Role::Responses => match peek_response(&frame) {
                 Ok(peek) => {
-                    // Through the queue of held responses, so that one captured before its
-                    // request waits for it, and those after it keep their order.
-                    c.held_bytes += frame.len();
-                    c.held.push_back(Held {
+                    let held = Held {
                         found: Found {
                             origin,
                             what: What::Unpaired {
@@ -605,7 +602,14 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                         },
                         correlation_id: peek.correlation_id,
                         acked,
-                    });
+                    };
+                    if c.held.is_empty() && !waits(c, &held) {
+                        hand_on(conn, c, held, None, out);
+                        continue;
+                    }
+                    // Captured before its request, or behind one that was: held, in order.
+                    c.held_bytes += held.found.frame.len();
+                    c.held.push_back(held);
                     while c.held.len() > HELD_RESPONSES
                         || (c.held.len() > 1 && c.held_bytes > HELD_RESPONSE_BYTES)
                     {
@@ -643,33 +647,42 @@ const BEYOND_BOUND: &str = "; it waited for its request beyond the bound (256 re
 /// to have none (the requests' direction has caught up with what the response's packet
 /// acknowledged).
 fn release_held(conn: ConnId, c: &mut Conn, out: &mut dyn FnMut(Item)) {
-    while let Some(h) = c.held.front() {
-        let known = c
-            .in_flight
-            .iter()
-            .any(|p| p.correlation_id == h.correlation_id);
-        let waits = h
-            .acked
-            .is_some_and(|acked| !c.dirs[c.requests()].caught_up(acked));
-        if !known && waits {
-            return;
-        }
+    while c.held.front().is_some_and(|h| !waits(c, h)) {
         release_front(conn, c, None, out);
+    }
+    if c.held.is_empty() && c.held.capacity() > 0 {
+        // Rare (a response before its request): its room is not kept per connection.
+        c.held = VecDeque::new();
     }
 }
 
-/// Hands on the first held response: paired if its request is in flight, else unpaired
-/// and named (`why` says why it was let go before its request could come).
+/// Whether a response must wait for its request: none in flight has its correlation id,
+/// and the requests' direction has not caught up with what its packet acknowledged.
+fn waits(c: &Conn, h: &Held) -> bool {
+    h.acked
+        .is_some_and(|acked| !c.dirs[c.requests()].caught_up(acked))
+        && !c
+            .in_flight
+            .iter()
+            .any(|p| p.correlation_id == h.correlation_id)
+}
+
+/// Hands on the first held response (see [`hand_on`]).
 fn release_front(conn: ConnId, c: &mut Conn, why: Option<&str>, out: &mut dyn FnMut(Item)) {
-    let Some(Held {
+    if let Some(held) = c.held.pop_front() {
+        c.held_bytes = c.held_bytes.saturating_sub(held.found.frame.len());
+        hand_on(conn, c, held, why, out);
+    }
+}
+
+/// Hands on a response: paired if its request is in flight, else unpaired and named
+/// (`why` says why it was let go before its request could come).
+fn hand_on(conn: ConnId, c: &mut Conn, held: Held, why: Option<&str>, out: &mut dyn FnMut(Item)) {
+    let Held {
         mut found,
         correlation_id,
         acked,
-    }) = c.held.pop_front()
-    else {
-        return;
-    };
-    c.held_bytes = c.held_bytes.saturating_sub(found.frame.len());
+    } = held;
     found.what = match c.in_flight.answer(correlation_id) {
         Some(answered) if answered.request.is_elect_leaders() => What::ElectResponse {
             version: answered.request.api_version,
