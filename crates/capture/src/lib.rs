@@ -19,14 +19,23 @@
 //!
 //! [`Traffic`] joins the two as one iterator.
 //!
-//! **Nothing is lost silently.** A gap, a cut packet, a frame that cannot be framed or a
-//! response whose request was not seen comes out as a [`Note`] (packet, connection, what)
-//! or as a [`What::Unpaired`] frame; a note with `partial` set means some traffic was not
-//! decoded.
+//! **Nothing is lost silently.** A gap, a cut packet, a frame that cannot be framed, a
+//! response whose request was not seen or a connection let go with data comes out as a
+//! [`Note`] (packet, connection, what), and such a response also as a [`What::Unpaired`]
+//! frame; a note with `partial` set means some traffic was not decoded. Responses are
+//! paired by TCP causality, not capture order: one captured before its request waits for
+//! it, as far as its packet's ACK proves the request came first (within a bound per
+//! connection, [`traffic::HELD_RESPONSES`] and [`traffic::HELD_RESPONSE_BYTES`]). The one
+//! exception, not a loss: in a connection the capture joined mid-stream, a response to a
+//! request sent before the first frame the capture shows is unpaired without a note.
 //!
-//! **Memory is bounded by the open connections, never by the capture:** per direction at
-//! most one frame (up to the maximum frame size) and a bounded reassembly buffer, per
-//! connection a fixed table of requests in flight.
+//! **Memory is bounded by the connections followed, never by the capture:** per direction
+//! at most one frame (up to the maximum frame size) and a bounded reassembly buffer, per
+//! connection a fixed table of requests in flight (about 10 KB per connection at rest).
+//! [`Limits`] bound the connections: one idle for longer than the idle timeout (capture
+//! time, 10 minutes by default) is let go, and at most `max_connections` (10,000 by
+//! default) are followed, the least recently active let go first
+//! ([`CaptureStats::peak_open_connections`] counts them).
 //!
 //! # Example
 //!

@@ -7,7 +7,9 @@
 //! itself: it hands whole frames to the library's parsers (through the commands).
 //!
 //! Memory: per open connection, at most one frame per direction (bounded by the maximum
-//! frame size) and a fixed-size table of requests in flight.
+//! frame size), a fixed-size table of requests in flight, and the responses waiting for
+//! their requests (at most [`HELD_RESPONSES`] and [`HELD_RESPONSE_BYTES`]). The capture
+//! layer bounds the open connections ([`crate::Limits`]).
 
 use std::collections::{HashMap, VecDeque};
 

@@ -89,9 +89,14 @@ remembered, whatever its API, so each ElectLeaders response is decoded with its
 request's version. Every object gets \"source\": the packet (or \"packets\":[FIRST,LAST])
 that carried the frame, the capture \"time\" of the last one, the \"connection\" number,
 \"src\" and \"dst\" (address:port), the frame's \"stream_offset\" in its direction and its
-\"frame\" number there. Gaps, cut packets and malformed frames are reported on stderr
-(packet, connection), decoding goes on at the next frame boundary that can be proven,
-and the exit status is 1 (the output is partial).";
+\"frame\" number there. A response captured before its request (as multi-queue capture
+reorders packets) waits for it, as far as its packet's ACK says the request came first.
+Gaps, cut packets, malformed frames and responses whose request was not seen are
+reported on stderr (packet, connection), decoding goes on at the next frame boundary
+that can be proven, and the exit status is 1 (the output is partial). A problem that
+repeats is reported once, then counted in one line at the end. A connection idle for
+--idle-timeout of capture time (10m) is let go, and so is the least recently active one
+when more than --max-connections (10000) are open; what that loses is reported.";
 
 pub const DECODE_AFTER: &str = "\
 On a malformed frame of a file, prints the frames before it, then one line on stderr
