@@ -1271,3 +1271,40 @@ fn one_line_per_distinct_problem_with_a_count() {
         "{err}"
     );
 }
+
+#[test]
+fn a_problem_of_every_packet_is_one_line_and_a_count() {
+    // 100 data packets after the connection was reset: one note each on the old code
+    // (101 lines); now the first, then one line with the count and the packets.
+    let mut segs = conversation(9092, 1000);
+    let last = segs.pop().unwrap();
+    segs.pop();
+    segs.push(Seg {
+        flags: ACK | 0x04,
+        ..last.clone()
+    });
+    for i in 0..100 {
+        segs.push(Seg {
+            to_server: true,
+            seq: 77_000 + i * 10,
+            ack: 1,
+            flags: ACK | PSH,
+            payload: vec![0; 10],
+        });
+    }
+    let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert_eq!(summary(&objects), expected(&[2, 3, 4]), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].contains("after the connection closed: ignored"),
+        "{err}"
+    );
+    assert!(lines[1].contains("99 more like \""), "{err}");
+    assert!(lines[1].ends_with("(packets 13 to 111)"), "{err}");
+    assert!(
+        lines[2].contains("the output is partial: 100 problem(s)"),
+        "{err}"
+    );
+}
