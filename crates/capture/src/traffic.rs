@@ -425,6 +425,8 @@ impl Analyzer {
                             }
                             None => "the stream ends".to_owned(),
                         };
+                        // At the end of the capture, the packet where the frame began.
+                        let packet = packet.or(Some(d.packets_of(d.start, d.start + 1).0));
                         out(Item::Note(Note {
                             conn: Some((conn, d.from, d.to)),
                             packet,
@@ -509,9 +511,10 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                      boundary that could be proven",
                     d.start + p as u64
                 );
+                let at = d.start + p as u64;
                 out(Item::Note(Note {
                     conn: Some((conn, d.from, d.to)),
-                    packet: None,
+                    packet: Some(d.packets_of(at, at + 1).0),
                     message: note,
                     partial: true,
                 }));
@@ -528,7 +531,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             Err(e) => {
                 out(Item::Note(Note {
                     conn: Some((conn, d.from, d.to)),
-                    packet: None,
+                    packet: Some(d.packets_of(d.start, d.start + 1).0),
                     message: format!("stream offset {}: not a frame: {e}", d.start),
                     partial: true,
                 }));

@@ -1216,11 +1216,15 @@ fn connections_beyond_the_limit_are_let_go_and_what_they_lose_is_named() {
     // The three still open at the end: one line, and one with the count of the other two.
     assert!(
         err.contains(
-            "connection 298 (10.0.0.2:9092 -> 10.0.0.1:10297): the stream ends inside a frame"
+            "packet 1192: connection 298 (10.0.0.2:9092 -> 10.0.0.1:10297): the stream ends \
+             inside a frame"
         ),
         "{err}"
     );
-    assert!(err.contains("(connections 299 to 300)"), "{err}");
+    assert!(
+        err.contains("(packets 1196 to 1200, connections 299 to 300)"),
+        "{err}"
+    );
     assert_eq!(lines.len(), 7, "{err}");
     assert!(
         lines[6].contains("the output is partial: 597 problem(s)"),
@@ -1257,12 +1261,13 @@ fn one_line_per_distinct_problem_with_a_count() {
     assert_eq!(objects.len(), 1000);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
-    assert!(lines[0].contains("connection 1 ("), "{err}");
+    // Named by the packet where the frame began.
+    assert!(lines[0].contains("packet 4: connection 1 ("), "{err}");
     assert!(lines[0].contains("the stream ends inside a frame"), "{err}");
     assert!(
         lines[1].ends_with(
             "999 more like \"the stream ends inside a frame: 79 bytes from stream offset 0 \
-             are not a whole frame\" (connections 2 to 1000)"
+             are not a whole frame\" (packets 8 to 4000, connections 2 to 1000)"
         ),
         "{err}"
     );
