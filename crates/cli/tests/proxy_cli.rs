@@ -603,9 +603,12 @@ fn max_connections() {
         c.write_all(&request(18, 3, 9, b"")).is_ok()
             && read_frame(&mut c).is_ok_and(|r| response_correlation_id(&r) == 9)
     });
-    assert!(proxy
-        .stderr()
-        .contains("2 connections already open (--max-connections)"));
+    // The guard's diagnostics are written by a thread of their own: wait for the line.
+    wait_until("the refusal is logged", || {
+        proxy
+            .stderr()
+            .contains("2 connections already open (--max-connections)")
+    });
 }
 
 #[test]

@@ -3,8 +3,10 @@
 //!
 //! Neither is ever written on a runtime worker. Audit lines go through a bounded queue to a
 //! writer thread of their own, which writes each line with one `write` (and flushes
-//! standard output); nothing is fsynced, so a crash of the machine can lose the last lines,
-//! a crash of the guard cannot lose a line it was handed. When the queue is full (the log
+//! standard output); nothing is fsynced. An election goes on once its line is queued, not
+//! written: a crash of the guard can lose the lines still queued (at most the queue's
+//! length), a crash of the machine also what the kernel had not written out. A clean stop
+//! waits for the queue to drain ([`Audit::drain`]). When the queue is full (the log
 //! is stalled: a full disk, a pipe nobody reads) or the last write failed, [`Audit::record`]
 //! says so, and the guard refuses the election it could not audit: it fails closed, while
 //! every other API keeps flowing. Diagnostics go through a queue of their own to a thread
@@ -42,8 +44,34 @@ pub enum AuditSink {
 /// One JSON line per decision, handed to a writer thread through a bounded queue. Lines
 /// from several connections never interleave: one thread writes them, one `write` each.
 pub struct Audit {
-    lines: SyncSender<String>,
+    lines: SyncSender<Message>,
     failing: Arc<AtomicBool>,
+}
+
+/// What a writer thread is handed: a line, or a request to say when every line before it
+/// is written.
+enum Message {
+    Line(String),
+    Drained(std::sync::mpsc::Sender<()>),
+}
+
+/// Hands `Drained` to a writer and waits for its answer, at most until `deadline`: whether
+/// every line queued before it was written.
+fn drain(queue: &SyncSender<Message>, deadline: std::time::Instant) -> bool {
+    let (done, wait) = std::sync::mpsc::channel();
+    let mut message = Message::Drained(done);
+    loop {
+        match queue.try_send(message) {
+            Ok(()) => break,
+            Err(TrySendError::Full(back)) if std::time::Instant::now() < deadline => {
+                message = back;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => return false,
+        }
+    }
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    wait.recv_timeout(left).is_ok()
 }
 
 /// Why a decision could not be audited.
@@ -88,6 +116,12 @@ impl Audit {
         Ok(Audit { lines, failing })
     }
 
+    /// Waits until every line queued so far is written, at most `timeout`: false if they
+    /// were not (the log is stalled or failing). Blocks: call it off the runtime's workers.
+    pub fn drain(&self, timeout: Duration) -> bool {
+        drain(&self.lines, std::time::Instant::now() + timeout)
+    }
+
     /// Hands the line for one decision to the writer; an error when it cannot be audited
     /// (the caller then refuses the election, and nothing is written for it).
     pub fn record(
@@ -103,7 +137,7 @@ impl Audit {
         }
         let mut line = decision_json(conn, principal, policy, request, decision).to_string();
         line.push('\n');
-        match self.lines.try_send(line) {
+        match self.lines.try_send(Message::Line(line)) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => Err(AuditError::Stalled),
             Err(TrySendError::Disconnected(_)) => Err(AuditError::Failing),
@@ -113,8 +147,15 @@ impl Audit {
 
 /// The writer thread: one `write` per line. A line whose write fails is tried again every
 /// second until it is written; meanwhile `failing` is set and no decision is let through.
-fn write_lines(mut sink: AuditSink, lines: &Receiver<String>, failing: &AtomicBool) {
-    for line in lines {
+fn write_lines(mut sink: AuditSink, lines: &Receiver<Message>, failing: &AtomicBool) {
+    for message in lines {
+        let line = match message {
+            Message::Line(line) => line,
+            Message::Drained(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
         loop {
             let written = match &mut sink {
                 AuditSink::Stdout => {
@@ -213,7 +254,7 @@ pub fn decision_json(
 const LOG_QUEUE: usize = 1024;
 
 struct Diagnostics {
-    lines: SyncSender<String>,
+    lines: SyncSender<Message>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -221,35 +262,10 @@ struct Diagnostics {
 /// of its own writes stderr; when it cannot keep up, lines are dropped, and the next line it
 /// writes says how many.
 pub fn log(message: std::fmt::Arguments<'_>) {
-    static DIAGNOSTICS: OnceLock<Option<Diagnostics>> = OnceLock::new();
-    let diagnostics = DIAGNOSTICS.get_or_init(|| {
-        let (lines, rx) = sync_channel::<String>(LOG_QUEUE);
-        let dropped = Arc::new(AtomicU64::new(0));
-        let counter = dropped.clone();
-        std::thread::Builder::new()
-            .name("diagnostics".into())
-            .spawn(move || {
-                for line in rx {
-                    let lost = counter.swap(0, Ordering::Relaxed);
-                    let mut err = io::stderr().lock();
-                    if lost > 0 {
-                        let _ = writeln!(
-                            err,
-                            "elect-leaders proxy: {} {lost} diagnostic line(s) dropped: stderr \
-                             was not keeping up",
-                            rfc3339_now()
-                        );
-                    }
-                    let _ = err.write_all(line.as_bytes());
-                }
-            })
-            .ok()
-            .map(|_| Diagnostics { lines, dropped })
-    });
     let line = format!("elect-leaders proxy: {} {message}\n", rfc3339_now());
-    match diagnostics {
+    match diagnostics() {
         Some(d) => {
-            if d.lines.try_send(line).is_err() {
+            if d.lines.try_send(Message::Line(line)).is_err() {
                 d.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -258,6 +274,52 @@ pub fn log(message: std::fmt::Arguments<'_>) {
             let _ = io::stderr().lock().write_all(line.as_bytes());
         }
     }
+}
+
+/// Waits until the diagnostics logged so far are on stderr, at most `timeout`: what a
+/// program does before it exits, so that its last lines are not lost with the thread.
+pub fn drain_log(timeout: Duration) -> bool {
+    match diagnostics() {
+        Some(d) => drain(&d.lines, std::time::Instant::now() + timeout),
+        None => true,
+    }
+}
+
+fn diagnostics() -> Option<&'static Diagnostics> {
+    static DIAGNOSTICS: OnceLock<Option<Diagnostics>> = OnceLock::new();
+    DIAGNOSTICS
+        .get_or_init(|| {
+            let (lines, rx) = sync_channel::<Message>(LOG_QUEUE);
+            let dropped = Arc::new(AtomicU64::new(0));
+            let counter = dropped.clone();
+            std::thread::Builder::new()
+                .name("diagnostics".into())
+                .spawn(move || {
+                    for message in rx {
+                        let line = match message {
+                            Message::Line(line) => line,
+                            Message::Drained(done) => {
+                                let _ = done.send(());
+                                continue;
+                            }
+                        };
+                        let lost = counter.swap(0, Ordering::Relaxed);
+                        let mut err = io::stderr().lock();
+                        if lost > 0 {
+                            let _ = writeln!(
+                                err,
+                                "elect-leaders proxy: {} {lost} diagnostic line(s) dropped: \
+                                 stderr was not keeping up",
+                                rfc3339_now()
+                            );
+                        }
+                        let _ = err.write_all(line.as_bytes());
+                    }
+                })
+                .ok()
+                .map(|_| Diagnostics { lines, dropped })
+        })
+        .as_ref()
 }
 
 /// Now, in RFC 3339 UTC with milliseconds: `2025-01-31T23:59:59.123Z`.
@@ -311,5 +373,62 @@ mod tests {
         if let Some(before) = UNIX_EPOCH.checked_sub(Duration::from_secs(86_400)) {
             assert_eq!(rfc3339(before), "1970-01-01T00:00:00.000Z");
         }
+    }
+
+    /// A writer that takes 20 ms a line and counts them; or, gated, none until let go.
+    struct Slow(
+        Arc<std::sync::Mutex<usize>>,
+        Option<std::sync::mpsc::Receiver<()>>,
+    );
+
+    impl Write for Slow {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if let Some(gate) = &self.1 {
+                let _ = gate.recv();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            *self.0.lock().unwrap() += buf.iter().filter(|&&b| b == b'\n').count();
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn queue_lines(audit: &Audit, n: usize) {
+        for i in 0..n {
+            audit
+                .lines
+                .try_send(Message::Line(format!("{{\"line\":{i}}}\n")))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn drain_waits_for_every_line_queued() {
+        let written = Arc::new(std::sync::Mutex::new(0));
+        let audit =
+            Audit::start(AuditSink::Writer(Box::new(Slow(written.clone(), None))), 64).unwrap();
+        queue_lines(&audit, 10);
+        assert!(audit.drain(Duration::from_secs(10)));
+        assert_eq!(
+            *written.lock().unwrap(),
+            10,
+            "drained before the lines were written"
+        );
+    }
+
+    #[test]
+    fn drain_gives_up_on_a_stalled_log() {
+        let written = Arc::new(std::sync::Mutex::new(0));
+        let (open, gate) = std::sync::mpsc::channel();
+        let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
+        let audit = Audit::start(sink, 4).unwrap();
+        queue_lines(&audit, 4);
+        let started = std::time::Instant::now();
+        assert!(!audit.drain(Duration::from_millis(300)));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        drop(open);
     }
 }

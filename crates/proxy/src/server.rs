@@ -117,6 +117,9 @@ impl Default for Config {
     }
 }
 
+/// How long a stopping guard waits for the audit log and the diagnostics to be written.
+const AUDIT_DRAIN: Duration = Duration::from_secs(5);
+
 /// File descriptors kept back from connections: the listeners, the audit log, the
 /// runtime's own, standard streams and the spare one that lets the guard refuse a client
 /// when every other descriptor is taken.
@@ -292,6 +295,21 @@ impl Guard {
                 "connections still open after the grace period: exiting"
             ));
         }
+        // The audit lines of the decisions made, and the last diagnostics, are written
+        // before this returns (the program may exit right after).
+        let shared = self.shared.clone();
+        let drained = tokio::task::spawn_blocking(move || {
+            let audited = shared.audit.drain(AUDIT_DRAIN);
+            if !audited {
+                log(format_args!(
+                    "audit lines still queued after {AUDIT_DRAIN:?}: the log is stalled or \
+                     failing; they are lost"
+                ));
+            }
+            crate::audit::drain_log(AUDIT_DRAIN);
+        })
+        .await;
+        let _ = drained;
     }
 }
 
