@@ -789,7 +789,17 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             drop(share);
             continue;
         }
-        let request = OwnedRequest::new(frame.freeze()).map_err(|e| {
+        // A request the guard may keep (to answer or merge later) gets an allocation of its
+        // own: split from the read buffer, it would keep the buffer's whole allocation
+        // alive, up to 128 of them a connection, outside the budget of requests kept. A
+        // large frame's allocation is already its own (see `shrink`). ElectLeaders is an
+        // admin request, rare: the copy costs nothing that matters.
+        let frame = if frame.len() <= SMALL_FRAME {
+            Bytes::copy_from_slice(&frame)
+        } else {
+            frame.freeze()
+        };
+        let request = OwnedRequest::new(frame).map_err(|e| {
             Close(format!(
                 "malformed ElectLeaders request (v{}, correlation id {}) from the client: {}",
                 peek.api_version,
