@@ -612,10 +612,18 @@ where
         &activity,
     );
     tokio::pin!(requests, responses);
+    // The stop is seen wherever the connection waits: the request side may be blocked on
+    // the broker's side (a full queue of answers owed, the budget of requests kept) and
+    // not at its own wait for the client, where it watches for the stop itself.
+    let mut stopping = shutdown.clone();
     let ended = tokio::select! {
         r = &mut requests => r?,
         r = &mut responses => return r,
         close = idle(&activity, shared.idle_timeout) => return Err(close),
+        () = grace(&mut stopping) => return Err(Close::new(
+            "the proxy is stopping and the connection is still waiting on the broker after \
+             the grace period",
+        )),
     };
     if let Ended::ClientClosed = ended {
         // Both sockets close as this returns: the slot, the broker connection and every

@@ -422,3 +422,36 @@ async fn a_large_frame_waits_for_the_buffer_budget() {
     };
     assert_eq!((id(first), id(second)), (Some(1), Some(2)));
 }
+
+/// The guard told to stop while a connection waits on the broker's side (more requests
+/// pipelined than it keeps in flight, a broker that answers none): the connection is
+/// closed after the grace period instead of being left waiting for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_is_seen_while_the_guard_waits_on_the_broker() {
+    let (upstream, mut seen) = broker(never).await;
+    let (listen, stop) = guard(upstream, |_| {}).await;
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    let mut pipeline = Vec::new();
+    for id in 0..600 {
+        pipeline.extend(metadata(id));
+    }
+    client.write_all(&pipeline).await.unwrap();
+    wait_for(
+        &mut seen,
+        Duration::from_secs(5),
+        |s| matches!(s, Seen::Frame { correlation_id, .. } if *correlation_id >= 200),
+    )
+    .await
+    .expect("the requests reached the broker");
+    drop(stop);
+    let stopped_at = Instant::now();
+    wait_for(&mut seen, Duration::from_secs(10), |s| {
+        matches!(s, Seen::Closed { .. })
+    })
+    .await
+    .expect("the connection outlived the stop");
+    // SHUTDOWN_GRACE (3 s) after the stop, not before.
+    let after = stopped_at.elapsed();
+    assert!(after >= Duration::from_secs(2), "{after:?}");
+    drop(client);
+}
