@@ -23,6 +23,7 @@ use kafka_elect_leaders::{
 
 mod canonical;
 mod capture;
+mod conn;
 mod differential;
 mod edit;
 mod error_response;
@@ -40,6 +41,7 @@ mod split_stream;
 
 pub use canonical::*;
 pub use capture::*;
+pub use conn::*;
 pub use differential::*;
 pub use edit::*;
 pub use error_response::*;
