@@ -130,11 +130,9 @@ fn generators() {
     replay("generators", checks::check_generators);
 }
 
-/// Lenient until the guard is fixed: `corpus/regressions/conn/` holds the inputs of two bugs
-/// the target found (see `check_conn_lenient`, and the test
-/// `a_stop_unseen_while_waiting_for_budget`, which fails once they are fixed). Without the
-/// fuzz binary's counting allocator the memory property is not checked here.
+/// Strict: the bugs kept in `corpus/regressions/conn/` are fixed. Without the fuzz
+/// binary's counting allocator the memory property is not checked here.
 #[test]
 fn conn() {
-    replay("conn", checks::check_conn_lenient);
+    replay("conn", checks::check_conn);
 }
