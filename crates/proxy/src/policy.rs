@@ -18,6 +18,23 @@ use std::collections::HashSet;
 
 use kafka_elect_leaders::{ElectLeadersRequest, ElectionType, TopicPartitions};
 
+/// A name the client chose, quoted for a refusal's message: at most [`SHOWN_NAME`] bytes
+/// of it. The message is repeated for every partition a whole refusal answers, so a long
+/// client id (up to 32 KiB) would otherwise turn a 64 KiB request into an answer of
+/// hundreds of megabytes.
+fn quoted(name: &[u8]) -> String {
+    if name.len() <= SHOWN_NAME {
+        return format!("'{}'", String::from_utf8_lossy(name));
+    }
+    let shown = String::from_utf8_lossy(&name[..SHOWN_NAME]);
+    // A character cut in two at the end becomes U+FFFD: dropped.
+    let shown = shown.trim_end_matches('\u{fffd}');
+    format!("'{shown}...' ({} bytes)", name.len())
+}
+
+/// The longest part of a client-chosen name a refusal's message shows.
+pub const SHOWN_NAME: usize = 64;
+
 /// What the operator configured.
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
@@ -236,10 +253,7 @@ impl Policy {
             && !client_id.is_some_and(|id| self.allowed_client_ids.contains(id))
         {
             rules.insert(Rule::AllowClientId);
-            let shown = client_id.map_or_else(
-                || "null".to_owned(),
-                |id| format!("'{}'", String::from_utf8_lossy(id)),
-            );
+            let shown = client_id.map_or_else(|| "null".to_owned(), |id| quoted(id));
             reasons.push(format!(
                 "client id {shown} is not allowed (--allow-client-id)"
             ));
@@ -249,7 +263,10 @@ impl Policy {
         {
             rules.insert(Rule::AllowPrincipal);
             reasons.push(match principal {
-                Some(p) => format!("principal '{p}' is not allowed (--allow-principal)"),
+                Some(p) => format!(
+                    "principal {} is not allowed (--allow-principal)",
+                    quoted(p.as_bytes())
+                ),
                 None => "the principal is unknown (no SASL PLAIN or SCRAM authentication, no \
                          client certificate), and only some may elect (--allow-principal)"
                     .to_owned(),
@@ -414,6 +431,43 @@ mod tests {
         }
         .encode_to_vec(version)
         .unwrap()
+    }
+
+    /// A 32,500-byte client id in a request of 8,000 partitions, refused whole: the
+    /// message repeated for every partition shows 64 bytes of it, so the answer stays
+    /// near the request's size instead of 264 MB (found by the conn fuzz target).
+    #[test]
+    fn a_long_client_id_is_not_repeated_in_every_refused_partition() {
+        let long_id = vec![b'x'; 32_500];
+        let partitions: Vec<i32> = (0..8_000).collect();
+        let topics = [TopicPartitionsData::new(b"orders", &partitions)];
+        let request = frame(2, Some(&long_id), ElectionType::PREFERRED, Some(&topics));
+        let view = parse_request(&request).unwrap();
+        let policy = Policy {
+            allowed_client_ids: set(&["ops"]),
+            ..Default::default()
+        };
+        let decision = policy.decide(&view);
+        let Refusal::Whole { message } = &decision.refusal else {
+            panic!("{:?}", decision.refusal)
+        };
+        assert!(message.len() < 200, "{} bytes: {message}", message.len());
+        assert!(message.contains("(32500 bytes)"), "{message}");
+        let mut answer = bytes::BytesMut::new();
+        crate::answer::encode_refusal(&policy, &decision, &view, None, &mut answer).unwrap();
+        assert!(
+            answer.len() < 40 * request.len(),
+            "a {} byte request answered with {} bytes",
+            request.len(),
+            answer.len()
+        );
+        // A short one is shown whole, and a multi-byte character is not cut in two.
+        assert_eq!(quoted(b"dev"), "'dev'");
+        let accented = "é".repeat(40);
+        assert_eq!(
+            quoted(accented.as_bytes()),
+            format!("'{}...' (80 bytes)", "é".repeat(32))
+        );
     }
 
     fn set(items: &[&str]) -> HashSet<Box<[u8]>> {
