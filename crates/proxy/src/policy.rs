@@ -253,7 +253,7 @@ impl Policy {
             && !client_id.is_some_and(|id| self.allowed_client_ids.contains(id))
         {
             rules.insert(Rule::AllowClientId);
-            let shown = client_id.map_or_else(|| "null".to_owned(), |id| quoted(id));
+            let shown = client_id.map_or_else(|| "null".to_owned(), quoted);
             reasons.push(format!(
                 "client id {shown} is not allowed (--allow-client-id)"
             ));
