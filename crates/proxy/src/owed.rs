@@ -41,6 +41,8 @@ const PRODUCE: i16 = 0;
 const FETCH: i16 = 1;
 const JOIN_GROUP: i16 = 11;
 const ELECT_LEADERS: i16 = kafka_elect_leaders::API_KEY;
+/// The first Produce version with a `transactional_id` before `acks`.
+const PRODUCE_TRANSACTIONAL_ID_FROM: i16 = 3;
 
 /// The first version of each API with flexible (compact, tagged) encodings, which also
 /// switches the request header to the version with tagged fields.
@@ -75,7 +77,7 @@ pub fn owed(frame: &[u8], api_key: i16, api_version: i16, elect_timeout_ms: i32)
         }
         match api_key {
             PRODUCE => {
-                if api_version >= 3 {
+                if api_version >= PRODUCE_TRANSACTIONAL_ID_FROM {
                     r.skip_body_string(flexible)?; // transactional_id
                 }
                 let acks = r.int16()?;

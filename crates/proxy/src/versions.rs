@@ -131,7 +131,7 @@ mod tests {
                     .with_min_version(0)
                     .with_max_version(elect_max),
             ]);
-        if version >= 3 {
+        if version >= FIRST_FLEXIBLE {
             response = response
                 .with_finalized_features_epoch(7)
                 .with_supported_features(vec![

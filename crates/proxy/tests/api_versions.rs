@@ -14,6 +14,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{timeout, Duration};
 
+/// ApiVersions' first flexible version: its request carries the client software's name.
+const API_VERSIONS_FIRST_FLEXIBLE: i16 = 3;
+
 /// A fake broker: answers every request with an ApiVersions answer at the request's
 /// version, advertising ElectLeaders 0..=LATEST_VERSION + 1.
 async fn broker() -> std::net::SocketAddr {
@@ -82,7 +85,7 @@ async fn a_newer_elect_leaders_is_not_advertised_through_the_guard() {
         request.extend(i32::from(version).to_be_bytes());
         request.extend(1i16.to_be_bytes());
         request.push(b't');
-        if version >= 3 {
+        if version >= API_VERSIONS_FIRST_FLEXIBLE {
             request.extend([0, 2, b't', 2, b'1', 0]);
         }
         let mut frame = (request.len() as i32).to_be_bytes().to_vec();
