@@ -1514,7 +1514,7 @@ thread_local! {
         .expect("a current-thread runtime");
 }
 
-/// Input: a [`Script`], read with `arbitrary`. Strict, unless `KEL_CONN_LENIENT` is set in
+/// Input: a `Script`, read with `arbitrary`. Strict, unless `KEL_CONN_LENIENT` is set in
 /// the environment (see [`check_conn_lenient`]).
 pub fn check_conn(data: &[u8]) {
     static LENIENT: OnceLock<bool> = OnceLock::new();
@@ -1529,7 +1529,7 @@ pub fn check_conn(data: &[u8]) {
 /// other faults, and the replay of that corpus passes until they are fixed:
 /// - a request kept in a slot (refused or trimmed) is a slice of the read buffer it was
 ///   read into, and keeps all of it allocated: the memory bound allows a whole read buffer
-///   ([`PINNED_BUFFER`]) for each, up to [`MAX_IN_FLIGHT`];
+///   (`PINNED_BUFFER`) for each, up to [`MAX_IN_FLIGHT`];
 /// - while the client's side waits for room (the budget of kept requests, or a slot), the
 ///   guard sees neither a stop nor the client's close (nor its idle timeout): after such an
 ///   end, if the guard has not finished, both sides close, and then it must.
