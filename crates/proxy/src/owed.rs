@@ -130,6 +130,11 @@ impl<'a> Reader<'a> {
         Reader { buf }
     }
 
+    /// Bytes not read yet.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The next `n` bytes.
     pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (head, rest) = (self.buf.get(..n)?, self.buf.get(n..)?);

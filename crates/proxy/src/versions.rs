@@ -15,6 +15,8 @@
 
 use kafka_elect_leaders::{API_KEY, LATEST_VERSION};
 
+use crate::owed::Reader;
+
 /// ApiVersions' API key.
 pub const API_VERSIONS: i16 = 18;
 /// The first flexible version of ApiVersions' response (a compact array; its header stays
@@ -36,72 +38,44 @@ pub enum Capped {
 /// included) answering a request of `api_version`. An error names what could not be read;
 /// the frame is then unchanged.
 pub fn cap_elect_leaders(frame: &mut [u8], api_version: i16) -> Result<Capped, &'static str> {
+    let Some(max_at) = elect_leaders_max_at(frame, api_version)? else {
+        return Ok(Capped::Unchanged);
+    };
+    let max = i16::from_be_bytes([frame[max_at], frame[max_at + 1]]);
+    if max <= LATEST_VERSION {
+        return Ok(Capped::Unchanged);
+    }
+    frame[max_at..max_at + 2].copy_from_slice(&LATEST_VERSION.to_be_bytes());
+    Ok(Capped::Lowered { from: max })
+}
+
+/// Where ElectLeaders' `MaxVersion` is in the answer, if it is listed.
+fn elect_leaders_max_at(frame: &[u8], api_version: i16) -> Result<Option<usize>, &'static str> {
+    let mut r = Reader::new(frame);
     // Size prefix and correlation id: the response header is v0 at every version.
-    let mut at = 8;
-    let error_code = read_i16(frame, at).ok_or("error_code")?;
-    at += 2;
+    r.skip(4 + 4).ok_or("correlation_id")?;
+    let error_code = r.int16().ok_or("error_code")?;
     // An UNSUPPORTED_VERSION answer is written at v0 whatever the request's version.
     let flexible = api_version >= FIRST_FLEXIBLE && error_code != UNSUPPORTED_VERSION;
     let count = if flexible {
-        let (len_plus_one, used) = read_uvarint(frame, at).ok_or("api_keys length")?;
-        at += used;
+        let len_plus_one = r.uvarint().ok_or("api_keys length")?;
         len_plus_one.saturating_sub(1) as usize
     } else {
-        let len = read_i32(frame, at).ok_or("api_keys length")?;
-        at += 4;
-        usize::try_from(len).unwrap_or(0)
+        usize::try_from(r.int32().ok_or("api_keys length")?).unwrap_or(0)
     };
     for _ in 0..count {
-        let api_key = read_i16(frame, at).ok_or("api_keys: api_key")?;
-        let max_at = at + 4;
-        let max = read_i16(frame, max_at).ok_or("api_keys: max_version")?;
-        at += 6;
+        let api_key = r.int16().ok_or("api_keys: api_key")?;
+        r.skip(2).ok_or("api_keys: min_version")?;
+        let max_at = frame.len() - r.remaining();
+        r.skip(2).ok_or("api_keys: max_version")?;
         if flexible {
-            at = skip_tagged_fields(frame, at).ok_or("api_keys: tagged fields")?;
+            r.skip_tagged_fields().ok_or("api_keys: tagged fields")?;
         }
-        if api_key == API_KEY && max > LATEST_VERSION {
-            frame[max_at..max_at + 2].copy_from_slice(&LATEST_VERSION.to_be_bytes());
-            return Ok(Capped::Lowered { from: max });
-        }
-    }
-    Ok(Capped::Unchanged)
-}
-
-fn read_i16(buf: &[u8], at: usize) -> Option<i16> {
-    Some(i16::from_be_bytes(*buf.get(at..)?.first_chunk()?))
-}
-
-fn read_i32(buf: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_be_bytes(*buf.get(at..)?.first_chunk()?))
-}
-
-/// An unsigned varint at `at`: its value and how many bytes it took.
-fn read_uvarint(buf: &[u8], at: usize) -> Option<(u32, usize)> {
-    let mut value = 0u32;
-    for i in 0..5 {
-        let byte = *buf.get(at + i)?;
-        value |= u32::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((value, i + 1));
+        if api_key == API_KEY {
+            return Ok(Some(max_at));
         }
     }
-    None
-}
-
-/// Where the tagged fields starting at `at` end.
-fn skip_tagged_fields(buf: &[u8], mut at: usize) -> Option<usize> {
-    let (count, used) = read_uvarint(buf, at)?;
-    at += used;
-    for _ in 0..count {
-        let (_tag, used) = read_uvarint(buf, at)?;
-        at += used;
-        let (size, used) = read_uvarint(buf, at)?;
-        at = at.checked_add(used)?.checked_add(size as usize)?;
-        if at > buf.len() {
-            return None;
-        }
-    }
-    Some(at)
+    Ok(None)
 }
 
 #[cfg(test)]
