@@ -157,6 +157,75 @@ impl FakeUpstream {
     }
 }
 
+impl FakeUpstream {
+    /// A fake whose SaslAuthenticate (36) succeeds when the auth bytes hold "right";
+    /// every other request is answered "ok".
+    fn sasl() -> FakeUpstream {
+        FakeUpstream::start(|_, mut s| {
+            while let Ok(f) = read_frame(&mut s) {
+                let api_key = i16::from_be_bytes([f[4], f[5]]);
+                let ok = f.windows(5).any(|w| w == b"right");
+                let mut body = Vec::new();
+                if api_key == 36 {
+                    body.extend(if ok { 0i16 } else { 58i16 }.to_be_bytes());
+                    body.extend((-1i16).to_be_bytes());
+                    body.extend(0i32.to_be_bytes());
+                } else {
+                    body.extend(b"ok");
+                }
+                if s.write_all(&response(request_correlation_id(&f), &body))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        })
+    }
+}
+
+/// SaslHandshake v1 for `mechanism`.
+fn handshake(id: i32, mechanism: &str) -> Vec<u8> {
+    let mut body = (mechanism.len() as i16).to_be_bytes().to_vec();
+    body.extend(mechanism.as_bytes());
+    request(17, 1, id, &body)
+}
+
+/// SaslAuthenticate v1 with these auth bytes.
+fn authenticate(id: i32, bytes: &[u8]) -> Vec<u8> {
+    let mut body = (bytes.len() as i32).to_be_bytes().to_vec();
+    body.extend(bytes);
+    request(36, 1, id, &body)
+}
+
+/// A connection that has authenticated with SASL PLAIN as `user` (the fake accepts it).
+fn plain_login(proxy: &Proxy, user: &str) -> TcpStream {
+    let mut c = proxy.connect();
+    c.write_all(&handshake(1, "PLAIN")).unwrap();
+    read_frame(&mut c).unwrap();
+    c.write_all(&authenticate(2, format!("\0{user}\0pw-right").as_bytes()))
+        .unwrap();
+    read_frame(&mut c).unwrap();
+    c
+}
+
+/// An ElectLeaders v2 request on `c`, and its answer: the fake's "ok" as no results and
+/// error 0 (forwarded), else the guard's results.
+fn elect_on(
+    c: &mut TcpStream,
+    id: i32,
+    election_type: ElectionType,
+    topics: &[TopicPartitionsData<'_>],
+) -> (Results, i16) {
+    c.write_all(&elect_leaders(2, id, b"t", election_type, Some(topics)))
+        .unwrap();
+    let answer = read_frame(c).unwrap();
+    if answer == response(id, b"ok") {
+        (Vec::new(), 0)
+    } else {
+        results(&answer, 2)
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The proxy under test
 
@@ -170,6 +239,22 @@ struct Proxy {
 
 impl Proxy {
     fn start(upstream: SocketAddr, options: &[&str]) -> Proxy {
+        let dir = Proxy::dir();
+        let upstream = upstream.to_string();
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--upstream".into(),
+            upstream.into(),
+        ];
+        args.push("--audit-log".into());
+        args.push(dir.join("audit.jsonl").into());
+        args.extend(options.iter().map(Into::into));
+        Proxy::spawn(dir, &args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A directory of its own for one proxy: its audit log, its stderr, its files.
+    fn dir() -> PathBuf {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "proxy-cli-{}-{}",
             std::process::id(),
@@ -177,14 +262,16 @@ impl Proxy {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let audit = dir.join("audit.jsonl");
+        dir
+    }
+
+    /// `elect-leaders proxy ARGS`, its stderr in `dir`; once it says where it listens (its
+    /// first listener), or its stderr when it exits without saying it.
+    fn spawn(dir: PathBuf, args: &[std::ffi::OsString]) -> Result<Proxy, String> {
         let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-        let upstream = upstream.to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream])
-            .arg("--audit-log")
-            .arg(&audit)
-            .args(options)
+            .arg("proxy")
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -200,9 +287,13 @@ impl Proxy {
             .and_then(|a| a.parse().ok())
         else {
             let _ = child.kill();
-            panic!("the proxy did not say where it listens: {line:?}");
+            let status = child.wait().unwrap();
+            let stderr = std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
+            return Err(format!(
+                "the proxy did not say where it listens ({status}): {stderr}"
+            ));
         };
-        Proxy { child, addr, dir }
+        Ok(Proxy { child, addr, dir })
     }
 
     fn connect(&self) -> TcpStream {
@@ -699,38 +790,8 @@ fn tls_files_and_sighup() {
 /// the audit file.
 #[test]
 fn sasl_principal_and_allow_principal() {
-    // SaslAuthenticate (36) succeeds when the auth bytes hold "right"; everything else is
-    // answered "ok".
-    let fake = FakeUpstream::start(|_, mut s| {
-        while let Ok(f) = read_frame(&mut s) {
-            let api_key = i16::from_be_bytes([f[4], f[5]]);
-            let ok = f.windows(5).any(|w| w == b"right");
-            let mut body = Vec::new();
-            if api_key == 36 {
-                body.extend(if ok { 0i16 } else { 58i16 }.to_be_bytes());
-                body.extend((-1i16).to_be_bytes());
-                body.extend(0i32.to_be_bytes());
-            } else {
-                body.extend(b"ok");
-            }
-            if s.write_all(&response(request_correlation_id(&f), &body))
-                .is_err()
-            {
-                return;
-            }
-        }
-    });
+    let fake = FakeUpstream::sasl();
     let proxy = Proxy::start(fake.addr, &["--allow-principal", "alice"]);
-    let handshake = |id: i32, mechanism: &str| {
-        let mut body = (mechanism.len() as i16).to_be_bytes().to_vec();
-        body.extend(mechanism.as_bytes());
-        request(17, 1, id, &body)
-    };
-    let authenticate = |id: i32, bytes: &[u8]| {
-        let mut body = (bytes.len() as i32).to_be_bytes().to_vec();
-        body.extend(bytes);
-        request(36, 1, id, &body)
-    };
     let topics = [TopicPartitionsData::new(b"orders", &[0])];
     let elect = |c: &mut TcpStream, id: i32| -> (Results, i16) {
         c.write_all(&elect_leaders(
@@ -814,6 +875,161 @@ fn sasl_principal_and_allow_principal() {
         assert!(!audit_text.contains(secret), "{secret} in the audit");
         assert!(!proxy.stderr().contains(secret), "{secret} in the log");
     }
+}
+
+/// `--config`: a guard run from a TOML file alone (its route, its audit log at a path
+/// relative to the file, its rules and a principal's own rules); an option on the command
+/// line overrides the file's; SIGHUP puts an edited file's rules in force on the
+/// connections already open, names what waits for a restart, and keeps the rules in force
+/// when the new file is broken, with its line and column; a broken file at the start is
+/// a usage error naming the place.
+#[test]
+fn config_file_rules_overrides_and_reload() {
+    let fake = FakeUpstream::sasl();
+    let dir = Proxy::dir();
+    let file = dir.join("guard.toml");
+    // `top`: more top-level keys, after the audit log's (and before any table).
+    let write_with = |top: &str, rules: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "audit-log = \"audit.jsonl\"\n{top}\n[[route]]\nlisten = \"127.0.0.1:0\"\n\
+                 upstream = \"{}\"\n\n{rules}",
+                fake.addr
+            ),
+        )
+        .unwrap()
+    };
+    let write = |rules: &str| write_with("", rules);
+    write(
+        "[rules]\ndeny-unclean = true\nprotect-topic = [\"payments\"]\n\
+         allow-principal = [\"alice\", \"ops\"]\n\n[rules.principal.ops]\n\
+         deny-unclean = false\n",
+    );
+    let args: Vec<std::ffi::OsString> = vec![
+        "--config".into(),
+        file.clone().into(),
+        "--protect-topic".into(),
+        "orders".into(),
+    ];
+    let proxy = Proxy::spawn(dir.clone(), &args).unwrap();
+    let orders = [TopicPartitionsData::new(b"orders", &[0])];
+    let payments = [TopicPartitionsData::new(b"payments", &[0])];
+    let logs = [TopicPartitionsData::new(b"logs", &[0])];
+    let refused = |(results, top): (Results, i16)| {
+        top == 0 && !results.is_empty() && results.iter().all(|r| r.2 == 44)
+    };
+    let forwarded = |(results, top): (Results, i16)| top == 0 && results.is_empty();
+
+    let mut ops = plain_login(&proxy, "ops");
+    let mut alice = plain_login(&proxy, "alice");
+    let mut bob = plain_login(&proxy, "bob");
+    // ops's own rules let its unclean elections through; alice's are refused.
+    assert!(forwarded(elect_on(
+        &mut ops,
+        3,
+        ElectionType::UNCLEAN,
+        &logs
+    )));
+    assert!(refused(elect_on(
+        &mut alice,
+        3,
+        ElectionType::UNCLEAN,
+        &logs
+    )));
+    // --protect-topic orders replaced the file's list: payments is not protected, orders
+    // is, for ops too.
+    assert!(forwarded(elect_on(
+        &mut alice,
+        4,
+        ElectionType::PREFERRED,
+        &payments
+    )));
+    assert!(refused(elect_on(
+        &mut alice,
+        5,
+        ElectionType::PREFERRED,
+        &orders
+    )));
+    assert!(refused(elect_on(
+        &mut ops,
+        4,
+        ElectionType::PREFERRED,
+        &orders
+    )));
+    // bob is not allowed.
+    let (_, top) = elect_on(&mut bob, 3, ElectionType::PREFERRED, &logs);
+    assert_eq!(top, 44);
+    let audit = proxy.audit_at_least(6);
+    assert_eq!(audit.len(), 6, "{audit:?}");
+    assert_eq!(audit[0]["principal_rules"], "ops");
+    assert_eq!(audit[1]["principal_rules"], Value::Null);
+
+    // ops loses its own rules, and the idle timeout changes: reloaded, on the open
+    // connections too; the timeout waits for a restart.
+    write_with(
+        "idle-timeout = \"1m\"",
+        "[rules]\ndeny-unclean = true\nallow-principal = [\"alice\", \"ops\", \"bob\"]\n",
+    );
+    proxy.signal("HUP");
+    wait_until("the reload is logged", || {
+        proxy.stderr().contains("guard.toml reloaded")
+    });
+    assert!(
+        proxy
+            .stderr()
+            .contains("not applied until a restart: idle-timeout"),
+        "{}",
+        proxy.stderr()
+    );
+    assert!(refused(elect_on(&mut ops, 5, ElectionType::UNCLEAN, &logs)));
+    assert!(forwarded(elect_on(
+        &mut bob,
+        4,
+        ElectionType::PREFERRED,
+        &logs
+    )));
+    // The command line still overrides: orders stays protected.
+    assert!(refused(elect_on(
+        &mut bob,
+        5,
+        ElectionType::PREFERRED,
+        &orders
+    )));
+
+    // A broken file: nothing changes, and the log says where.
+    write("[rules]\ndeny-unclean = \"no\"\n");
+    proxy.signal("HUP");
+    wait_until("the failed reload is logged", || {
+        proxy.stderr().contains("not reloaded")
+    });
+    assert!(
+        proxy.stderr().contains("guard.toml:8:16: "),
+        "{}",
+        proxy.stderr()
+    );
+    assert!(refused(elect_on(&mut ops, 6, ElectionType::UNCLEAN, &logs)));
+    assert!(forwarded(elect_on(
+        &mut bob,
+        6,
+        ElectionType::PREFERRED,
+        &logs
+    )));
+    drop(proxy);
+
+    // The same broken file at the start: exit 2, the place named.
+    let out = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .arg("proxy")
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("guard.toml:8:16: invalid type: string \"no\", expected a boolean"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -1654,7 +1654,7 @@ fn run(script: &Script, lenient: bool) -> World {
     });
 
     let client_sent = world.client_sent.borrow();
-    let (sent, growing) = classify(&client_sent, &shared.policy);
+    let (sent, growing) = classify(&client_sent, &shared.policy());
     if let Some(measure) = measure {
         let (peak, handed_over) = measure.finish();
         let largest_elect = sent
@@ -1690,7 +1690,7 @@ fn run(script: &Script, lenient: bool) -> World {
         );
     }
     if growing {
-        check_world(&world, &sent, &shared.policy);
+        check_world(&world, &sent, &shared.policy());
     }
     drop(sent);
     drop(client_sent);

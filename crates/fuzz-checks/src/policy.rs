@@ -50,19 +50,21 @@ pub(crate) fn decide(
         }
         Ok(set)
     };
-    let protected_topics = names(u, None)?;
-    let allowed_client_ids = names(u, plain.client_id.as_deref())?;
-    let policy = Policy {
-        deny_unclean: u.arbitrary()?,
-        protected_topics,
-        allowed_client_ids,
-        max_partitions: u.arbitrary::<Option<u8>>()?.map(usize::from),
-        log_only: u.arbitrary()?,
-        allowed_principals: Default::default(),
+    let rules = |u: &mut Unstructured<'_>| -> arbitrary::Result<Policy> {
+        let protected_topics = names(u, None)?;
+        let allowed_client_ids = names(u, plain.client_id.as_deref())?;
+        Ok(Policy {
+            deny_unclean: u.arbitrary()?,
+            protected_topics,
+            allowed_client_ids,
+            max_partitions: u.arbitrary::<Option<u8>>()?.map(usize::from),
+            log_only: u.arbitrary()?,
+            ..Policy::default()
+        })
     };
-    let mut policy = policy;
+    let mut policy = rules(u)?;
     // The connection's principal: unknown, "alice", or any name; only alice allowed, or
-    // anyone.
+    // anyone; alice with rules of her own, or not.
     let principal: Option<String> = match u.int_in_range(0..=2u8)? {
         0 => None,
         1 => Some("alice".to_owned()),
@@ -70,6 +72,10 @@ pub(crate) fn decide(
     };
     if u.arbitrary()? {
         policy.allowed_principals.insert("alice".into());
+    }
+    if u.arbitrary()? {
+        let own = rules(u)?;
+        policy.principal_rules.insert("alice".into(), own);
     }
     let decision = policy.decide_as(request, principal.as_deref());
 
@@ -79,6 +85,14 @@ pub(crate) fn decide(
         .as_ref()
         .map(|list| list.iter().map(|t| t.partitions.len()).sum());
     assert_eq!(decision.requested, requested);
+    // The rules that decide: alice's own when she has them, the policy's otherwise; the
+    // allowed principals are the policy's either way.
+    let own = principal
+        .as_deref()
+        .and_then(|p| policy.principal_rules.get(p));
+    assert_eq!(decision.rules_of(), own.and(principal.as_deref()));
+    let outer = &policy;
+    let policy = own.unwrap_or(outer);
     // Fail closed: under --deny-unclean every type but PREFERRED (0) is refused.
     let unclean = policy.deny_unclean && plain.election_type != 0;
     let protected = |t: &[u8]| policy.protected_topics.contains(t);
@@ -87,10 +101,10 @@ pub(crate) fn decide(
             .client_id
             .as_ref()
             .is_some_and(|id| policy.allowed_client_ids.contains(&id[..]));
-    let principal_refused = !policy.allowed_principals.is_empty()
+    let principal_refused = !outer.allowed_principals.is_empty()
         && !principal
             .as_deref()
-            .is_some_and(|p| policy.allowed_principals.contains(p));
+            .is_some_and(|p| outer.allowed_principals.contains(p));
     let too_many = policy
         .max_partitions
         .is_some_and(|max| requested.map_or(true, |n| n > max));
@@ -147,7 +161,7 @@ pub(crate) fn decide(
             assert_eq!(decision.refused, 0);
         }
     }
-    if !policy.has_rules() {
+    if !outer.has_rules() {
         assert_eq!(decision.refusal, Refusal::Nothing);
     }
     let verdict = match (&decision.refusal, policy.log_only) {
@@ -158,10 +172,10 @@ pub(crate) fn decide(
     };
     assert_eq!(decision.verdict, verdict);
     for t in &topics {
-        let refuses = decision.refuses_topic(&policy, t);
+        let refuses = decision.refuses_topic(outer, t);
         assert_eq!(refuses, whole || unclean || protected(t), "{t:?}");
         if refuses && !whole {
-            let message = decision.partition_message(&policy, t);
+            let message = decision.partition_message(outer, t);
             assert_eq!(message.contains("--deny-unclean"), unclean);
             assert_eq!(message.contains("--protect-topic"), protected(t));
             let other_type = unclean && plain.election_type != 1;

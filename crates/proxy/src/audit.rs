@@ -234,6 +234,9 @@ pub fn decision_json(
         "rules": decision.rules.iter().map(|r| r.name()).collect::<Vec<_>>(),
     });
     if let Some(map) = record.as_object_mut() {
+        if let Some(name) = decision.rules_of() {
+            map.insert("principal_rules".into(), Value::String(name.to_owned()));
+        }
         match &decision.refusal {
             crate::policy::Refusal::Nothing => {}
             crate::policy::Refusal::Whole { message } => {

@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -65,7 +65,9 @@ const WRITE_BOUNDARY: usize = 64 * 1024;
 
 /// What every connection shares.
 pub struct Shared {
-    pub policy: Policy,
+    /// The policy in force: replaced whole on reload ([`Shared::set_policy`]); each
+    /// ElectLeaders request is decided and answered by the one it found.
+    pub(crate) policy: RwLock<Arc<Policy>>,
     pub audit: Audit,
     pub max_frame_size: usize,
     /// The hidden `--plain` mode: bytes copied both ways, nothing parsed (a baseline for
@@ -90,7 +92,7 @@ impl Shared {
     /// What every connection of a guard run with `config` shares.
     pub fn new(config: &Config, audit: Audit) -> Shared {
         Shared {
-            policy: config.policy.clone(),
+            policy: RwLock::new(Arc::new(config.policy.clone())),
             audit,
             max_frame_size: config.max_frame_size,
             plain: config.plain,
@@ -100,6 +102,23 @@ impl Shared {
             request_timeout: config.request_timeout,
             budget: Budget::new(config.max_buffered_bytes),
             tls: None,
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<Policy> {
+        match self.policy.read() {
+            Ok(policy) => policy.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts `policy` in force: requests read from now on are decided by it.
+    pub fn set_policy(&self, policy: Policy) {
+        let policy = Arc::new(policy);
+        match self.policy.write() {
+            Ok(mut current) => *current = policy,
+            Err(poisoned) => *poisoned.into_inner() = policy,
         }
     }
 }
@@ -155,6 +174,7 @@ enum Slot {
         pending: Pending,
         due: Instant,
         request: OwnedRequest<Bytes>,
+        policy: Arc<Policy>,
         decision: Decision,
         _held: OwnedSemaphorePermit,
         _share: Option<Share>,
@@ -162,6 +182,7 @@ enum Slot {
     /// Refused whole: answered by the proxy, in its turn.
     Local {
         request: OwnedRequest<Bytes>,
+        policy: Arc<Policy>,
         decision: Decision,
         _held: OwnedSemaphorePermit,
         _share: Option<Share>,
@@ -335,9 +356,7 @@ async fn upstream_side(
         let Some(connector) = connector else {
             return Ok(UpstreamSide::Plain(upstream));
         };
-        let name = shared
-            .tls
-            .as_ref()
+        let name = tls
             .map(|tls| tls.server_name(conn.upstream))
             .transpose()
             .map_err(|e| e.to_string())?
@@ -817,11 +836,11 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         })?;
         let view = request.view();
         let principal = identity.principal();
-        let mut decision = shared.policy.decide_as(&view, principal.as_deref());
-        if let Err(e) =
-            shared
-                .audit
-                .record(conn, principal.as_deref(), &shared.policy, &view, &decision)
+        let policy = shared.policy();
+        let mut decision = policy.decide_as(&view, principal.as_deref());
+        if let Err(e) = shared
+            .audit
+            .record(conn, principal.as_deref(), &policy, &view, &decision)
         {
             // Fail closed: an election that cannot be audited is refused. The refusal is
             // not audited either (the log is what failed); the diagnostics say it.
@@ -832,7 +851,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                 view.correlation_id(),
                 e.reason()
             ));
-            decision = shared.policy.refuse_unaudited(&view, e.reason());
+            decision = policy.refuse_unaudited(&view, e.reason());
         }
         let pending = Pending::from(peek);
         let due = Instant::now()
@@ -848,13 +867,14 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             }
             Verdict::Trimmed => {
                 let mut trimmed = BytesMut::new();
-                answer::encode_trimmed(&shared.policy, &decision, &view, &mut trimmed)
+                answer::encode_trimmed(&policy, &decision, &view, &mut trimmed)
                     .map_err(|e| Close(format!("cannot encode the trimmed request: {e}")))?;
                 let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
                 let slot = Slot::Merge {
                     pending,
                     due,
                     request,
+                    policy: policy.clone(),
                     decision,
                     _held: held,
                     _share: share,
@@ -866,6 +886,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                 let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
                 let slot = Slot::Local {
                     request,
+                    policy: policy.clone(),
                     decision,
                     _held: held,
                     _share: share,
@@ -966,7 +987,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     loop {
         while matches!(waiting.front(), Some(Slot::Local { .. })) {
             if let Some(slot) = waiting.pop_front() {
-                write_answer(&mut to_client, shared, slot, None, &mut scratch).await?;
+                write_answer(&mut to_client, slot, None, &mut scratch).await?;
             }
         }
         if !requests_open && waiting.is_empty() {
@@ -1042,7 +1063,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 // answered, and Kafka answers in order, so none of them will be answered.
                 in_flight.clear();
                 while let Some(slot) = waiting.pop_front() {
-                    write_answer(&mut to_client, shared, slot, None, &mut scratch).await?;
+                    write_answer(&mut to_client, slot, None, &mut scratch).await?;
                 }
             }
             match slots.try_recv() {
@@ -1067,7 +1088,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
             };
             match slot {
                 Slot::Local { .. } => {
-                    write_answer(&mut to_client, shared, slot, None, &mut scratch).await?;
+                    write_answer(&mut to_client, slot, None, &mut scratch).await?;
                 }
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
@@ -1089,7 +1110,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                     break;
                 }
                 Slot::Merge { .. } => {
-                    write_answer(&mut to_client, shared, slot, Some(&frame), &mut scratch).await?;
+                    write_answer(&mut to_client, slot, Some(&frame), &mut scratch).await?;
                     break;
                 }
             }
@@ -1128,19 +1149,25 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
     }
 }
 
-/// Writes the proxy's answer for a `Local` slot, or the merged answer of a `Merge` slot.
+/// Writes the proxy's answer for a `Local` slot, or the merged answer of a `Merge` slot,
+/// by the policy that decided it (a reload since changes nothing for it).
 async fn write_answer<W: AsyncWrite + Unpin>(
     to_client: &mut ToPeer<W>,
-    shared: &Shared,
     slot: Slot,
     broker: Option<&[u8]>,
     scratch: &mut BytesMut,
 ) -> Result<(), Close> {
     let (Slot::Local {
-        request, decision, ..
+        request,
+        policy,
+        decision,
+        ..
     }
     | Slot::Merge {
-        request, decision, ..
+        request,
+        policy,
+        decision,
+        ..
     }) = slot
     else {
         return Ok(());
@@ -1157,7 +1184,7 @@ async fn write_answer<W: AsyncWrite + Unpin>(
         None => None,
     };
     scratch.clear();
-    answer::encode_refusal(&shared.policy, &decision, &view, broker.as_ref(), scratch)
+    answer::encode_refusal(&policy, &decision, &view, broker.as_ref(), scratch)
         .map_err(|e| Close(format!("cannot encode the answer: {e}")))?;
     to_client
         .feed(scratch.split())

@@ -14,6 +14,8 @@
 //! - [`audit`]: one JSON line per decision.
 //! - [`Guard`]: the server, on tokio, from a [`Config`]: one listener per broker, answers in
 //!   request order per connection, bounded memory and connections.
+//! - [`file`]: the configuration file (TOML) that fills a [`Config`]; [`Reloader::apply`]
+//!   puts a new one's policy and certificates in force while the guard runs.
 //!
 //! # Example
 //!
@@ -88,6 +90,7 @@ pub mod answer;
 pub mod audit;
 mod budget;
 mod conn;
+pub mod file;
 mod identity;
 mod owed;
 pub mod policy;
@@ -104,10 +107,11 @@ pub mod testing {
     pub use crate::conn::{proxy, ClientRead, Close, Shared, MAX_IN_FLIGHT, RESERVE_STEP};
 }
 
+pub use file::{ConfigFile, FileError};
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Reloader, Route, StartError,
-    DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BUFFERED_BYTES,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloader, Route,
+    StartError, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BUFFERED_BYTES,
     DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT, RESERVED_FDS,
 };
 pub use tls::{ServerTls, UpstreamTls};

@@ -14,7 +14,7 @@
 //!   error per partition (Kafka's Java Admin fails the whole call on a top-level error).
 //!   The partitions not refused are forwarded, trimmed (`RequestEdit`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use kafka_elect_leaders::{ElectLeadersRequest, ElectionType, TopicPartitions};
 
@@ -52,6 +52,12 @@ pub struct Policy {
     pub max_partitions: Option<usize>,
     /// `--log-only`: nothing refused, what would be is audited.
     pub log_only: bool,
+    /// Rules for one principal (the config file's `[rules.principal."NAME"]`): a request
+    /// from a connection whose principal is a key here is decided by that policy instead,
+    /// which the config file builds from these rules and the principal's own. Those
+    /// policies' own `principal_rules` are not looked at. A principal named here still
+    /// needs [`Policy::allowed_principals`] to allow it, when that is not empty.
+    pub principal_rules: HashMap<Box<str>, Policy>,
 }
 
 /// A rule of the policy.
@@ -186,12 +192,16 @@ pub struct Decision {
     unclean: bool,
     /// The election type is neither PREFERRED nor UNCLEAN.
     other_type: bool,
+    /// The principal whose own rules decided ([`Policy::principal_rules`]); None: the
+    /// policy's.
+    rules_of: Option<Box<str>>,
 }
 
 impl Decision {
     /// Whether the partitions of this topic entry are refused, one by one (a whole refusal
     /// answers every partition; see [`Refusal`]).
     pub fn refuses_topic(&self, policy: &Policy, topic: &[u8]) -> bool {
+        let policy = self.rules(policy);
         match self.refusal {
             Refusal::Nothing => false,
             Refusal::Whole { .. } => true,
@@ -201,6 +211,7 @@ impl Decision {
 
     /// The error message of a partition refused one by one, naming the rules.
     pub fn partition_message(&self, policy: &Policy, topic: &[u8]) -> &'static str {
+        let policy = self.rules(policy);
         match (self.unclean, self.other_type, policy.is_protected(topic)) {
             (true, false, true) => MESSAGE_BOTH,
             (true, false, false) => MESSAGE_UNCLEAN,
@@ -208,6 +219,19 @@ impl Decision {
             (true, true, false) => MESSAGE_OTHER_TYPE,
             _ => MESSAGE_PROTECTED,
         }
+    }
+
+    /// The principal whose own rules decided ([`Policy::principal_rules`]), if any.
+    pub fn rules_of(&self) -> Option<&str> {
+        self.rules_of.as_deref()
+    }
+
+    /// The rules that made this decision: `policy`'s, or a principal's own.
+    fn rules<'p>(&self, policy: &'p Policy) -> &'p Policy {
+        self.rules_of
+            .as_deref()
+            .and_then(|p| policy.principal_rules.get(p))
+            .unwrap_or(policy)
     }
 }
 
@@ -223,6 +247,7 @@ impl Policy {
             || !self.allowed_client_ids.is_empty()
             || !self.allowed_principals.is_empty()
             || self.max_partitions.is_some()
+            || self.principal_rules.values().any(Policy::has_rules)
     }
 
     /// Decides on one parsed request from a connection whose principal is unknown.
@@ -231,11 +256,29 @@ impl Policy {
     }
 
     /// Decides on one parsed request from a connection with this principal (see
-    /// [`Policy::allowed_principals`]).
+    /// [`Policy::allowed_principals`] and [`Policy::principal_rules`]).
     pub fn decide_as(
         &self,
         request: &ElectLeadersRequest<'_>,
         principal: Option<&str>,
+    ) -> Decision {
+        // The allowed principals are this policy's, whichever rules decide the rest.
+        let allowed = &self.allowed_principals;
+        match principal.and_then(|p| self.principal_rules.get_key_value(p)) {
+            Some((name, own)) => {
+                let mut decision = own.decide_with(request, principal, allowed);
+                decision.rules_of = Some(name.clone());
+                decision
+            }
+            None => self.decide_with(request, principal, allowed),
+        }
+    }
+
+    fn decide_with(
+        &self,
+        request: &ElectLeadersRequest<'_>,
+        principal: Option<&str>,
+        allowed_principals: &HashSet<Box<str>>,
     ) -> Decision {
         let topics = request.topic_partitions();
         let requested = requested_partitions(request);
@@ -258,8 +301,8 @@ impl Policy {
                 "client id {shown} is not allowed (--allow-client-id)"
             ));
         }
-        if !self.allowed_principals.is_empty()
-            && !principal.is_some_and(|p| self.allowed_principals.contains(p))
+        if !allowed_principals.is_empty()
+            && !principal.is_some_and(|p| allowed_principals.contains(p))
         {
             rules.insert(Rule::AllowPrincipal);
             reasons.push(match principal {
@@ -358,6 +401,7 @@ impl Policy {
             refused: requested.unwrap_or(0),
             unclean: false,
             other_type: false,
+            rules_of: None,
         }
     }
 
@@ -397,6 +441,7 @@ impl Policy {
             refused,
             unclean,
             other_type,
+            rules_of: None,
         }
     }
 }
@@ -677,5 +722,58 @@ mod tests {
             Some(&TWO_TOPICS[..1]),
         );
         assert_eq!(decide(&policy, &f).verdict, Verdict::Forwarded);
+    }
+
+    /// A principal with rules of its own is decided by them, everyone else by the
+    /// policy's; the allowed principals stay the policy's either way.
+    #[test]
+    fn a_principal_with_rules_of_its_own() {
+        let ops = Policy {
+            deny_unclean: false,
+            protected_topics: HashSet::new(),
+            ..Default::default()
+        };
+        let policy = Policy {
+            deny_unclean: true,
+            protected_topics: set(&["payments"]),
+            allowed_principals: ["ops", "alice"].into_iter().map(Into::into).collect(),
+            principal_rules: [("ops".into(), ops)].into_iter().collect(),
+            ..Default::default()
+        };
+        let unclean = frame(2, Some(b"x"), ElectionType::UNCLEAN, Some(TWO_TOPICS));
+        let view = parse_request(&unclean).unwrap();
+
+        let d = policy.decide_as(&view, Some("ops"));
+        assert_eq!(d.verdict, Verdict::Forwarded);
+        assert_eq!(d.rules_of(), Some("ops"));
+        assert!(!d.refuses_topic(&policy, b"payments"));
+
+        let d = policy.decide_as(&view, Some("alice"));
+        assert_eq!(d.verdict, Verdict::Refused);
+        assert_eq!(d.rules_of(), None);
+        assert!(d.rules.contains(Rule::DenyUnclean) && d.rules.contains(Rule::ProtectTopic));
+        assert_eq!(d.partition_message(&policy, b"payments"), MESSAGE_BOTH);
+        assert_eq!(d.partition_message(&policy, b"orders"), MESSAGE_UNCLEAN);
+
+        // A preferred election of the protected topic: trimmed for alice, whole for ops.
+        let preferred = frame(2, Some(b"x"), ElectionType::PREFERRED, Some(TWO_TOPICS));
+        let view = parse_request(&preferred).unwrap();
+        assert_eq!(
+            policy.decide_as(&view, Some("alice")).verdict,
+            Verdict::Trimmed
+        );
+        assert_eq!(
+            policy.decide_as(&view, Some("ops")).verdict,
+            Verdict::Forwarded
+        );
+
+        // Rules of its own do not allow a principal the policy does not.
+        let mut policy = policy;
+        policy.allowed_principals.remove("ops");
+        let d = policy.decide_as(&view, Some("ops"));
+        assert_eq!(d.verdict, Verdict::Refused);
+        assert!(d.rules.contains(Rule::AllowPrincipal));
+        // And no principal is decided by the policy's rules.
+        assert_eq!(policy.decide_as(&view, None).rules_of(), None);
     }
 }

@@ -176,19 +176,102 @@ impl std::error::Error for StartError {
     }
 }
 
-/// Reloads the guard's certificates: see [`Guard::reloader`].
+/// Reloads the guard's certificates, or its whole policy and TLS settings: see
+/// [`Guard::reloader`].
 #[derive(Clone)]
-pub struct Reloader(Arc<Shared>);
+pub struct Reloader {
+    shared: Arc<Shared>,
+    started: Arc<Config>,
+}
+
+/// Why a reload put nothing in force.
+#[derive(Debug)]
+pub enum ReloadError {
+    /// A certificate or key could not be loaded, or TLS would be turned on or off.
+    Tls(TlsError),
+}
+
+impl fmt::Display for ReloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReloadError::Tls(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReloadError {}
 
 impl Reloader {
     /// Reads the certificate and key files again. New connections use them; connections
     /// open keep theirs. On an error nothing changes. `Ok(false)`: the guard has no TLS.
     pub fn reload(&self) -> Result<bool, TlsError> {
-        match &self.0.tls {
+        match &self.shared.tls {
             Some(tls) => tls.reload().map(|()| true),
             None => Ok(false),
         }
     }
+
+    /// Puts `config`'s policy and TLS settings in force together, or, on an error, none
+    /// of them. The certificates are loaded first; then requests read from now on are
+    /// decided by the new policy (a request already decided is answered by the policy
+    /// that decided it), and new connections use the new certificates.
+    ///
+    /// The rest of `config` (listeners and brokers, the audit log, limits and timeouts)
+    /// is not changed while the guard runs: the options whose values differ from those it
+    /// started with are returned, by their command-line names, for the caller to say that
+    /// they wait for a restart. TLS cannot be turned on or off on either side either.
+    pub fn apply(&self, config: &Config) -> Result<Vec<&'static str>, ReloadError> {
+        let prepared = match &self.shared.tls {
+            Some(tls) => Some(
+                tls.prepare(config.tls.clone(), config.upstream_tls.clone())
+                    .map_err(ReloadError::Tls)?,
+            ),
+            None if config.tls.is_some() || config.upstream_tls.is_some() => {
+                return Err(ReloadError::Tls(TlsError::new(
+                    "TLS cannot be turned on without a restart",
+                )))
+            }
+            None => None,
+        };
+        self.shared.set_policy(config.policy.clone());
+        if let (Some(tls), Some(prepared)) = (&self.shared.tls, prepared) {
+            tls.install(prepared);
+        }
+        Ok(restart_only(&self.started, config))
+    }
+}
+
+/// The options of `new` that differ from `old`'s and take effect only at a restart.
+fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    let mut check = |differs: bool, name: &'static str| {
+        if differs {
+            changed.push(name);
+        }
+    };
+    check(old.routes != new.routes, "listen/upstream");
+    check(old.audit != new.audit, "audit-log");
+    check(old.audit_queue != new.audit_queue, "audit-queue");
+    check(
+        old.max_connections != new.max_connections,
+        "max-connections",
+    );
+    check(old.max_frame_size != new.max_frame_size, "max-frame-size");
+    check(old.idle_timeout != new.idle_timeout, "idle-timeout");
+    check(old.frame_timeout != new.frame_timeout, "frame-timeout");
+    check(
+        old.upstream_connect_timeout != new.upstream_connect_timeout,
+        "upstream-connect-timeout",
+    );
+    check(
+        old.request_timeout != new.request_timeout,
+        "request-timeout",
+    );
+    check(
+        old.max_buffered_bytes != new.max_buffered_bytes,
+        "max-buffered-bytes",
+    );
+    changed
 }
 
 /// The guard with its listeners bound, not yet accepting.
@@ -196,6 +279,7 @@ pub struct Guard {
     listeners: Vec<(TcpListener, SocketAddr, SocketAddr)>,
     max_connections: usize,
     shared: Arc<Shared>,
+    started: Arc<Config>,
 }
 
 impl Guard {
@@ -242,13 +326,17 @@ impl Guard {
                 tls,
                 ..Shared::new(&config, audit)
             }),
+            started: Arc::new(config),
         })
     }
 
-    /// A handle that reloads the certificates while the guard runs (on SIGHUP, in
-    /// `elect-leaders proxy`).
+    /// A handle that reloads the certificates, or the policy and TLS settings, while the
+    /// guard runs (on SIGHUP, in `elect-leaders proxy`).
     pub fn reloader(&self) -> Reloader {
-        Reloader(self.shared.clone())
+        Reloader {
+            shared: self.shared.clone(),
+            started: self.started.clone(),
+        }
     }
 
     /// The routes as bound: each listener's actual address (a port 0 resolved).

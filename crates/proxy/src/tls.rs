@@ -57,6 +57,12 @@ impl fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
+impl TlsError {
+    pub(crate) fn new(message: &str) -> TlsError {
+        TlsError(message.to_owned())
+    }
+}
+
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
@@ -173,44 +179,26 @@ impl UpstreamTls {
     }
 }
 
-/// TLS as the guard runs it: both sides' configurations, swapped whole on reload.
+/// TLS as the guard runs it: both sides' settings and what they load, swapped whole on
+/// reload.
 pub struct Tls {
-    server: Option<ServerTls>,
-    upstream: Option<UpstreamTls>,
-    current: RwLock<Loaded>,
+    current: RwLock<Current>,
 }
 
-/// What one load made.
+struct Current {
+    server: Option<ServerTls>,
+    loaded: Loaded,
+}
+
+/// What one load made, and the settings it was made from: what a new connection uses.
 #[derive(Clone)]
 pub struct Loaded {
     pub acceptor: Option<tokio_rustls::TlsAcceptor>,
     pub connector: Option<tokio_rustls::TlsConnector>,
+    upstream: Option<Arc<UpstreamTls>>,
 }
 
-impl Tls {
-    /// Loads both sides' files; an error names the option and the file.
-    pub fn new(server: Option<ServerTls>, upstream: Option<UpstreamTls>) -> Result<Tls, TlsError> {
-        let loaded = load(server.as_ref(), upstream.as_ref())?;
-        Ok(Tls {
-            server,
-            upstream,
-            current: RwLock::new(loaded),
-        })
-    }
-
-    /// Whether either side speaks TLS.
-    pub fn enabled(&self) -> bool {
-        self.server.is_some() || self.upstream.is_some()
-    }
-
-    /// What new connections use now.
-    pub fn current(&self) -> Loaded {
-        match self.current.read() {
-            Ok(loaded) => loaded.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
+impl Loaded {
     /// The name the certificate of the broker at `upstream` is checked against.
     pub fn server_name(&self, upstream: SocketAddr) -> Result<ServerName<'static>, TlsError> {
         match &self.upstream {
@@ -218,29 +206,101 @@ impl Tls {
             None => Ok(ServerName::from(upstream.ip())),
         }
     }
+}
+
+/// Settings loaded and checked, not yet in force: see [`Tls::prepare`].
+pub struct Prepared(Current);
+
+impl Tls {
+    /// Loads both sides' files; an error names the option and the file.
+    pub fn new(server: Option<ServerTls>, upstream: Option<UpstreamTls>) -> Result<Tls, TlsError> {
+        let loaded = load(server.as_ref(), upstream.map(Arc::new))?;
+        Ok(Tls {
+            current: RwLock::new(Current { server, loaded }),
+        })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Current> {
+        self.current.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether either side speaks TLS.
+    pub fn enabled(&self) -> bool {
+        let current = self.read();
+        current.server.is_some() || current.loaded.upstream.is_some()
+    }
+
+    /// What new connections use now.
+    pub fn current(&self) -> Loaded {
+        self.read().loaded.clone()
+    }
 
     /// Reads the files again; new connections use them, connections open keep theirs. On
     /// an error nothing changes.
     pub fn reload(&self) -> Result<(), TlsError> {
-        let loaded = load(self.server.as_ref(), self.upstream.as_ref())?;
-        match self.current.write() {
-            Ok(mut current) => *current = loaded,
-            Err(poisoned) => *poisoned.into_inner() = loaded,
-        }
+        let (server, upstream) = {
+            let current = self.read();
+            (current.server.clone(), current.loaded.upstream.clone())
+        };
+        let loaded = load(server.as_ref(), upstream)?;
+        self.install(Prepared(Current { server, loaded }));
         Ok(())
+    }
+
+    /// Loads new settings for both sides, without putting them in force
+    /// ([`Tls::install`]). Each side stays as it is, TLS or plaintext: turning TLS on or
+    /// off needs a restart, as the listeners' clients and the brokers would need theirs.
+    pub fn prepare(
+        &self,
+        server: Option<ServerTls>,
+        upstream: Option<UpstreamTls>,
+    ) -> Result<Prepared, TlsError> {
+        {
+            let current = self.read();
+            if current.server.is_some() != server.is_some() {
+                return Err(TlsError(
+                    "TLS towards clients (--tls-cert) cannot be turned on or off without a \
+                     restart"
+                        .into(),
+                ));
+            }
+            if current.loaded.upstream.is_some() != upstream.is_some() {
+                return Err(TlsError(
+                    "TLS towards the brokers (--upstream-tls) cannot be turned on or off \
+                     without a restart"
+                        .into(),
+                ));
+            }
+        }
+        let loaded = load(server.as_ref(), upstream.map(Arc::new))?;
+        Ok(Prepared(Current { server, loaded }))
+    }
+
+    /// Puts prepared settings in force: new connections use them, connections open keep
+    /// theirs.
+    pub fn install(&self, prepared: Prepared) {
+        match self.current.write() {
+            Ok(mut current) => *current = prepared.0,
+            Err(poisoned) => *poisoned.into_inner() = prepared.0,
+        }
     }
 }
 
-fn load(server: Option<&ServerTls>, upstream: Option<&UpstreamTls>) -> Result<Loaded, TlsError> {
+fn load(
+    server: Option<&ServerTls>,
+    upstream: Option<Arc<UpstreamTls>>,
+) -> Result<Loaded, TlsError> {
     Ok(Loaded {
         acceptor: server
             .map(ServerTls::load)
             .transpose()?
             .map(tokio_rustls::TlsAcceptor::from),
         connector: upstream
+            .as_deref()
             .map(UpstreamTls::load)
             .transpose()?
             .map(tokio_rustls::TlsConnector::from),
+        upstream,
     })
 }
 

@@ -2,12 +2,14 @@
 //! [`kafka_elect_leaders_proxy::Config`]; the guard itself (policy, answers, audit, the
 //! server) is the `kafka-elect-leaders-proxy` crate.
 
+use std::collections::HashSet;
 use std::io::Write;
+use std::time::Duration;
 
 use kafka_elect_leaders_proxy::audit::log;
 use kafka_elect_leaders_proxy::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, Policy, Route, ServerTls,
-    UpstreamTls,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Policy, Route,
+    ServerTls,
 };
 
 use crate::fail::Failure;
@@ -23,29 +25,40 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         log(format_args!("cannot raise the limit on open files: {e}"));
         1024
     });
-    let max_connections = args
-        .max_connections
-        .unwrap_or_else(|| max_connections_for(fd_limit));
-    let bytes = |text: &std::ffi::OsString| {
-        text.to_string_lossy()
-            .into_owned()
-            .into_bytes()
-            .into_boxed_slice()
+    let file = match &args.config {
+        Some(path) => {
+            Some(ConfigFile::read(path).map_err(|e| Failure::cannot_open(e.to_string()))?)
+        }
+        None => None,
     };
-    let policy = Policy {
-        deny_unclean: args.deny_unclean,
-        protected_topics: args.protect_topic.iter().map(bytes).collect(),
-        allowed_client_ids: args.allow_client_id.iter().map(bytes).collect(),
-        allowed_principals: args
-            .allow_principal
-            .iter()
-            .map(|p| p.as_str().into())
-            .collect(),
-        max_partitions: args.max_partitions,
-        log_only: args.log_only,
+    let config = settings(args, file.as_ref(), max_connections_for(fd_limit))
+        .map_err(|e| Failure::usage("proxy", e))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(serve(config, args, fd_limit))
+}
+
+/// The guard's configuration: the file's (when there is one), each option given on the
+/// command line overriding it, and the defaults for the rest. An error is a usage error,
+/// naming the option.
+fn settings(
+    args: &ProxyArgs,
+    file: Option<&ConfigFile>,
+    max_connections: usize,
+) -> Result<Config, String> {
+    let mut config = Config {
+        max_connections,
+        ..Config::default()
     };
-    let config = Config {
-        routes: args
+    if let Some(file) = file {
+        file.apply(&mut config);
+    }
+    // Routes: the command line's pairs replace the file's.
+    let mut names = file.map(ConfigFile::upstream_names).unwrap_or_default();
+    if !args.listen.is_empty() {
+        config.routes = args
             .listen
             .iter()
             .zip(&args.upstream)
@@ -53,52 +66,151 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
                 listen,
                 upstream: upstream.addr,
             })
-            .collect(),
-        policy,
-        audit: match args.audit_log.as_deref() {
-            None => AuditTarget::Stderr,
-            Some(path) if path == "-" => AuditTarget::Stdout,
-            Some(path) => AuditTarget::File(path.into()),
-        },
-        audit_queue: args.audit_queue,
-        max_connections,
-        max_frame_size: args.max_frame_size,
-        idle_timeout: args.idle_timeout,
-        frame_timeout: args.frame_timeout,
-        upstream_connect_timeout: args.upstream_connect_timeout,
-        request_timeout: args.request_timeout,
-        max_buffered_bytes: args.max_buffered_bytes,
-        tls: match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(ServerTls {
-                cert: cert.clone(),
-                key: key.clone(),
-                client_ca: args.tls_client_ca.clone(),
-            }),
-            _ => None,
-        },
-        upstream_tls: args.upstream_tls.then(|| UpstreamTls {
-            ca: args.upstream_ca.clone(),
-            server_name: args.upstream_server_name.clone(),
-            names: args
-                .upstream
-                .iter()
-                .filter_map(|u| Some((u.addr, u.host.clone()?)))
-                .collect(),
-            client_cert: args
-                .upstream_tls_cert
-                .clone()
-                .zip(args.upstream_tls_key.clone()),
+            .collect();
+        names = args
+            .upstream
+            .iter()
+            .filter_map(|u| Some((u.addr, u.host.clone()?)))
+            .collect();
+    }
+    if config.routes.is_empty() {
+        return Err("no --listen/--upstream pair, and no [[route]] in the --config file".into());
+    }
+    let fixed: Vec<_> = config
+        .routes
+        .iter()
+        .map(|r| r.listen)
+        .filter(|a| a.port() != 0)
+        .collect();
+    if fixed.iter().collect::<HashSet<_>>().len() != fixed.len() {
+        return Err("the same --listen address is given twice".into());
+    }
+
+    // TLS towards clients: each option given replaces the file's.
+    let server = config.tls.take();
+    let cert = args
+        .tls_cert
+        .clone()
+        .or_else(|| server.as_ref().map(|t| t.cert.clone()));
+    let key = args
+        .tls_key
+        .clone()
+        .or_else(|| server.as_ref().map(|t| t.key.clone()));
+    let client_ca = args
+        .tls_client_ca
+        .clone()
+        .or_else(|| server.and_then(|t| t.client_ca));
+    config.tls = match (cert, key) {
+        (Some(cert), Some(key)) => Some(ServerTls {
+            cert,
+            key,
+            client_ca,
         }),
-        plain: args.plain,
+        (Some(_), None) => return Err("--tls-cert needs --tls-key".into()),
+        (None, Some(_)) => return Err("--tls-key needs --tls-cert".into()),
+        (None, None) if client_ca.is_some() => {
+            return Err("--tls-client-ca needs --tls-cert and --tls-key".into())
+        }
+        (None, None) => None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(config))
+    // TLS towards the brokers.
+    let upstream = config.upstream_tls.take();
+    let on = args.upstream_tls || upstream.is_some();
+    let mut upstream = upstream.unwrap_or_default();
+    upstream.names = names;
+    if let Some(ca) = &args.upstream_ca {
+        upstream.ca = Some(ca.clone());
+    }
+    if let Some(name) = &args.upstream_server_name {
+        upstream.server_name = Some(name.clone());
+    }
+    match (&args.upstream_tls_cert, &args.upstream_tls_key) {
+        (Some(cert), Some(key)) => upstream.client_cert = Some((cert.clone(), key.clone())),
+        (Some(_), None) => return Err("--upstream-tls-cert needs --upstream-tls-key".into()),
+        (None, Some(_)) => return Err("--upstream-tls-key needs --upstream-tls-cert".into()),
+        (None, None) => {}
+    }
+    let asked =
+        upstream.ca.is_some() || upstream.server_name.is_some() || upstream.client_cert.is_some();
+    config.upstream_tls = match (on, asked) {
+        (true, _) => Some(upstream),
+        (false, true) => {
+            return Err(
+                "--upstream-ca, --upstream-server-name and --upstream-tls-cert need \
+                        --upstream-tls"
+                    .into(),
+            )
+        }
+        (false, false) => None,
+    };
+
+    // The rules: each option given replaces the file's, in [rules] and in every
+    // principal's own rules alike (the command line is the operator's last word).
+    override_rules(args, &mut config.policy);
+    for own in config.policy.principal_rules.values_mut() {
+        override_rules(args, own);
+    }
+    if !args.allow_principal.is_empty() {
+        config.policy.allowed_principals = args
+            .allow_principal
+            .iter()
+            .map(|p| p.as_str().into())
+            .collect();
+    }
+    if args.plain && config.policy.has_rules() {
+        return Err("--plain parses nothing, so it cannot apply rules".into());
+    }
+
+    if let Some(path) = &args.audit_log {
+        config.audit = if path == "-" {
+            AuditTarget::Stdout
+        } else {
+            AuditTarget::File(path.into())
+        };
+    }
+    let set = |flag: Option<usize>, field: &mut usize| *field = flag.unwrap_or(*field);
+    set(args.audit_queue, &mut config.audit_queue);
+    set(args.max_connections, &mut config.max_connections);
+    set(args.max_frame_size, &mut config.max_frame_size);
+    set(args.max_buffered_bytes, &mut config.max_buffered_bytes);
+    let set = |flag: Option<Duration>, field: &mut Duration| *field = flag.unwrap_or(*field);
+    set(args.idle_timeout, &mut config.idle_timeout);
+    set(args.frame_timeout, &mut config.frame_timeout);
+    set(
+        args.upstream_connect_timeout,
+        &mut config.upstream_connect_timeout,
+    );
+    set(args.request_timeout, &mut config.request_timeout);
+    config.plain = args.plain;
+    Ok(config)
 }
 
-async fn serve(config: Config) -> Result<(), Failure> {
+/// The rules given on the command line, over those of `policy`.
+fn override_rules(args: &ProxyArgs, policy: &mut Policy) {
+    let bytes = |text: &std::ffi::OsString| -> Box<[u8]> {
+        text.to_string_lossy()
+            .into_owned()
+            .into_bytes()
+            .into_boxed_slice()
+    };
+    if args.deny_unclean {
+        policy.deny_unclean = true;
+    }
+    if !args.protect_topic.is_empty() {
+        policy.protected_topics = args.protect_topic.iter().map(bytes).collect();
+    }
+    if !args.allow_client_id.is_empty() {
+        policy.allowed_client_ids = args.allow_client_id.iter().map(bytes).collect();
+    }
+    if let Some(max) = args.max_partitions {
+        policy.max_partitions = Some(max);
+    }
+    if args.log_only {
+        policy.log_only = true;
+    }
+}
+
+async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Failure> {
     let guard = Guard::bind(config).await.map_err(|e| match e {
         kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
         _ => Failure::Input(format!("proxy: {e}")),
@@ -112,16 +224,46 @@ async fn serve(config: Config) -> Result<(), Failure> {
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|e| Failure::Input(format!("proxy: cannot handle SIGHUP: {e}")))?;
     let reloader = guard.reloader();
+    let reload_args = args.clone();
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
-            match reloader.reload() {
-                Ok(true) => log(format_args!(
-                    "SIGHUP: certificates reloaded; new connections use them"
-                )),
-                Ok(false) => log(format_args!("SIGHUP: no TLS, nothing to reload")),
-                Err(e) => log(format_args!(
-                    "SIGHUP: certificates not reloaded, the previous ones stay: {e}"
-                )),
+            match &reload_args.config {
+                // The file again, with the command line over it as at the start.
+                Some(path) => {
+                    let applied = ConfigFile::read(path)
+                        .map_err(|e| e.to_string())
+                        .and_then(|file| {
+                            settings(&reload_args, Some(&file), max_connections_for(fd_limit))
+                        })
+                        .and_then(|config| reloader.apply(&config).map_err(|e| e.to_string()));
+                    match applied {
+                        Ok(restart) if restart.is_empty() => log(format_args!(
+                            "SIGHUP: {} reloaded: its rules are in force, and its \
+                             certificates for new connections",
+                            path.display()
+                        )),
+                        Ok(restart) => log(format_args!(
+                            "SIGHUP: {} reloaded: its rules are in force, and its \
+                             certificates for new connections; changed but not applied until \
+                             a restart: {}",
+                            path.display(),
+                            restart.join(", ")
+                        )),
+                        Err(e) => log(format_args!(
+                            "SIGHUP: {} not reloaded, the configuration in force stays: {e}",
+                            path.display()
+                        )),
+                    }
+                }
+                None => match reloader.reload() {
+                    Ok(true) => log(format_args!(
+                        "SIGHUP: certificates reloaded; new connections use them"
+                    )),
+                    Ok(false) => log(format_args!("SIGHUP: no TLS, nothing to reload")),
+                    Err(e) => log(format_args!(
+                        "SIGHUP: certificates not reloaded, the previous ones stay: {e}"
+                    )),
+                },
             }
         }
     });

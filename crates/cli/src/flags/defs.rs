@@ -339,38 +339,42 @@ pub struct FuzzArgs {
 
 /// `proxy`.
 #[cfg(feature = "proxy")]
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct ProxyArgs {
+    /// Read the options from this TOML file (their names as keys; see the README); an
+    /// option given here overrides the file's. SIGHUP reads it again
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     /// Address to accept clients on (host:port; port 0: any free one)
-    #[arg(long, value_name = "ADDR", value_parser = values::address, required = true)]
+    #[arg(long, value_name = "ADDR", value_parser = values::address, required_unless_present = "config")]
     pub listen: Vec<SocketAddr>,
     /// The broker behind the --listen before it (host:port)
     #[arg(long, value_name = "ADDR", value_parser = values::upstream)]
     pub upstream: Vec<values::Upstream>,
     /// Speak TLS to clients with this certificate chain (PEM, leaf first)
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<std::path::PathBuf>,
     /// The private key of --tls-cert (PEM)
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE")]
     pub tls_key: Option<std::path::PathBuf>,
     /// Require client certificates signed by these CAs (PEM): mutual TLS
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, value_name = "FILE")]
     pub tls_client_ca: Option<std::path::PathBuf>,
     /// Speak TLS to the brokers
     #[arg(long)]
     pub upstream_tls: bool,
     /// The CAs the brokers' certificates must chain to (PEM); default: the system's
-    #[arg(long, value_name = "FILE", requires = "upstream_tls")]
+    #[arg(long, value_name = "FILE")]
     pub upstream_ca: Option<std::path::PathBuf>,
     /// The name the brokers' certificates are checked against; default: each
     /// --upstream's host (its IP address if given as one)
-    #[arg(long, value_name = "NAME", requires = "upstream_tls")]
+    #[arg(long, value_name = "NAME")]
     pub upstream_server_name: Option<String>,
     /// A certificate chain (PEM) the guard presents to the brokers: mutual TLS
-    #[arg(long, value_name = "FILE", requires_all = ["upstream_tls", "upstream_tls_key"])]
+    #[arg(long, value_name = "FILE")]
     pub upstream_tls_cert: Option<std::path::PathBuf>,
     /// The private key of --upstream-tls-cert (PEM)
-    #[arg(long, value_name = "FILE", requires = "upstream_tls_cert")]
+    #[arg(long, value_name = "FILE")]
     pub upstream_tls_key: Option<std::path::PathBuf>,
     /// Every election but PREFERRED is refused: UNCLEAN, and any type the guard does not
     /// know (it fails closed)
@@ -399,15 +403,14 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILE|-")]
     pub audit_log: Option<OsString>,
     /// Audit lines waiting to be written, at most; past it the log is stalled and
-    /// elections are refused (POLICY_VIOLATION) until it drains
+    /// elections are refused (POLICY_VIOLATION) until it drains [default: 4096]
     #[arg(
         long,
         value_name = "LINES",
         value_parser = values::count::<1>,
-        allow_negative_numbers = true,
-        default_value_t = kafka_elect_leaders_proxy::audit::DEFAULT_AUDIT_QUEUE
+        allow_negative_numbers = true
     )]
-    pub audit_queue: usize,
+    pub audit_queue: Option<usize>,
     /// Client connections at once, over all listeners; one more is accepted and closed at
     /// once. Default: what the limit on open files allows (raised to the hard limit at
     /// start), two descriptors a client after 64 kept back
@@ -419,39 +422,40 @@ pub struct ProxyArgs {
     )]
     pub max_connections: Option<usize>,
     /// A connection with no frame either way for this long is closed (like Kafka's
-    /// connections.max.idle.ms): 500ms, 30s, 10m, 1h
-    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "10m")]
-    pub idle_timeout: std::time::Duration,
+    /// connections.max.idle.ms): 500ms, 30s, 10m, 1h [default: 10m]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub idle_timeout: Option<std::time::Duration>,
     /// A frame a client has begun must be whole within this, or the connection is closed
-    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "30s")]
-    pub frame_timeout: std::time::Duration,
+    /// [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub frame_timeout: Option<std::time::Duration>,
     /// Connecting to the broker must succeed within this, or the client is closed
-    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "10s")]
-    pub upstream_connect_timeout: std::time::Duration,
+    /// [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub upstream_connect_timeout: Option<std::time::Duration>,
     /// An answer the broker owes must come within this, after the wait the request asks
     /// for (ElectLeaders' timeout_ms, ...); past it the connection is closed. Produce with
-    /// acks=0 is owed nothing
-    #[arg(long, value_name = "DURATION", value_parser = values::duration, default_value = "2m")]
-    pub request_timeout: std::time::Duration,
+    /// acks=0 is owed nothing [default: 2m]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub request_timeout: Option<std::time::Duration>,
     /// Bytes of frames over 64 KiB held at once, by all connections both ways; a frame
-    /// waits, its sender held back, until its whole size fits: 512MiB, 4GiB
+    /// waits, its sender held back, until its whole size fits: 512MiB, 4GiB [default:
+    /// 1GiB]
     #[arg(
         long,
         value_name = "BYTES",
-        value_parser = values::bytes::<{ 64 * 1024 }>,
-        default_value = "1GiB"
+        value_parser = values::buffered_bytes
     )]
-    pub max_buffered_bytes: usize,
+    pub max_buffered_bytes: Option<usize>,
     /// Largest frame read from either side (Kafka's socket.request.max.bytes); a larger
-    /// size prefix closes the connection
+    /// size prefix closes the connection [default: 104857600]
     #[arg(
         long,
         value_name = "BYTES",
         value_parser = values::frame_size,
-        allow_negative_numbers = true,
-        default_value_t = kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE,
+        allow_negative_numbers = true
     )]
-    pub max_frame_size: usize,
+    pub max_frame_size: Option<usize>,
     /// Copy bytes, parse nothing: the baseline of benches/proxy_throughput.sh.
     #[arg(
         long,

@@ -28,22 +28,12 @@ pub fn address(text: &str) -> Result<SocketAddr, String> {
 /// A broker address as given: resolved, and its host name when it is not an IP address
 /// (what its TLS certificate is checked against).
 #[cfg(feature = "proxy")]
-#[derive(Clone, Debug)]
-pub struct Upstream {
-    pub addr: SocketAddr,
-    pub host: Option<String>,
-}
+pub use kafka_elect_leaders_proxy::file::Upstream;
 
 /// `host:port` of a broker, resolved, keeping the host name.
 #[cfg(feature = "proxy")]
 pub fn upstream(text: &str) -> Result<Upstream, String> {
-    let addr = address(text)?;
-    let host = text
-        .rsplit_once(':')
-        .map(|(host, _)| host.trim_start_matches('[').trim_end_matches(']'))
-        .filter(|host| host.parse::<std::net::IpAddr>().is_err())
-        .map(str::to_owned);
-    Ok(Upstream { addr, host })
+    Upstream::parse(text)
 }
 
 /// A whole number of at least `MIN`.
@@ -59,41 +49,20 @@ pub fn count<const MIN: usize>(text: &str) -> Result<usize, String> {
 /// what a size prefix (an int32) can say.
 #[cfg(feature = "proxy")]
 pub fn frame_size(text: &str) -> Result<usize, String> {
-    let size = count::<8>(text)?;
+    let size = count::<{ kafka_elect_leaders_proxy::file::MIN_FRAME_SIZE }>(text)?;
     if size > i32::MAX as usize {
         return Err(format!("at most {} (a size prefix is an int32)", i32::MAX));
     }
     Ok(size)
 }
 
-/// An amount of memory: bytes, or a number with `KiB`, `MiB` or `GiB`; at least `MIN`.
+/// `--max-buffered-bytes`: bytes, or a number with `KiB`, `MiB` or `GiB`.
 #[cfg(feature = "proxy")]
-pub fn bytes<const MIN: usize>(text: &str) -> Result<usize, String> {
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, ""),
-    };
-    let scale: usize = match unit.trim() {
-        "" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "expected bytes, or a number with KiB, MiB or GiB, at least {MIN}"
-            ))
-        }
-    };
-    match number
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-    {
-        Some(n) if n >= MIN => Ok(n),
-        _ => Err(format!(
-            "expected bytes, or a number with KiB, MiB or GiB, at least {MIN}"
-        )),
-    }
+pub fn buffered_bytes(text: &str) -> Result<usize, String> {
+    kafka_elect_leaders_proxy::file::parse_bytes(
+        text,
+        kafka_elect_leaders_proxy::file::MIN_BUFFERED_BYTES,
+    )
 }
 
 /// A duration: a number and a unit (`500ms`, `2s`, `10m`, `1h`), more than zero.
@@ -117,14 +86,14 @@ pub fn rate(text: &str) -> Result<f64, String> {
 
 #[cfg(all(test, feature = "proxy"))]
 mod tests {
-    use super::*;
+    use kafka_elect_leaders_proxy::file::parse_bytes;
 
     #[test]
     fn amounts_of_memory() {
-        assert_eq!(bytes::<1>("65536"), Ok(65536));
-        assert_eq!(bytes::<1>("64KiB"), Ok(65536));
-        assert_eq!(bytes::<1>("512MiB"), Ok(512 << 20));
-        assert_eq!(bytes::<1>("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_bytes("65536", 1), Ok(65536));
+        assert_eq!(parse_bytes("64KiB", 1), Ok(65536));
+        assert_eq!(parse_bytes("512MiB", 1), Ok(512 << 20));
+        assert_eq!(parse_bytes("2GiB", 1), Ok(2 << 30));
         for bad in [
             "",
             "GiB",
@@ -134,8 +103,9 @@ mod tests {
             "1.5GiB",
             "99999999999999999999",
         ] {
-            assert!(bytes::<1>(bad).is_err(), "{bad:?}");
+            assert!(parse_bytes(bad, 1).is_err(), "{bad:?}");
         }
-        assert!(bytes::<65536>("65535").is_err());
+        assert!(parse_bytes("65535", 65536).is_err());
+        assert!(super::buffered_bytes("65535").is_err());
     }
 }

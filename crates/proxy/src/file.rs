@@ -1,0 +1,656 @@
+//! The guard's configuration file: TOML, read with the `toml` crate.
+//!
+//! Its keys are the command-line options' names, so that one page of documentation serves
+//! both; a repeatable option is a list. What a file leaves out keeps its default, and an
+//! option given on the command line overrides the file (`elect-leaders proxy --config`).
+//!
+//! ```toml
+//! audit-log = "/var/log/elect-leaders/audit.jsonl"
+//! idle-timeout = "10m"
+//! max-buffered-bytes = "1GiB"
+//!
+//! [[route]]                      # one per broker, in order
+//! listen = "0.0.0.0:19092"
+//! upstream = "kafka-1.internal:9093"
+//!
+//! [tls]                          # towards clients: --tls-cert, --tls-key, --tls-client-ca
+//! cert = "guard.pem"
+//! key = "guard.key"
+//! client-ca = "clients-ca.pem"
+//!
+//! [upstream-tls]                 # towards the brokers: --upstream-tls and its options
+//! ca = "kafka-ca.pem"
+//!
+//! [rules]
+//! deny-unclean = true
+//! protect-topic = ["payments"]
+//! allow-principal = ["alice", "ops"]
+//! max-partitions = 1000
+//!
+//! [rules.principal.ops]          # ops's own rules: what it sets replaces [rules]' value
+//! deny-unclean = false
+//! max-partitions = "none"
+//! ```
+//!
+//! Relative paths are read from the file's directory. A file that fails to parse or does
+//! not hold what the guard expects is refused whole, with its line and column; on SIGHUP
+//! the guard then keeps the configuration it runs with.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+use crate::policy::Policy;
+use crate::server::{AuditTarget, Config, Route};
+use crate::tls::{ServerTls, UpstreamTls};
+
+/// What a configuration file sets; `None` (or an empty list) where it says nothing.
+#[derive(Clone, Debug, Default)]
+pub struct ConfigFile {
+    /// `[[route]]`: listeners and their brokers, in order.
+    pub routes: Vec<(SocketAddr, Upstream)>,
+    pub tls: Option<ServerTls>,
+    pub upstream_tls: Option<UpstreamTls>,
+    pub audit: Option<AuditTarget>,
+    pub audit_queue: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub max_frame_size: Option<usize>,
+    pub idle_timeout: Option<Duration>,
+    pub frame_timeout: Option<Duration>,
+    pub upstream_connect_timeout: Option<Duration>,
+    pub request_timeout: Option<Duration>,
+    pub max_buffered_bytes: Option<usize>,
+    /// `[rules]`, with `[rules.principal.NAME]` in `principal_rules`.
+    pub policy: Policy,
+}
+
+/// A broker's address as written: resolved, with its host name when it is not an IP
+/// address (what its TLS certificate is checked against).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub host: Option<String>,
+}
+
+impl Upstream {
+    /// `host:port`, resolved (the first address), keeping the host name.
+    pub fn parse(text: &str) -> Result<Upstream, String> {
+        let addr = match text.to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(addr)) => addr,
+            _ => return Err("expected host:port (e.g. 127.0.0.1:9092)".into()),
+        };
+        let host = text
+            .rsplit_once(':')
+            .map(|(host, _)| host.trim_start_matches('[').trim_end_matches(']'))
+            .filter(|host| host.parse::<std::net::IpAddr>().is_err())
+            .map(str::to_owned);
+        Ok(Upstream { addr, host })
+    }
+}
+
+/// An amount of memory: bytes, or a whole number with `KiB`, `MiB` or `GiB`; at least
+/// `min`.
+pub fn parse_bytes(text: &str, min: usize) -> Result<usize, String> {
+    let expected = || format!("expected bytes, or a number with KiB, MiB or GiB, at least {min}");
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let scale: usize = match unit.trim() {
+        "" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return Err(expected()),
+    };
+    match number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+    {
+        Some(n) if n >= min => Ok(n),
+        _ => Err(expected()),
+    }
+}
+
+/// The smallest `max-buffered-bytes`: a frame under it is never metered.
+pub const MIN_BUFFERED_BYTES: usize = 64 * 1024;
+/// The smallest `max-frame-size`: a request header's first fields.
+pub const MIN_FRAME_SIZE: usize = 8;
+
+/// Why a configuration file was refused: where, and what.
+#[derive(Debug)]
+pub struct FileError {
+    pub path: PathBuf,
+    /// 1-based; 0 when the error is not about one place (the file cannot be read).
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path.display(), self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.path.display(),
+                self.line,
+                self.column,
+                self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
+impl ConfigFile {
+    /// Reads and checks the file at `path`.
+    pub fn read(path: &Path) -> Result<ConfigFile, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| FileError {
+            path: path.to_owned(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read it: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        ConfigFile::parse(&text, base).map_err(|(line, column, message)| FileError {
+            path: path.to_owned(),
+            line,
+            column,
+            message,
+        })
+    }
+
+    /// Parses `text`, with relative paths taken from `base`; an error is `(line, column,
+    /// message)`, 1-based.
+    pub fn parse(text: &str, base: &Path) -> Result<ConfigFile, (usize, usize, String)> {
+        let raw: Raw = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
+            (line, column, e.message().trim_end().to_owned())
+        })?;
+        Ok(raw.into_file(base))
+    }
+
+    /// Puts what the file sets into `config`, leaving the rest as it is.
+    pub fn apply(&self, config: &mut Config) {
+        if !self.routes.is_empty() {
+            config.routes = self
+                .routes
+                .iter()
+                .map(|(listen, upstream)| Route {
+                    listen: *listen,
+                    upstream: upstream.addr,
+                })
+                .collect();
+        }
+        if self.tls.is_some() {
+            config.tls = self.tls.clone();
+        }
+        if let Some(upstream_tls) = &self.upstream_tls {
+            let mut upstream_tls = upstream_tls.clone();
+            upstream_tls.names = self.upstream_names();
+            config.upstream_tls = Some(upstream_tls);
+        }
+        if let Some(audit) = &self.audit {
+            config.audit = audit.clone();
+        }
+        let set = |value: Option<usize>, field: &mut usize| *field = value.unwrap_or(*field);
+        set(self.audit_queue, &mut config.audit_queue);
+        set(self.max_connections, &mut config.max_connections);
+        set(self.max_frame_size, &mut config.max_frame_size);
+        set(self.max_buffered_bytes, &mut config.max_buffered_bytes);
+        let set = |value: Option<Duration>, field: &mut Duration| *field = value.unwrap_or(*field);
+        set(self.idle_timeout, &mut config.idle_timeout);
+        set(self.frame_timeout, &mut config.frame_timeout);
+        set(
+            self.upstream_connect_timeout,
+            &mut config.upstream_connect_timeout,
+        );
+        set(self.request_timeout, &mut config.request_timeout);
+        config.policy = self.policy.clone();
+    }
+
+    /// Each route's broker host name, for its certificate's check.
+    pub fn upstream_names(&self) -> Vec<(SocketAddr, String)> {
+        self.routes
+            .iter()
+            .filter_map(|(_, u)| Some((u.addr, u.host.clone()?)))
+            .collect()
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `at` of `text`.
+fn position(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+// The file as TOML has it. Values are parsed while it is read, so that an error points
+// at the value.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct Raw {
+    #[serde(default)]
+    route: Vec<RawRoute>,
+    tls: Option<RawTls>,
+    upstream_tls: Option<RawUpstreamTls>,
+    audit_log: Option<PathBuf>,
+    #[serde(default, deserialize_with = "at_least_one")]
+    audit_queue: Option<usize>,
+    #[serde(default, deserialize_with = "at_least_one")]
+    max_connections: Option<usize>,
+    #[serde(default, deserialize_with = "frame_size")]
+    max_frame_size: Option<usize>,
+    #[serde(default, deserialize_with = "duration")]
+    idle_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    frame_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    upstream_connect_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    request_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "buffered_bytes")]
+    max_buffered_bytes: Option<usize>,
+    #[serde(default)]
+    rules: RawRules,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawRoute {
+    #[serde(deserialize_with = "listen")]
+    listen: SocketAddr,
+    #[serde(deserialize_with = "upstream")]
+    upstream: Upstream,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawTls {
+    cert: PathBuf,
+    key: PathBuf,
+    client_ca: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawUpstreamTls {
+    ca: Option<PathBuf>,
+    server_name: Option<String>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawRules {
+    #[serde(default)]
+    deny_unclean: bool,
+    #[serde(default)]
+    protect_topic: Vec<String>,
+    #[serde(default)]
+    allow_client_id: Vec<String>,
+    #[serde(default)]
+    allow_principal: Vec<String>,
+    #[serde(default, deserialize_with = "partition_cap")]
+    max_partitions: Option<Cap>,
+    #[serde(default)]
+    log_only: bool,
+    #[serde(default)]
+    principal: BTreeMap<String, RawPrincipalRules>,
+}
+
+/// A principal's own rules: each one set replaces `[rules]`' value for it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawPrincipalRules {
+    deny_unclean: Option<bool>,
+    protect_topic: Option<Vec<String>>,
+    allow_client_id: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "partition_cap")]
+    max_partitions: Option<Cap>,
+    log_only: Option<bool>,
+}
+
+/// `max-partitions`: a number, or "none" (a principal's own rules lifting the cap).
+#[derive(Clone, Copy)]
+struct Cap(Option<usize>);
+
+fn names(list: &[String]) -> HashSet<Box<[u8]>> {
+    list.iter().map(|n| n.as_bytes().into()).collect()
+}
+
+impl Raw {
+    fn into_file(self, base: &Path) -> ConfigFile {
+        let path = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+        let rules = self.rules;
+        let policy = Policy {
+            deny_unclean: rules.deny_unclean,
+            protected_topics: names(&rules.protect_topic),
+            allowed_client_ids: names(&rules.allow_client_id),
+            allowed_principals: rules
+                .allow_principal
+                .iter()
+                .map(|p| p.as_str().into())
+                .collect(),
+            max_partitions: rules.max_partitions.and_then(|c| c.0),
+            log_only: rules.log_only,
+            principal_rules: Default::default(),
+        };
+        let principal_rules = rules
+            .principal
+            .into_iter()
+            .map(|(name, own)| {
+                let mut theirs = Policy {
+                    principal_rules: Default::default(),
+                    ..policy.clone()
+                };
+                if let Some(v) = own.deny_unclean {
+                    theirs.deny_unclean = v;
+                }
+                if let Some(v) = &own.protect_topic {
+                    theirs.protected_topics = names(v);
+                }
+                if let Some(v) = &own.allow_client_id {
+                    theirs.allowed_client_ids = names(v);
+                }
+                if let Some(v) = own.max_partitions {
+                    theirs.max_partitions = v.0;
+                }
+                if let Some(v) = own.log_only {
+                    theirs.log_only = v;
+                }
+                (name.into_boxed_str(), theirs)
+            })
+            .collect();
+        ConfigFile {
+            routes: self
+                .route
+                .into_iter()
+                .map(|r| (r.listen, r.upstream))
+                .collect(),
+            tls: self.tls.map(|t| ServerTls {
+                cert: path(t.cert),
+                key: path(t.key),
+                client_ca: t.client_ca.map(path),
+            }),
+            upstream_tls: self.upstream_tls.map(|t| UpstreamTls {
+                ca: t.ca.map(path),
+                server_name: t.server_name,
+                names: Vec::new(),
+                client_cert: t.cert.map(path).zip(t.key.map(path)),
+            }),
+            audit: self.audit_log.map(|p| {
+                if p.as_os_str() == "-" {
+                    AuditTarget::Stdout
+                } else {
+                    AuditTarget::File(path(p))
+                }
+            }),
+            audit_queue: self.audit_queue,
+            max_connections: self.max_connections,
+            max_frame_size: self.max_frame_size,
+            idle_timeout: self.idle_timeout,
+            frame_timeout: self.frame_timeout,
+            upstream_connect_timeout: self.upstream_connect_timeout,
+            request_timeout: self.request_timeout,
+            max_buffered_bytes: self.max_buffered_bytes,
+            policy: Policy {
+                principal_rules,
+                ..policy
+            },
+        }
+    }
+}
+
+// Value readers: each error becomes toml's, at the value's place.
+
+fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    let text = String::deserialize(d)?;
+    match text.to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(addr)) => Ok(addr),
+        _ => Err(de::Error::custom(
+            "expected host:port (e.g. 0.0.0.0:19092; port 0: any free one)",
+        )),
+    }
+}
+
+fn upstream<'de, D: Deserializer<'de>>(d: D) -> Result<Upstream, D::Error> {
+    Upstream::parse(&String::deserialize(d)?).map_err(de::Error::custom)
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let text = String::deserialize(d)?;
+    match humantime::parse_duration(&text) {
+        Ok(d) if !d.is_zero() => Ok(Some(d)),
+        Ok(_) => Err(de::Error::custom("expected a duration above zero")),
+        Err(e) => Err(de::Error::custom(format!(
+            "expected a duration such as \"500ms\", \"30s\" or \"10m\" ({e})"
+        ))),
+    }
+}
+
+fn at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    match i64::deserialize(d)? {
+        n if n >= 1 => usize::try_from(n)
+            .map(Some)
+            .map_err(|_| de::Error::custom("too large")),
+        _ => Err(de::Error::custom("expected a whole number of at least 1")),
+    }
+}
+
+/// Bytes: a number, or a string with a unit ("512MiB").
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Amount {
+    Number(i64),
+    Text(String),
+}
+
+fn amount<'de, D: Deserializer<'de>>(d: D, min: usize) -> Result<usize, D::Error> {
+    match Amount::deserialize(d)? {
+        Amount::Number(n) => usize::try_from(n)
+            .ok()
+            .filter(|&n| n >= min)
+            .ok_or_else(|| de::Error::custom(format!("expected at least {min} bytes"))),
+        Amount::Text(text) => parse_bytes(&text, min).map_err(de::Error::custom),
+    }
+}
+
+fn buffered_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    amount(d, MIN_BUFFERED_BYTES).map(Some)
+}
+
+fn frame_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let size = amount(d, MIN_FRAME_SIZE)?;
+    if size > i32::MAX as usize {
+        return Err(de::Error::custom(format!(
+            "at most {} (a size prefix is an int32)",
+            i32::MAX
+        )));
+    }
+    Ok(Some(size))
+}
+
+fn partition_cap<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cap>, D::Error> {
+    match Amount::deserialize(d)? {
+        Amount::Number(n) => usize::try_from(n)
+            .map(|n| Some(Cap(Some(n))))
+            .map_err(|_| de::Error::custom("expected a whole number, or \"none\"")),
+        Amount::Text(text) if text == "none" => Ok(Some(Cap(None))),
+        Amount::Text(_) => Err(de::Error::custom("expected a whole number, or \"none\"")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ConfigFile, (usize, usize, String)> {
+        ConfigFile::parse(text, Path::new("/etc/guard"))
+    }
+
+    #[test]
+    fn a_whole_file() {
+        let file = parse(
+            r#"
+audit-log = "audit.jsonl"
+idle-timeout = "5m"
+max-buffered-bytes = "512MiB"
+max-frame-size = 1048576
+max-connections = 100
+
+[[route]]
+listen = "127.0.0.1:0"
+upstream = "localhost:9092"
+
+[[route]]
+listen = "127.0.0.1:19093"
+upstream = "127.0.0.2:9093"
+
+[tls]
+cert = "guard.pem"
+key = "/keys/guard.key"
+
+[upstream-tls]
+ca = "ca.pem"
+
+[rules]
+deny-unclean = true
+protect-topic = ["payments"]
+allow-principal = ["alice", "ops"]
+max-partitions = 100
+
+[rules.principal.ops]
+deny-unclean = false
+max-partitions = "none"
+
+[rules.principal."CN=bob,O=example"]
+log-only = true
+"#,
+        )
+        .unwrap();
+        assert_eq!(file.routes.len(), 2);
+        assert_eq!(file.routes[0].1.host.as_deref(), Some("localhost"));
+        assert_eq!(file.routes[1].1.host, None);
+        assert_eq!(
+            file.tls.as_ref().unwrap().cert,
+            Path::new("/etc/guard/guard.pem")
+        );
+        assert_eq!(file.tls.as_ref().unwrap().key, Path::new("/keys/guard.key"));
+        assert_eq!(
+            file.audit,
+            Some(AuditTarget::File("/etc/guard/audit.jsonl".into()))
+        );
+        assert_eq!(file.idle_timeout, Some(Duration::from_secs(300)));
+        assert_eq!(file.max_buffered_bytes, Some(512 << 20));
+        assert_eq!(file.max_frame_size, Some(1 << 20));
+        let policy = &file.policy;
+        assert!(policy.deny_unclean && policy.is_protected(b"payments"));
+        assert_eq!(policy.max_partitions, Some(100));
+        let ops = &policy.principal_rules["ops"];
+        assert!(!ops.deny_unclean && ops.is_protected(b"payments"));
+        assert_eq!(ops.max_partitions, None);
+        let bob = &policy.principal_rules["CN=bob,O=example"];
+        assert!(bob.log_only && bob.deny_unclean && bob.max_partitions == Some(100));
+
+        let mut config = Config::default();
+        file.apply(&mut config);
+        assert_eq!(config.routes.len(), 2);
+        assert_eq!(config.max_connections, 100);
+        assert_eq!(config.frame_timeout, crate::DEFAULT_FRAME_TIMEOUT);
+        let names = &config.upstream_tls.as_ref().unwrap().names;
+        assert_eq!(names.len(), 1);
+        assert_eq!(names[0].1, "localhost");
+    }
+
+    #[test]
+    fn an_empty_file_changes_nothing() {
+        let mut config = Config::default();
+        parse("").unwrap().apply(&mut config);
+        assert!(config.routes.is_empty() && !config.policy.has_rules());
+        assert_eq!(config.idle_timeout, crate::DEFAULT_IDLE_TIMEOUT);
+    }
+
+    /// Every error names the line and column of the value or key at fault.
+    #[test]
+    fn errors_say_where() {
+        for (text, line, column, says) in [
+            ("idle-timeout = \"soon\"", 1, 16, "expected a duration"),
+            ("idle-timeout = \"0s\"", 1, 16, "above zero"),
+            (
+                "\n[rules]\ndeny-uncleen = true",
+                3,
+                1,
+                "unknown field `deny-uncleen`",
+            ),
+            (
+                "[rules]\ndeny-unclean = \"yes\"",
+                2,
+                16,
+                "expected a boolean",
+            ),
+            (
+                "[[route]]\nlisten = \"127.0.0.1:0\"\nupstream = \"nowhere\"",
+                3,
+                12,
+                "expected host:port",
+            ),
+            ("max-buffered-bytes = \"1GB\"", 1, 22, "KiB, MiB or GiB"),
+            ("max-buffered-bytes = 100", 1, 22, "at least 65536"),
+            (
+                "max-frame-size = 4294967296",
+                1,
+                18,
+                "a size prefix is an int32",
+            ),
+            ("[rules]\nmax-partitions = -1", 2, 18, "\"none\""),
+            (
+                "[rules.principal.ops]\nallow-principal = []",
+                2,
+                1,
+                "unknown field",
+            ),
+            ("audit-queue = 0", 1, 15, "at least 1"),
+            ("[tls]\ncert = \"a.pem\"", 1, 1, "missing field `key`"),
+            ("idle-timeout = ", 1, 16, ""),
+        ] {
+            let (l, c, message) = parse(text).map(|_| ()).unwrap_err();
+            assert_eq!((l, c), (line, column), "{text:?}: {message}");
+            assert!(message.contains(says), "{text:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn read_names_the_file() {
+        let e = ConfigFile::read(Path::new("/nonexistent/guard.toml")).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("/nonexistent/guard.toml: cannot read it"));
+        let dir = std::env::temp_dir().join(format!("kel-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("guard.toml");
+        std::fs::write(&path, "[rules]\nmax-partitions = \"many\"\n").unwrap();
+        let e = ConfigFile::read(&path).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}:2:18: expected a whole number, or \"none\"",
+                path.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
