@@ -306,8 +306,17 @@ fn load(
 
 /// An I/O error of a handshake, for the log: rustls says what failed.
 pub fn handshake_error(e: &io::Error) -> String {
-    match e.get_ref() {
-        Some(inner) => inner.to_string(),
-        None => e.to_string(),
+    let Some(inner) = e.get_ref() else {
+        return e.to_string();
+    };
+    // The most common mistake said plainly: a client configured for PLAINTEXT (or
+    // SASL_PLAINTEXT) on a TLS listener sends a Kafka request where a TLS record belongs.
+    if let Some(rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)) =
+        inner.downcast_ref::<rustls::Error>()
+    {
+        return format!(
+            "{inner} (the peer does not speak TLS: a plaintext client on a TLS listener?)"
+        );
     }
+    inner.to_string()
 }

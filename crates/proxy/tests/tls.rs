@@ -59,6 +59,26 @@ impl Pki {
         let client = client_params.signed_by(&client_key, &ca).unwrap();
         self.write("client.pem", &client.pem());
         self.write("client.key", &client_key.serialize_pem());
+
+        // The same two, expired at the end of 2020.
+        let expired = |mut params: CertificateParams, key: &KeyPair| {
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 12, 31);
+            params.signed_by(key, &ca).unwrap()
+        };
+        let server = expired(
+            CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap(),
+            &server_key,
+        );
+        self.write("expired-server.pem", &server.pem());
+        let mut client_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        client_params
+            .distinguished_name
+            .push(DnType::CommonName, "alice");
+        self.write(
+            "expired-client.pem",
+            &expired(client_params, &client_key).pem(),
+        );
     }
 
     fn write(&self, file: &str, pem: &str) {
@@ -128,6 +148,37 @@ async fn answer_all<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) {
             return;
         }
     }
+}
+
+/// The fake broker's TLS configuration: the PKI's server certificate (or `cert`, with the
+/// same key), requiring a client certificate signed by the PKI's CA when `mtls`.
+fn broker_tls(pki: &Pki, cert: &str, mtls: bool) -> Arc<rustls::ServerConfig> {
+    let key = PrivateKeyDer::from_pem_file(pki.path("server.key")).unwrap();
+    let builder = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap();
+    let builder = if mtls {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in certs(&pki.path("ca.pem")) {
+            roots.add(cert).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    Arc::new(
+        builder
+            .with_single_cert(certs(&pki.path(cert)), key)
+            .unwrap(),
+    )
 }
 
 /// The fake broker, plaintext or (with a server configuration) TLS.
@@ -397,4 +448,146 @@ async fn the_client_certificate_is_the_principal() {
             assert_eq!(response.error_code().0, 44);
         }
     }
+}
+
+/// Expired certificates are refused wherever the guard checks one: a client's under mTLS,
+/// and a broker's. Each refusal closes that connection alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_certificates_are_refused() {
+    let pki = Pki::new("expired", "ca-one");
+    let upstream = broker(None).await;
+    let (listen, _) = guard(upstream, |c| c.tls = Some(pki.server_tls(true))).await;
+    let expired = client_config(
+        &pki.path("ca.pem"),
+        Some((&pki.path("expired-client.pem"), &pki.path("client.key"))),
+    );
+    assert!(tls_round_trip(listen, expired, 1).await.is_err());
+    let alice = client_config(
+        &pki.path("ca.pem"),
+        Some((&pki.path("client.pem"), &pki.path("client.key"))),
+    );
+    assert_eq!(tls_round_trip(listen, alice, 2).await.unwrap(), 2);
+
+    // A broker presenting an expired certificate: the client is closed, never served in
+    // clear.
+    let stale = broker(Some(broker_tls(&pki, "expired-server.pem", false))).await;
+    let fresh = broker(Some(broker_tls(&pki, "server.pem", false))).await;
+    let upstream_tls = UpstreamTls {
+        ca: Some(pki.path("ca.pem")),
+        ..UpstreamTls::default()
+    };
+    for (upstream, served) in [(stale, false), (fresh, true)] {
+        let (listen, _) = guard(upstream, |c| c.upstream_tls = Some(upstream_tls.clone())).await;
+        let mut client = TcpStream::connect(listen).await.unwrap();
+        assert_eq!(
+            round_trip(&mut client, 3).await.is_ok(),
+            served,
+            "{upstream}"
+        );
+    }
+}
+
+/// A broker that requires a client certificate: without one of the guard's own
+/// (`--upstream-tls-cert`) the handshake fails and the client is closed; with one, served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mtls_towards_the_broker() {
+    let pki = Pki::new("upstream-mtls", "ca-one");
+    let upstream = broker(Some(broker_tls(&pki, "server.pem", true))).await;
+    let other = Pki::new("upstream-mtls-other", "ca-other");
+    for (client_cert, served) in [
+        (None, false),
+        (
+            Some((other.path("client.pem"), other.path("client.key"))),
+            false,
+        ),
+        (Some((pki.path("client.pem"), pki.path("client.key"))), true),
+    ] {
+        let (listen, _) = guard(upstream, |c| {
+            c.upstream_tls = Some(UpstreamTls {
+                ca: Some(pki.path("ca.pem")),
+                client_cert: client_cert.clone(),
+                ..UpstreamTls::default()
+            })
+        })
+        .await;
+        let mut client = TcpStream::connect(listen).await.unwrap();
+        assert_eq!(
+            round_trip(&mut client, 4).await.is_ok(),
+            served,
+            "{client_cert:?}"
+        );
+    }
+}
+
+/// `Reloader::apply` (SIGHUP with --config) puts new certificate files and a new policy in
+/// force together, or nothing of them: a key that cannot be loaded keeps both the old
+/// certificate and the old policy, and TLS cannot be turned off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_swaps_certificates_and_policy_together_or_nothing() {
+    use kafka_elect_leaders::{
+        ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
+    };
+    let one = Pki::new("apply-one", "ca-one");
+    let two = Pki::new("apply-two", "ca-two");
+    let upstream = broker(None).await;
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    });
+    config.tls = Some(one.server_tls(false));
+    let started = config.clone();
+    let guard = Guard::bind(config).await.unwrap();
+    let listen = guard.routes()[0].listen;
+    let reloader = guard.reloader();
+    tokio::spawn(guard.run(std::future::pending()));
+
+    // An unclean election over TLS trusting `ca`: whether the guard refused it itself.
+    let topics = [TopicPartitionsData::new(b"orders", &[0])];
+    let refused = |ca: PathBuf| async move {
+        let request = ElectLeadersRequestData {
+            correlation_id: 5,
+            election_type: ElectionType::UNCLEAN,
+            topic_partitions: Some(&topics),
+            ..Default::default()
+        }
+        .encode_to_vec(2)
+        .unwrap();
+        let tcp = TcpStream::connect(listen).await.unwrap();
+        let mut s = tokio_rustls::TlsConnector::from(client_config(&ca, None))
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await?;
+        s.write_all(&request).await?;
+        let mut size = [0u8; 4];
+        timeout(Duration::from_secs(5), s.read_exact(&mut size))
+            .await
+            .map_err(|_| std::io::Error::other("no answer"))??;
+        // The fake broker's answer is the correlation id alone.
+        Ok::<bool, std::io::Error>(i32::from_be_bytes(size) > 4)
+    };
+    assert!(!refused(one.path("ca.pem")).await.unwrap());
+
+    // The new policy with a key that does not load: nothing changes.
+    let mut next = started.clone();
+    next.policy.deny_unclean = true;
+    next.tls = Some(ServerTls {
+        key: two.path("missing.key"),
+        ..two.server_tls(false)
+    });
+    let e = reloader.apply(&next).unwrap_err();
+    assert!(e.to_string().contains("missing.key"), "{e}");
+    assert!(!refused(one.path("ca.pem")).await.unwrap());
+
+    // Turning TLS off needs a restart: refused, nothing changes.
+    let mut plain = next.clone();
+    plain.tls = None;
+    assert!(reloader.apply(&plain).is_err());
+    assert!(!refused(one.path("ca.pem")).await.unwrap());
+
+    // Both in force at once; a changed timeout is named as waiting for a restart.
+    next.tls = Some(two.server_tls(false));
+    next.idle_timeout = Duration::from_secs(1);
+    assert_eq!(reloader.apply(&next).unwrap(), ["idle-timeout"]);
+    assert!(refused(two.path("ca.pem")).await.unwrap());
+    assert!(refused(one.path("ca.pem")).await.is_err());
 }
