@@ -883,6 +883,7 @@ fn conn_info() -> ConnInfo {
     ConnInfo {
         client: "192.0.2.1:50000".parse().unwrap(),
         listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
         upstream: "127.0.0.1:9092".parse().unwrap(),
     }
 }

@@ -100,6 +100,9 @@ pub struct ConnInfo {
     pub client: SocketAddr,
     /// The guard's listener the client connected to.
     pub listener: SocketAddr,
+    /// The address the client reached the guard on (the listener's, unless it listens on
+    /// an unspecified address such as 0.0.0.0).
+    pub local: SocketAddr,
     /// The broker behind that listener.
     pub upstream: SocketAddr,
 }

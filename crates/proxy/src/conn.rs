@@ -41,6 +41,7 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore, TryAcqui
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
+use crate::addresses::Addresses;
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
@@ -86,6 +87,8 @@ pub struct Shared {
     pub budget: Budget,
     /// TLS towards clients, brokers or both; None: plaintext both ways.
     pub tls: Option<Tls>,
+    /// Broker addresses rewritten in the answers that carry them.
+    pub addresses: Addresses,
 }
 
 impl Shared {
@@ -102,6 +105,18 @@ impl Shared {
             request_timeout: config.request_timeout,
             budget: Budget::new(config.max_buffered_bytes),
             tls: None,
+            addresses: Addresses::new(
+                config.routes.iter().map(|r| {
+                    let name = config
+                        .upstream_names
+                        .iter()
+                        .find(|(addr, _)| *addr == r.upstream)
+                        .map(|(_, name)| name.clone());
+                    (r.listen, r.upstream, name)
+                }),
+                config.advertise_host.clone(),
+                None,
+            ),
         }
     }
 
@@ -207,10 +222,12 @@ impl Slot {
 }
 
 /// Serves one accepted client: connects to its upstream, then proxies until either side
-/// closes, a frame is malformed, or the proxy stops.
+/// closes, a frame is malformed, or the proxy stops. `advertised`: the host name of a
+/// broker with no route, as it advertised itself (its certificate's name, with TLS).
 pub async fn serve(
     client: TcpStream,
     conn: ConnInfo,
+    advertised: Option<String>,
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
@@ -220,7 +237,8 @@ pub async fn serve(
     let Some(client) = client_side(client, &conn, &shared, tls.as_ref()).await else {
         return;
     };
-    let Some(upstream) = upstream_side(&conn, &shared, tls.as_ref()).await else {
+    let Some(upstream) = upstream_side(&conn, &shared, tls.as_ref(), advertised.as_deref()).await
+    else {
         return;
     };
     let plain_mode = shared.plain;
@@ -345,6 +363,7 @@ async fn upstream_side(
     conn: &ConnInfo,
     shared: &Shared,
     tls: Option<&Loaded>,
+    advertised: Option<&str>,
 ) -> Option<UpstreamSide> {
     let connect_timeout = shared.upstream_connect_timeout;
     let connector = tls.and_then(|tls| tls.connector.clone());
@@ -357,7 +376,7 @@ async fn upstream_side(
             return Ok(UpstreamSide::Plain(upstream));
         };
         let name = tls
-            .map(|tls| tls.server_name(conn.upstream))
+            .map(|tls| tls.server_name(conn.upstream, advertised))
             .transpose()
             .map_err(|e| e.to_string())?
             .unwrap_or_else(|| conn.upstream.ip().into());
@@ -1096,6 +1115,14 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 Slot::Forwarded { pending, .. } => {
                     if pending.api_key == API_VERSIONS {
                         cap_versions(&mut frame, pending, conn_info);
+                    }
+                    if let Some(rewritten) = shared.addresses.rewrite(
+                        &frame,
+                        pending.api_key,
+                        pending.api_version,
+                        conn_info,
+                    ) {
+                        frame = rewritten;
                     }
                     if pending.api_key == SASL_AUTHENTICATE {
                         identity.authenticate_answer(

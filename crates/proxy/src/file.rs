@@ -8,6 +8,7 @@
 //! audit-log = "/var/log/elect-leaders/audit.jsonl"
 //! idle-timeout = "10m"
 //! max-buffered-bytes = "1GiB"
+//! advertise-host = "guard.example.com"   # what clients are told in broker addresses
 //!
 //! [[route]]                      # one per broker, in order
 //! listen = "0.0.0.0:19092"
@@ -45,6 +46,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
+use crate::addresses::DynamicListen;
 use crate::policy::Policy;
 use crate::server::{AuditTarget, Config, Route};
 use crate::tls::{ServerTls, UpstreamTls};
@@ -65,6 +67,8 @@ pub struct ConfigFile {
     pub upstream_connect_timeout: Option<Duration>,
     pub request_timeout: Option<Duration>,
     pub max_buffered_bytes: Option<usize>,
+    pub advertise_host: Option<String>,
+    pub dynamic_listen: Option<DynamicListen>,
     /// `[rules]`, with `[rules.principal.NAME]` in `principal_rules`.
     pub policy: Policy,
 }
@@ -216,6 +220,13 @@ impl ConfigFile {
             &mut config.upstream_connect_timeout,
         );
         set(self.request_timeout, &mut config.request_timeout);
+        if self.advertise_host.is_some() {
+            config.advertise_host = self.advertise_host.clone();
+        }
+        if self.dynamic_listen.is_some() {
+            config.dynamic_listen = self.dynamic_listen;
+        }
+        config.upstream_names = self.upstream_names();
         config.policy = self.policy.clone();
     }
 
@@ -263,6 +274,9 @@ struct Raw {
     request_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "buffered_bytes")]
     max_buffered_bytes: Option<usize>,
+    advertise_host: Option<String>,
+    #[serde(default, deserialize_with = "dynamic_listen")]
+    dynamic_listen: Option<DynamicListen>,
     #[serde(default)]
     rules: RawRules,
 }
@@ -407,6 +421,8 @@ impl Raw {
             upstream_connect_timeout: self.upstream_connect_timeout,
             request_timeout: self.request_timeout,
             max_buffered_bytes: self.max_buffered_bytes,
+            advertise_host: self.advertise_host,
+            dynamic_listen: self.dynamic_listen,
             policy: Policy {
                 principal_rules,
                 ..policy
@@ -425,6 +441,12 @@ fn listen<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
             "expected host:port (e.g. 0.0.0.0:19092; port 0: any free one)",
         )),
     }
+}
+
+fn dynamic_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DynamicListen>, D::Error> {
+    DynamicListen::parse(&String::deserialize(d)?)
+        .map(Some)
+        .map_err(de::Error::custom)
 }
 
 fn upstream<'de, D: Deserializer<'de>>(d: D) -> Result<Upstream, D::Error> {
@@ -511,6 +533,8 @@ idle-timeout = "5m"
 max-buffered-bytes = "512MiB"
 max-frame-size = 1048576
 max-connections = 100
+advertise-host = "guard.example"
+dynamic-listen = "0.0.0.0:19100-19199"
 
 [[route]]
 listen = "127.0.0.1:0"
@@ -557,6 +581,15 @@ log-only = true
         assert_eq!(file.idle_timeout, Some(Duration::from_secs(300)));
         assert_eq!(file.max_buffered_bytes, Some(512 << 20));
         assert_eq!(file.max_frame_size, Some(1 << 20));
+        assert_eq!(file.advertise_host.as_deref(), Some("guard.example"));
+        assert_eq!(
+            file.dynamic_listen,
+            Some(DynamicListen {
+                ip: "0.0.0.0".parse().unwrap(),
+                first: 19100,
+                last: 19199
+            })
+        );
         let policy = &file.policy;
         assert!(policy.deny_unclean && policy.is_protected(b"payments"));
         assert_eq!(policy.max_partitions, Some(100));
@@ -624,6 +657,7 @@ log-only = true
                 "unknown field",
             ),
             ("audit-queue = 0", 1, 15, "at least 1"),
+            ("dynamic-listen = \"0.0.0.0:9-8\"", 1, 18, "IP:FIRST-LAST"),
             ("[tls]\ncert = \"a.pem\"", 1, 1, "missing field `key`"),
             ("idle-timeout = ", 1, 16, ""),
         ] {

@@ -86,6 +86,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod addresses;
 pub mod answer;
 pub mod audit;
 mod budget;

@@ -11,6 +11,7 @@ use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
+use crate::addresses::{Addresses, Opened};
 use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE};
 use crate::conn::{self, Shared};
 use crate::policy::Policy;
@@ -81,6 +82,17 @@ pub struct Config {
     /// both directions; a frame waits (its sender held back by TCP) until its whole size
     /// fits. Default 1 GiB.
     pub max_buffered_bytes: usize,
+    /// Each broker's host name as written (`--upstream kafka-1:9092`), by its resolved
+    /// address: a broker advertising that name is recognised as that route's
+    /// ([`crate::addresses`]).
+    pub upstream_names: Vec<(SocketAddr, String)>,
+    /// The host clients are told for the guard's listeners in rewritten broker addresses
+    /// (`--advertise-host`). None: each listener's IP address, or for a listener on an
+    /// unspecified address (0.0.0.0), the address the client reached.
+    pub advertise_host: Option<String>,
+    /// Listeners opened for brokers that have no route (`--dynamic-listen`); None: such a
+    /// broker's address is left as it is, with a warning.
+    pub dynamic_listen: Option<crate::addresses::DynamicListen>,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
@@ -112,6 +124,9 @@ impl Default for Config {
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             tls: None,
             upstream_tls: None,
+            upstream_names: Vec::new(),
+            advertise_host: None,
+            dynamic_listen: None,
             plain: false,
         }
     }
@@ -271,12 +286,16 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
         old.max_buffered_bytes != new.max_buffered_bytes,
         "max-buffered-bytes",
     );
+    check(old.advertise_host != new.advertise_host, "advertise-host");
+    check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
     changed
 }
 
 /// The guard with its listeners bound, not yet accepting.
 pub struct Guard {
     listeners: Vec<(TcpListener, SocketAddr, SocketAddr)>,
+    /// Listeners opened while the guard runs, for brokers with no route.
+    opened: tokio::sync::mpsc::UnboundedReceiver<Opened>,
     max_connections: usize,
     shared: Arc<Shared>,
     started: Arc<Config>,
@@ -319,11 +338,26 @@ impl Guard {
                 .map_err(|e| StartError::LocalAddr(route.listen, e))?;
             listeners.push((listener, local, route.upstream));
         }
+        let (open, opened) = tokio::sync::mpsc::unbounded_channel();
+        let addresses = Addresses::new(
+            listeners.iter().map(|&(_, listen, upstream)| {
+                let name = config
+                    .upstream_names
+                    .iter()
+                    .find(|(addr, _)| *addr == upstream)
+                    .map(|(_, name)| name.clone());
+                (listen, upstream, name)
+            }),
+            config.advertise_host.clone(),
+            config.dynamic_listen.map(|range| (range, open)),
+        );
         Ok(Guard {
             listeners,
+            opened,
             max_connections: config.max_connections,
             shared: Arc::new(Shared {
                 tls,
+                addresses,
                 ..Shared::new(&config, audit)
             }),
             started: Arc::new(config),
@@ -359,14 +393,39 @@ impl Guard {
             accepting.push(tokio::spawn(accept(
                 listener,
                 local,
-                upstream,
+                Target::Fixed(upstream),
                 connections.clone(),
                 max_connections,
                 self.shared.clone(),
                 stop_rx.clone(),
             )));
         }
-        stop.await;
+        // Listeners opened for brokers with no route, as the rewrite finds them.
+        let mut opened = self.opened;
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                Some(o) = opened.recv() => {
+                    let listener = match TcpListener::from_std(o.listener) {
+                        Ok(listener) => listener,
+                        Err(e) => {
+                            log(format_args!("{}: cannot accept on it: {e}", o.local));
+                            continue;
+                        }
+                    };
+                    accepting.push(tokio::spawn(accept(
+                        listener,
+                        o.local,
+                        Target::Named(o.host, o.port),
+                        connections.clone(),
+                        max_connections,
+                        self.shared.clone(),
+                        stop_rx.clone(),
+                    )));
+                }
+            }
+        }
         let _ = stop_tx.send(true);
         for task in accepting {
             let _ = task.await;
@@ -401,10 +460,18 @@ impl Guard {
     }
 }
 
+/// The broker behind a listener: a route's address, or for a listener opened for a broker
+/// with no route, the host and port it advertised (resolved for each client, as Kafka's
+/// clients do).
+enum Target {
+    Fixed(SocketAddr),
+    Named(String, u16),
+}
+
 async fn accept(
     listener: TcpListener,
     local: SocketAddr,
-    upstream: SocketAddr,
+    target: Target,
     connections: Arc<Semaphore>,
     max_connections: usize,
     shared: Arc<Shared>,
@@ -457,18 +524,51 @@ async fn accept(
             drop(client);
             continue;
         };
-        let conn = ConnInfo {
-            client: peer,
-            listener: local,
-            upstream,
-        };
+        let reached = client.local_addr().unwrap_or(local);
         let shared = shared.clone();
         let stop = stop.clone();
+        let upstream = match &target {
+            Target::Fixed(addr) => Ok(*addr),
+            Target::Named(host, port) => Err((host.clone(), *port)),
+        };
         tokio::spawn(async move {
-            conn::serve(client, conn, shared, stop).await;
+            let (upstream, advertised) = match upstream {
+                Ok(addr) => (addr, None),
+                Err((host, port)) => match resolve(&host, port, &shared).await {
+                    Ok(addr) => (addr, Some(host)),
+                    Err(e) => {
+                        log(format_args!(
+                            "{peer} -> {local}: cannot resolve the broker {host}:{port}, \
+                             closing the client: {e}"
+                        ));
+                        return;
+                    }
+                },
+            };
+            let conn = ConnInfo {
+                client: peer,
+                listener: local,
+                local: reached,
+                upstream,
+            };
+            conn::serve(client, conn, advertised, shared, stop).await;
             drop(permit);
         });
     }
+}
+
+/// The first address of `host:port`, within the upstream connect timeout.
+async fn resolve(host: &str, port: u16, shared: &Shared) -> io::Result<SocketAddr> {
+    let found = tokio::time::timeout(
+        shared.upstream_connect_timeout,
+        tokio::net::lookup_host((host, port)),
+    )
+    .await
+    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no answer from DNS"))??;
+    found
+        .into_iter()
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"))
 }
 
 /// The spare descriptor: `/dev/null`, opened for nothing but to be closed when needed.

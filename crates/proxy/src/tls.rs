@@ -163,14 +163,24 @@ impl UpstreamTls {
         Ok(Arc::new(config))
     }
 
-    /// The name the certificate of the broker at `upstream` is checked against.
-    pub fn server_name(&self, upstream: SocketAddr) -> Result<ServerName<'static>, TlsError> {
-        let name = self.server_name.clone().or_else(|| {
-            self.names
-                .iter()
-                .find(|(addr, _)| *addr == upstream)
-                .map(|(_, name)| name.clone())
-        });
+    /// The name the certificate of the broker at `upstream` is checked against:
+    /// `--upstream-server-name`, else the host written in its `--upstream`, else
+    /// `advertised` (the name a broker with no route advertised), else its IP address.
+    pub fn server_name(
+        &self,
+        upstream: SocketAddr,
+        advertised: Option<&str>,
+    ) -> Result<ServerName<'static>, TlsError> {
+        let name = self
+            .server_name
+            .clone()
+            .or_else(|| {
+                self.names
+                    .iter()
+                    .find(|(addr, _)| *addr == upstream)
+                    .map(|(_, name)| name.clone())
+            })
+            .or_else(|| advertised.map(str::to_owned));
         match name {
             Some(name) => ServerName::try_from(name.clone())
                 .map_err(|e| TlsError(format!("--upstream-server-name {name:?}: {e}"))),
@@ -199,10 +209,15 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// The name the certificate of the broker at `upstream` is checked against.
-    pub fn server_name(&self, upstream: SocketAddr) -> Result<ServerName<'static>, TlsError> {
+    /// The name the certificate of the broker at `upstream` is checked against (see
+    /// [`UpstreamTls::server_name`]).
+    pub fn server_name(
+        &self,
+        upstream: SocketAddr,
+        advertised: Option<&str>,
+    ) -> Result<ServerName<'static>, TlsError> {
         match &self.upstream {
-            Some(tls) => tls.server_name(upstream),
+            Some(tls) => tls.server_name(upstream, advertised),
             None => Ok(ServerName::from(upstream.ip())),
         }
     }

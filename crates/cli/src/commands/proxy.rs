@@ -73,6 +73,13 @@ fn settings(
             .filter_map(|u| Some((u.addr, u.host.clone()?)))
             .collect();
     }
+    config.upstream_names = names.clone();
+    if let Some(host) = &args.advertise_host {
+        config.advertise_host = Some(host.clone());
+    }
+    if let Some(range) = args.dynamic_listen {
+        config.dynamic_listen = Some(range);
+    }
     if config.routes.is_empty() {
         return Err("no --listen/--upstream pair, and no [[route]] in the --config file".into());
     }

@@ -351,6 +351,16 @@ pub struct ProxyArgs {
     /// The broker behind the --listen before it (host:port)
     #[arg(long, value_name = "ADDR", value_parser = values::upstream)]
     pub upstream: Vec<values::Upstream>,
+    /// The host clients are told for the guard's listeners when broker addresses are
+    /// rewritten (Metadata, FindCoordinator, DescribeCluster); default: each listener's IP,
+    /// or for 0.0.0.0 the address the client reached
+    #[arg(long, value_name = "HOST")]
+    pub advertise_host: Option<String>,
+    /// Open a listener on IP, port FIRST + node id, for each broker with no --upstream of
+    /// its own, as answers name them; without it such a broker is left as it advertises
+    /// itself, with a warning
+    #[arg(long, value_name = "IP:FIRST-LAST", value_parser = values::dynamic_listen)]
+    pub dynamic_listen: Option<kafka_elect_leaders_proxy::addresses::DynamicListen>,
     /// Speak TLS to clients with this certificate chain (PEM, leaf first)
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<std::path::PathBuf>,

@@ -36,6 +36,14 @@ pub fn upstream(text: &str) -> Result<Upstream, String> {
     Upstream::parse(text)
 }
 
+/// `--dynamic-listen IP:FIRST-LAST`.
+#[cfg(feature = "proxy")]
+pub fn dynamic_listen(
+    text: &str,
+) -> Result<kafka_elect_leaders_proxy::addresses::DynamicListen, String> {
+    kafka_elect_leaders_proxy::addresses::DynamicListen::parse(text)
+}
+
 /// A whole number of at least `MIN`.
 #[cfg(feature = "proxy")]
 pub fn count<const MIN: usize>(text: &str) -> Result<usize, String> {

@@ -1,0 +1,443 @@
+//! Broker addresses rewritten in the answers that carry them, so that clients stay on the
+//! guard after bootstrap without the brokers advertising the guard's addresses.
+//!
+//! Three answers carry broker addresses: Metadata (its `brokers`), FindCoordinator (the
+//! coordinator, or `coordinators` from v4) and DescribeCluster (its `brokers`). The guard
+//! decodes them with the `kafka-protocol` crate, replaces each address that is a route's
+//! `--upstream` with that route's `--listen`, and encodes the answer again. These answers
+//! are off the hot path (a client asks for them at bootstrap and after a change), and their
+//! version tables change with Kafka's releases: a well-kept codec beats writing a second
+//! one here. ElectLeaders stays on this crate's own codec.
+//!
+//! - A broker address matches an `--upstream` when the ports are equal and the host is the
+//!   one written in `--upstream` (case aside) or its IP address. Host names are not
+//!   resolved: write `--upstream` as the brokers advertise themselves.
+//! - What replaces it: the listener's address; for a listener on an unspecified address
+//!   (`0.0.0.0`, `::`), `--advertise-host` if given, else the address the client reached
+//!   the guard on.
+//! - A broker with no route: with `--dynamic-listen IP:FIRST-LAST` the guard opens a
+//!   listener of its own for it on port FIRST + node id (stable across restarts), which
+//!   forwards to the address the broker advertised; without it the address is left as it
+//!   is, with one warning naming the broker (clients then go around the guard to it).
+//!   An address that is already one of the guard's own listeners is left as it is, quietly
+//!   (brokers that advertise the guard's addresses, the older way to deploy it).
+//! - An answer that cannot be decoded (a version newer than the crate knows, bytes that do
+//!   not parse, bytes left over) is forwarded unchanged with a warning: failing open is
+//!   safe here, as it loses only the rewrite.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+
+use crate::audit::{log, ConnInfo};
+
+/// Metadata's API key.
+pub const METADATA: i16 = 3;
+/// FindCoordinator's API key.
+pub const FIND_COORDINATOR: i16 = 10;
+/// The first FindCoordinator version with a list of coordinators (KIP-699).
+const BATCHED_FIND_COORDINATOR: i16 = 4;
+/// DescribeCluster's API key.
+pub const DESCRIBE_CLUSTER: i16 = 60;
+
+/// How many distinct unpaired brokers are remembered, so that each is warned about once;
+/// past it (a broker answering with ever new addresses) no more warnings.
+const WARNED_MAX: usize = 1024;
+
+/// `--dynamic-listen IP:FIRST-LAST`: where the guard opens listeners for brokers that have
+/// no route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DynamicListen {
+    /// The address the new listeners bind.
+    pub ip: IpAddr,
+    /// The listener of node N is on port `first + N`, at most `last`.
+    pub first: u16,
+    pub last: u16,
+}
+
+impl DynamicListen {
+    /// `IP:FIRST-LAST`, e.g. `0.0.0.0:19100-19199`.
+    pub fn parse(text: &str) -> Result<DynamicListen, String> {
+        let expected = || "expected IP:FIRST-LAST (e.g. 0.0.0.0:19100-19199)".to_owned();
+        let (ip, ports) = text.rsplit_once(':').ok_or_else(expected)?;
+        let ip = ip
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .map_err(|_| expected())?;
+        let (first, last) = ports.split_once('-').ok_or_else(expected)?;
+        let (first, last) = match (first.parse::<u16>(), last.parse::<u16>()) {
+            (Ok(first), Ok(last)) if first >= 1 && first <= last => (first, last),
+            _ => return Err(expected()),
+        };
+        Ok(DynamicListen { ip, first, last })
+    }
+
+    /// The port of node `node`'s listener, when it is in the range.
+    fn port(&self, node: i32) -> Option<u16> {
+        let port = i64::from(self.first) + i64::from(node);
+        (node >= 0 && port <= i64::from(self.last)).then_some(port as u16)
+    }
+}
+
+/// A listener the guard opened for a broker with no route: `Guard::run` accepts on it.
+pub struct Opened {
+    pub listener: std::net::TcpListener,
+    pub local: SocketAddr,
+    /// The broker, as it advertised itself.
+    pub host: String,
+    pub port: u16,
+}
+
+/// One route: a broker and the listener in front of it.
+#[derive(Clone, Debug)]
+struct Pair {
+    upstream: SocketAddr,
+    /// The broker's host as written in `--upstream`, lowercased, when not an IP address.
+    name: Option<String>,
+    listen: SocketAddr,
+}
+
+/// What the rewrite needs: the routes, and where to open listeners for the others.
+pub struct Addresses {
+    pairs: Vec<Pair>,
+    advertise_host: Option<String>,
+    dynamic: Option<Dynamic>,
+    /// Unpaired brokers already warned about.
+    warned: Mutex<HashSet<(String, i32)>>,
+}
+
+struct Dynamic {
+    range: DynamicListen,
+    /// Node id → the broker its listener forwards to, and the listener's address.
+    opened: Mutex<HashMap<i32, (Broker, SocketAddr)>>,
+    open: tokio::sync::mpsc::UnboundedSender<Opened>,
+}
+
+/// A broker's host and port, as it advertised them.
+type Broker = (String, i32);
+
+/// A broker address found in an answer, and what the client is told instead.
+struct Found<'a> {
+    node: i32,
+    host: &'a mut StrBytes,
+    port: &'a mut i32,
+}
+
+impl Addresses {
+    /// `routes`: (the listener as bound, the broker, its host name as written).
+    pub fn new(
+        routes: impl IntoIterator<Item = (SocketAddr, SocketAddr, Option<String>)>,
+        advertise_host: Option<String>,
+        dynamic: Option<(DynamicListen, tokio::sync::mpsc::UnboundedSender<Opened>)>,
+    ) -> Addresses {
+        Addresses {
+            pairs: routes
+                .into_iter()
+                .map(|(listen, upstream, name)| Pair {
+                    upstream,
+                    name: name.map(|n| n.to_ascii_lowercase()),
+                    listen,
+                })
+                .collect(),
+            advertise_host,
+            dynamic: dynamic.map(|(range, open)| Dynamic {
+                range,
+                opened: Mutex::new(HashMap::new()),
+                open,
+            }),
+            warned: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether an answer to this API carries broker addresses.
+    pub fn carries_addresses(api_key: i16) -> bool {
+        matches!(api_key, METADATA | FIND_COORDINATOR | DESCRIBE_CLUSTER)
+    }
+
+    /// The answer `frame` (size prefix included) to a request of `api_key` at
+    /// `api_version`, with broker addresses rewritten; None when it is not one of the three
+    /// or nothing in it changes, or when it cannot be decoded (then with a warning).
+    pub fn rewrite(
+        &self,
+        frame: &[u8],
+        api_key: i16,
+        api_version: i16,
+        conn: &ConnInfo,
+    ) -> Option<BytesMut> {
+        if !Addresses::carries_addresses(api_key) {
+            return None;
+        }
+        match self.try_rewrite(frame, api_key, api_version, conn) {
+            Ok(rewritten) => rewritten,
+            Err(e) => {
+                log(format_args!(
+                    "{} -> {}: the broker's {} answer (v{api_version}) cannot be decoded \
+                     ({e}): forwarded unchanged, its broker addresses not rewritten, so the \
+                     client may go around the guard",
+                    conn.client,
+                    conn.upstream,
+                    api_name(api_key)
+                ));
+                None
+            }
+        }
+    }
+
+    fn try_rewrite(
+        &self,
+        frame: &[u8],
+        api_key: i16,
+        api_version: i16,
+        conn: &ConnInfo,
+    ) -> Result<Option<BytesMut>, String> {
+        let body = frame.get(4..).ok_or("no size prefix")?;
+        let mut buf = Bytes::copy_from_slice(body);
+        let header_version = match api_key {
+            METADATA => MetadataResponse::header_version(api_version),
+            FIND_COORDINATOR => FindCoordinatorResponse::header_version(api_version),
+            _ => DescribeClusterResponse::header_version(api_version),
+        };
+        ResponseHeader::decode(&mut buf, header_version).map_err(|e| e.to_string())?;
+        let header_len = body.len() - buf.remaining();
+        let mut out = BytesMut::with_capacity(frame.len() + 64);
+        out.put_i32(0);
+        out.put_slice(&body[..header_len]);
+        let changed = match api_key {
+            METADATA => {
+                let mut answer = decode::<MetadataResponse>(&mut buf, api_version)?;
+                let found = answer.brokers.iter_mut().map(|b| Found {
+                    node: b.node_id.0,
+                    host: &mut b.host,
+                    port: &mut b.port,
+                });
+                let changed = self.replace(found, conn);
+                encode(&answer, &mut out, api_version, changed)?
+            }
+            FIND_COORDINATOR => {
+                let mut answer = decode::<FindCoordinatorResponse>(&mut buf, api_version)?;
+                let mut found: Vec<Found<'_>> = answer
+                    .coordinators
+                    .iter_mut()
+                    .filter(|c| c.node_id.0 >= 0)
+                    .map(|c| Found {
+                        node: c.node_id.0,
+                        host: &mut c.host,
+                        port: &mut c.port,
+                    })
+                    .collect();
+                // v0-3: one coordinator at the top level (node -1: none, on an error);
+                // from v4 those fields are not on the wire.
+                if api_version < BATCHED_FIND_COORDINATOR && answer.node_id.0 >= 0 {
+                    found.push(Found {
+                        node: answer.node_id.0,
+                        host: &mut answer.host,
+                        port: &mut answer.port,
+                    });
+                }
+                let changed = self.replace(found.into_iter(), conn);
+                encode(&answer, &mut out, api_version, changed)?
+            }
+            _ => {
+                let mut answer = decode::<DescribeClusterResponse>(&mut buf, api_version)?;
+                let found = answer.brokers.iter_mut().map(|b| Found {
+                    node: b.broker_id.0,
+                    host: &mut b.host,
+                    port: &mut b.port,
+                });
+                let changed = self.replace(found, conn);
+                encode(&answer, &mut out, api_version, changed)?
+            }
+        };
+        if !changed {
+            return Ok(None);
+        }
+        let size = i32::try_from(out.len() - 4).map_err(|_| "the answer is too large")?;
+        out[..4].copy_from_slice(&size.to_be_bytes());
+        Ok(Some(out))
+    }
+
+    /// Replaces each address found that the guard fronts; whether any changed.
+    fn replace<'a>(&self, found: impl Iterator<Item = Found<'a>>, conn: &ConnInfo) -> bool {
+        let mut changed = false;
+        for f in found {
+            let (host, port) = (f.host.as_str().to_owned(), *f.port);
+            let Some(listen) = self.listener_for(f.node, &host, port, conn) else {
+                continue;
+            };
+            let advertised = self.advertised_host(listen, conn);
+            let new_port = i32::from(listen.port());
+            if advertised != host || new_port != port {
+                *f.host = StrBytes::from_string(advertised);
+                *f.port = new_port;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// The listener in front of the broker `node` at `host:port`, if the guard has one or
+    /// opens one; otherwise a warning (once per broker).
+    fn listener_for(
+        &self,
+        node: i32,
+        host: &str,
+        port: i32,
+        conn: &ConnInfo,
+    ) -> Option<SocketAddr> {
+        let lower = host.to_ascii_lowercase();
+        let ip = lower
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .ok();
+        let is = |addr: SocketAddr, name: Option<&str>| {
+            i32::from(addr.port()) == port && (ip == Some(addr.ip()) || name == Some(&lower))
+        };
+        if let Some(pair) = self
+            .pairs
+            .iter()
+            .find(|p| is(p.upstream, p.name.as_deref()))
+        {
+            return Some(pair.listen);
+        }
+        // One of the guard's own listeners already: nothing to do.
+        let own = |listen: SocketAddr| {
+            i32::from(listen.port()) == port
+                && (ip == Some(listen.ip())
+                    || ip == Some(conn.local.ip())
+                    || self.advertise_host.as_deref() == Some(host))
+        };
+        if self.pairs.iter().any(|p| own(p.listen)) {
+            return None;
+        }
+        if let Some(dynamic) = &self.dynamic {
+            match self.open(dynamic, node, host, port) {
+                Ok(listen) => return Some(listen),
+                Err(e) => self.warn(host, port, conn, &e),
+            }
+            return None;
+        }
+        self.warn(
+            host,
+            port,
+            conn,
+            "no --upstream is this broker and there is no --dynamic-listen",
+        );
+        None
+    }
+
+    /// The listener for node `node`, opened on first sight (port FIRST + node id).
+    fn open(
+        &self,
+        dynamic: &Dynamic,
+        node: i32,
+        host: &str,
+        port: i32,
+    ) -> Result<SocketAddr, String> {
+        let mut opened = dynamic.opened.lock().unwrap_or_else(|p| p.into_inner());
+        let broker = (host.to_owned(), port);
+        if let Some((to, listen)) = opened.get(&node) {
+            if *to == broker {
+                return Ok(*listen);
+            }
+            // The node moved: its listener keeps forwarding to the old address until a
+            // restart. Say so rather than send clients to the wrong broker.
+            return Err(format!(
+                "node {node} moved from {}:{} to {host}:{port}; its listener (port {}) \
+                 forwards to the old address until a restart",
+                to.0,
+                to.1,
+                listen.port()
+            ));
+        }
+        let listen_port = dynamic.range.port(node).ok_or_else(|| {
+            format!(
+                "node id {node} has no port in --dynamic-listen {}-{} (port = FIRST + node id)",
+                dynamic.range.first, dynamic.range.last
+            )
+        })?;
+        let broker_port = u16::try_from(port).map_err(|_| format!("port {port} is not a port"))?;
+        let addr = SocketAddr::new(dynamic.range.ip, listen_port);
+        let listener = std::net::TcpListener::bind(addr)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| format!("cannot listen on {addr} for node {node}: {e}"))?;
+        let local = listener.local_addr().unwrap_or(addr);
+        dynamic
+            .open
+            .send(Opened {
+                listener,
+                local,
+                host: host.to_owned(),
+                port: broker_port,
+            })
+            .map_err(|_| "the guard is stopping".to_owned())?;
+        log(format_args!(
+            "listening {local} for node {node} at {host}:{port} (--dynamic-listen)"
+        ));
+        opened.insert(node, (broker, local));
+        Ok(local)
+    }
+
+    fn warn(&self, host: &str, port: i32, conn: &ConnInfo, why: &str) {
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        if warned.len() >= WARNED_MAX || !warned.insert((host.to_owned(), port)) {
+            return;
+        }
+        log(format_args!(
+            "{} -> {}: broker {host}:{port} left as the broker advertises it ({why}): clients \
+             that connect to it go around the guard",
+            conn.client, conn.upstream
+        ));
+    }
+
+    /// The host clients are told for `listen`.
+    fn advertised_host(&self, listen: SocketAddr, conn: &ConnInfo) -> String {
+        if let Some(host) = &self.advertise_host {
+            return host.clone();
+        }
+        let ip = if listen.ip().is_unspecified() {
+            conn.local.ip()
+        } else {
+            listen.ip()
+        };
+        ip.to_string()
+    }
+}
+
+fn decode<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
+    let answer = T::decode(buf, version).map_err(|e| e.to_string())?;
+    if buf.has_remaining() {
+        return Err(format!("{} bytes left over", buf.remaining()));
+    }
+    Ok(answer)
+}
+
+/// Encodes `answer` after the header in `out` when `changed`; returns `changed`.
+fn encode<T: Encodable>(
+    answer: &T,
+    out: &mut BytesMut,
+    version: i16,
+    changed: bool,
+) -> Result<bool, String> {
+    if changed {
+        answer
+            .encode(out, version)
+            .map_err(|e| format!("cannot encode it again: {e}"))?;
+    }
+    Ok(changed)
+}
+
+fn api_name(api_key: i16) -> &'static str {
+    match api_key {
+        METADATA => "Metadata",
+        FIND_COORDINATOR => "FindCoordinator",
+        _ => "DescribeCluster",
+    }
+}

@@ -1,0 +1,417 @@
+//! Broker addresses rewritten in Metadata, FindCoordinator and DescribeCluster answers
+//! (issue 25), at every version Kafka 4.x answers, against **fake brokers**: each answers
+//! those three requests with an answer made by the `kafka-protocol` crate (Kafka's own
+//! schemas), naming brokers paired with a route, by IP and by name, and one with none. The
+//! real cluster's answers are the e2e tests' business. Every wait is bounded.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_elect_leaders_proxy::addresses::DynamicListen;
+use kafka_elect_leaders_proxy::{Config, Guard, Route};
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
+use kafka_protocol::messages::{
+    BrokerId, DescribeClusterRequest, DescribeClusterResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::timeout;
+
+const METADATA: i16 = 3;
+const FIND_COORDINATOR: i16 = 10;
+const DESCRIBE_CLUSTER: i16 = 60;
+/// The versions Kafka 4.x answers, by API.
+const VERSIONS: [(i16, std::ops::RangeInclusive<i16>); 3] = [
+    (METADATA, 0..=13),
+    (FIND_COORDINATOR, 0..=6),
+    (DESCRIBE_CLUSTER, 0..=2),
+];
+
+/// The brokers every fake names: node 1 at `first` (by IP), node 2 at `second` (by the
+/// name "LocalHost", which the route wrote "localhost"), node 3 at an address no route has.
+#[derive(Clone, Copy)]
+struct Cluster {
+    first: SocketAddr,
+    second: SocketAddr,
+}
+
+const STRANGER: (&str, i32) = ("10.255.0.3", 9092);
+
+impl Cluster {
+    fn brokers(&self) -> [(i32, String, i32); 3] {
+        [
+            (1, self.first.ip().to_string(), i32::from(self.first.port())),
+            (2, "LocalHost".to_owned(), i32::from(self.second.port())),
+            (3, STRANGER.0.to_owned(), STRANGER.1),
+        ]
+    }
+
+    /// The answer's body to `api_key` at `version`.
+    fn answer(&self, api_key: i16, version: i16) -> BytesMut {
+        let mut body = BytesMut::new();
+        let brokers = self.brokers();
+        match api_key {
+            METADATA => {
+                let mut answer = MetadataResponse::default();
+                answer.brokers = brokers
+                    .iter()
+                    .map(|(node, host, port)| {
+                        MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(*node))
+                            .with_host(StrBytes::from_string(host.clone()))
+                            .with_port(*port)
+                    })
+                    .collect();
+                answer.encode(&mut body, version).unwrap();
+            }
+            FIND_COORDINATOR => {
+                let mut answer = FindCoordinatorResponse::default();
+                if version >= 4 {
+                    answer.coordinators = brokers
+                        .iter()
+                        .map(|(node, host, port)| {
+                            Coordinator::default()
+                                .with_key(StrBytes::from_static_str("group"))
+                                .with_node_id(BrokerId(*node))
+                                .with_host(StrBytes::from_string(host.clone()))
+                                .with_port(*port)
+                        })
+                        .collect();
+                } else {
+                    let (node, host, port) = &brokers[1];
+                    answer.node_id = BrokerId(*node);
+                    answer.host = StrBytes::from_string(host.clone());
+                    answer.port = *port;
+                }
+                answer.encode(&mut body, version).unwrap();
+            }
+            _ => {
+                let mut answer = DescribeClusterResponse::default();
+                answer.brokers = brokers
+                    .iter()
+                    .map(|(node, host, port)| {
+                        DescribeClusterBroker::default()
+                            .with_broker_id(BrokerId(*node))
+                            .with_host(StrBytes::from_string(host.clone()))
+                            .with_port(*port)
+                    })
+                    .collect();
+                answer.encode(&mut body, version).unwrap();
+            }
+        }
+        body
+    }
+}
+
+fn response_header_version(api_key: i16, version: i16) -> i16 {
+    match api_key {
+        METADATA => MetadataResponse::header_version(version),
+        FIND_COORDINATOR => FindCoordinatorResponse::header_version(version),
+        _ => DescribeClusterResponse::header_version(version),
+    }
+}
+
+fn request_header_version(api_key: i16, version: i16) -> i16 {
+    match api_key {
+        METADATA => MetadataRequest::header_version(version),
+        FIND_COORDINATOR => FindCoordinatorRequest::header_version(version),
+        _ => DescribeClusterRequest::header_version(version),
+    }
+}
+
+/// A free address on loopback (bound, then released), for a fake broker that must know
+/// its own address before it answers.
+fn free_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// A request of `api_key` at `version` (its body empty of topics or keys).
+fn request(api_key: i16, version: i16, correlation_id: i32) -> BytesMut {
+    let mut out = BytesMut::new();
+    out.put_i32(0);
+    RequestHeader::default()
+        .with_request_api_key(api_key)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("t")))
+        .encode(&mut out, request_header_version(api_key, version))
+        .unwrap();
+    match api_key {
+        METADATA => MetadataRequest::default().encode(&mut out, version),
+        FIND_COORDINATOR => {
+            let mut r = FindCoordinatorRequest::default();
+            if version >= 4 {
+                r.coordinator_keys = vec![StrBytes::from_static_str("group")];
+            } else {
+                r.key = StrBytes::from_static_str("group");
+            }
+            r.encode(&mut out, version)
+        }
+        _ => DescribeClusterRequest::default().encode(&mut out, version),
+    }
+    .unwrap();
+    let len = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    out
+}
+
+/// Sends one request and returns the answer's body (after the response header).
+async fn ask(s: &mut TcpStream, api_key: i16, version: i16, id: i32) -> Bytes {
+    s.write_all(&request(api_key, version, id)).await.unwrap();
+    let mut size = [0u8; 4];
+    timeout(Duration::from_secs(5), s.read_exact(&mut size))
+        .await
+        .expect("an answer within 5 s")
+        .unwrap();
+    let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+    s.read_exact(&mut frame).await.unwrap();
+    let mut frame = Bytes::from(frame);
+    let header =
+        ResponseHeader::decode(&mut frame, response_header_version(api_key, version)).unwrap();
+    assert_eq!(header.correlation_id, id);
+    frame
+}
+
+/// The (node, host, port) of every broker an answer names.
+fn brokers_in(api_key: i16, version: i16, mut body: Bytes) -> Vec<(i32, String, i32)> {
+    let found = match api_key {
+        METADATA => MetadataResponse::decode(&mut body, version)
+            .unwrap()
+            .brokers
+            .into_iter()
+            .map(|b| (b.node_id.0, b.host.to_string(), b.port))
+            .collect(),
+        FIND_COORDINATOR => {
+            let a = FindCoordinatorResponse::decode(&mut body, version).unwrap();
+            if version >= 4 {
+                a.coordinators
+                    .into_iter()
+                    .map(|c| (c.node_id.0, c.host.to_string(), c.port))
+                    .collect()
+            } else {
+                vec![(a.node_id.0, a.host.to_string(), a.port)]
+            }
+        }
+        _ => DescribeClusterResponse::decode(&mut body, version)
+            .unwrap()
+            .brokers
+            .into_iter()
+            .map(|b| (b.broker_id.0, b.host.to_string(), b.port))
+            .collect(),
+    };
+    assert!(!body.has_remaining());
+    found
+}
+
+/// Two routes in front of two fake brokers that name each other; the guard's listeners.
+async fn two_routes(edit: impl FnOnce(&mut Config)) -> (Cluster, [SocketAddr; 2]) {
+    let cluster = Cluster {
+        first: free_addr(),
+        second: free_addr(),
+    };
+    let a = serve_at(cluster.first, move |k, v| cluster.answer(k, v)).await;
+    let b = serve_at(cluster.second, move |k, v| cluster.answer(k, v)).await;
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: a,
+    });
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: b,
+    });
+    config.upstream_names.push((b, "localhost".to_owned()));
+    edit(&mut config);
+    let guard = Guard::bind(config).await.unwrap();
+    let routes = guard.routes();
+    tokio::spawn(guard.run(std::future::pending()));
+    (cluster, [routes[0].listen, routes[1].listen])
+}
+
+/// A fake broker on `addr`: answers each request with what `answer` makes of (api key,
+/// version), under a response header of the right version.
+async fn serve_at(
+    addr: SocketAddr,
+    answer: impl Fn(i16, i16) -> BytesMut + Send + Sync + 'static,
+) -> SocketAddr {
+    let listener = TcpListener::bind(addr).await.unwrap();
+    let answer = std::sync::Arc::new(answer);
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(serve_one(s, answer.clone()));
+        }
+    });
+    addr
+}
+
+async fn serve_one(
+    mut s: TcpStream,
+    answer: std::sync::Arc<impl Fn(i16, i16) -> BytesMut + Send + Sync + 'static>,
+) {
+    loop {
+        let mut size = [0u8; 4];
+        if s.read_exact(&mut size).await.is_err() {
+            return;
+        }
+        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+        if s.read_exact(&mut frame).await.is_err() {
+            return;
+        }
+        let mut peek = Bytes::from(frame);
+        let api_key = i16::from_be_bytes([peek[0], peek[1]]);
+        let version = i16::from_be_bytes([peek[2], peek[3]]);
+        let header =
+            RequestHeader::decode(&mut peek, request_header_version(api_key, version)).unwrap();
+        let mut out = BytesMut::new();
+        out.put_i32(0);
+        ResponseHeader::default()
+            .with_correlation_id(header.correlation_id)
+            .encode(&mut out, response_header_version(api_key, version))
+            .unwrap();
+        out.extend_from_slice(&answer(api_key, version));
+        let len = (out.len() - 4) as i32;
+        out[..4].copy_from_slice(&len.to_be_bytes());
+        if s.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Every version of the three answers: a broker with a route is told as that route's
+/// listener (matched by IP, or by the name written in the route, case aside); one with
+/// none is left as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_version_of_the_three_answers() {
+    let (_, listens) = two_routes(|_| {}).await;
+    let mut client = TcpStream::connect(listens[0]).await.unwrap();
+    let mut id = 0;
+    for (api_key, versions) in VERSIONS {
+        for version in versions {
+            id += 1;
+            let body = ask(&mut client, api_key, version, id).await;
+            let got = brokers_in(api_key, version, body);
+            let told = |node: i32, listen: SocketAddr| {
+                (node, listen.ip().to_string(), i32::from(listen.port()))
+            };
+            let expected = if api_key == FIND_COORDINATOR && version < 4 {
+                vec![told(2, listens[1])]
+            } else {
+                vec![
+                    told(1, listens[0]),
+                    told(2, listens[1]),
+                    (3, STRANGER.0.to_owned(), STRANGER.1),
+                ]
+            };
+            assert_eq!(got, expected, "api key {api_key} v{version}");
+        }
+    }
+}
+
+/// `--advertise-host`: the name clients are told instead of the listener's IP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advertise_host() {
+    let (_, listens) = two_routes(|c| c.advertise_host = Some("guard.example".into())).await;
+    let mut client = TcpStream::connect(listens[1]).await.unwrap();
+    let got = brokers_in(METADATA, 12, ask(&mut client, METADATA, 12, 1).await);
+    assert_eq!(
+        got[0],
+        (1, "guard.example".to_owned(), i32::from(listens[0].port()))
+    );
+    assert_eq!(
+        got[1],
+        (2, "guard.example".to_owned(), i32::from(listens[1].port()))
+    );
+}
+
+/// An answer that cannot be decoded goes through byte for byte (failing open loses only
+/// the rewrite): bytes left over after a valid answer, and an answer that is not one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_cannot_be_decoded_goes_through_unchanged() {
+    let addr = free_addr();
+    let cluster = Cluster {
+        first: addr,
+        second: addr,
+    };
+    let upstream = serve_at(addr, move |api_key, version| {
+        let mut body = cluster.answer(api_key, version);
+        match api_key {
+            METADATA => body.put_u8(0xff),
+            _ => body.truncate(3),
+        }
+        body
+    })
+    .await;
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    });
+    let guard = Guard::bind(config).await.unwrap();
+    let listen = guard.routes()[0].listen;
+    tokio::spawn(guard.run(std::future::pending()));
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    for (api_key, version) in [(METADATA, 12), (DESCRIBE_CLUSTER, 1)] {
+        let got = ask(&mut client, api_key, version, 9).await;
+        let mut sent = cluster.answer(api_key, version);
+        match api_key {
+            METADATA => sent.put_u8(0xff),
+            _ => sent.truncate(3),
+        }
+        assert_eq!(&got[..], &sent[..], "api key {api_key}");
+    }
+}
+
+/// `--dynamic-listen`: a broker with no route gets a listener of its own on port FIRST +
+/// its node id, told to clients, which reaches that broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_for_a_broker_with_no_route() {
+    // Node 3 at an address no route has, and the port of its listener-to-be: FIRST is
+    // that port minus 3.
+    let third = free_addr();
+    let node_port = free_addr().port();
+    let range = DynamicListen {
+        ip: "127.0.0.1".parse().unwrap(),
+        first: node_port - 3,
+        last: node_port,
+    };
+    // Both the route's broker and node 3's answer Metadata naming node 3 alone.
+    let answer = move |api_key: i16, version: i16| {
+        assert_eq!(api_key, METADATA);
+        let mut m = MetadataResponse::default();
+        m.brokers = vec![MetadataResponseBroker::default()
+            .with_node_id(BrokerId(3))
+            .with_host(StrBytes::from_string(third.ip().to_string()))
+            .with_port(i32::from(third.port()))];
+        let mut body = BytesMut::new();
+        m.encode(&mut body, version).unwrap();
+        body
+    };
+    serve_at(third, answer).await;
+    let route_upstream = serve_at(free_addr(), answer).await;
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: route_upstream,
+    });
+    config.dynamic_listen = Some(range);
+    let guard = Guard::bind(config).await.unwrap();
+    let listen = guard.routes()[0].listen;
+    tokio::spawn(guard.run(std::future::pending()));
+
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    let got = brokers_in(METADATA, 12, ask(&mut client, METADATA, 12, 1).await);
+    assert_eq!(got, [(3, "127.0.0.1".to_owned(), i32::from(node_port))]);
+    // The listener is there and reaches node 3's broker, whose answer names node 3 as the
+    // same listener.
+    let mut to_three = TcpStream::connect(("127.0.0.1", node_port)).await.unwrap();
+    let again = brokers_in(METADATA, 12, ask(&mut to_three, METADATA, 12, 2).await);
+    assert_eq!(again, got);
+}
