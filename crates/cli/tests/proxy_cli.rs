@@ -235,6 +235,7 @@ struct Proxy {
     child: Child,
     addr: SocketAddr,
     dir: PathBuf,
+    lines: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Proxy {
@@ -277,10 +278,21 @@ impl Proxy {
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        // Every line it prints, read by a thread: the first says where it listens.
+        let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let (first_tx, first_rx) = mpsc::channel();
+        {
+            let lines = lines.clone();
+            let stdout = child.stdout.take().unwrap();
+            thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { return };
+                    let _ = first_tx.send(line.clone());
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        let line = first_rx.recv_timeout(TIMEOUT).unwrap_or_default();
         let Some(addr) = line
             .strip_prefix("listening ")
             .and_then(|rest| rest.split(' ').next())
@@ -293,7 +305,28 @@ impl Proxy {
                 "the proxy did not say where it listens ({status}): {stderr}"
             ));
         };
-        Ok(Proxy { child, addr, dir })
+        Ok(Proxy {
+            child,
+            addr,
+            dir,
+            lines,
+        })
+    }
+
+    /// The first line of its standard output that starts with `prefix`, once printed.
+    fn line(&self, prefix: &str) -> String {
+        let mut found = None;
+        wait_until(&format!("a line '{prefix}...'"), || {
+            found = self
+                .lines
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.starts_with(prefix))
+                .cloned();
+            found.is_some()
+        });
+        found.unwrap()
     }
 
     fn connect(&self) -> TcpStream {
@@ -1030,6 +1063,103 @@ fn config_file_rules_overrides_and_reload() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One HTTP/1.1 GET of `path` from `addr`: the status code and the body (0 and nothing
+/// when the connection is closed or reset without an answer).
+fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut answer = String::new();
+    if write!(s, "GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").is_err()
+        || s.read_to_string(&mut answer).is_err()
+    {
+        return (0, String::new());
+    }
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, body.to_owned())
+}
+
+/// `--metrics-listen`: `/metrics` counts what the test did (frames by API, decisions by
+/// verdict and rule, refused partitions, connections open, accepted and closed by reason,
+/// round trips), `/status` shows it to a person; a client that asks nothing is let go
+/// after 5 s, and one past 16 at once is closed at once rather than queued.
+#[test]
+fn metrics_and_status() {
+    let (fake, _got) = FakeUpstream::answering(b"ok");
+    let proxy = Proxy::start(
+        fake.addr,
+        &["--deny-unclean", "--metrics-listen", "127.0.0.1:0"],
+    );
+    let metrics: SocketAddr = proxy
+        .line("metrics ")
+        .trim_start_matches("metrics ")
+        .parse()
+        .unwrap();
+    let mut c = proxy.connect();
+    c.write_all(&request(3, 1, 1, &[0xff, 0xff, 0xff, 0xff]))
+        .unwrap();
+    assert_eq!(read_frame(&mut c).unwrap(), response(1, b"ok"));
+    let topics = [TopicPartitionsData::new(b"orders", &[0, 1, 2])];
+    let (results, _) = elect_on(&mut c, 2, ElectionType::UNCLEAN, &topics);
+    assert_eq!(results.len(), 3);
+
+    let (code, text) = http_get(metrics, "/metrics");
+    assert_eq!(code, 200);
+    for line in [
+        "elect_leaders_guard_frames_total{api=\"Metadata\",direction=\"request\"} 1",
+        "elect_leaders_guard_frames_total{api=\"Metadata\",direction=\"response\"} 1",
+        "elect_leaders_guard_frames_total{api=\"ElectLeaders\",direction=\"request\"} 1",
+        "elect_leaders_guard_elect_leaders_decisions_total{verdict=\"refused\"} 1",
+        "elect_leaders_guard_elect_leaders_decision_rules_total{rule=\"deny-unclean\"} 1",
+        "elect_leaders_guard_elect_leaders_refused_partitions_total 3",
+        "elect_leaders_guard_connections_open 1",
+        "elect_leaders_guard_connections_accepted_total 1",
+        "elect_leaders_guard_broker_round_trip_seconds_count{api=\"Metadata\"} 1",
+        "elect_leaders_guard_audit_queue_lines ",
+    ] {
+        assert!(text.contains(line), "{line} not in:\n{text}");
+    }
+    drop(c);
+    wait_until("the close is counted", || {
+        http_get(metrics, "/metrics")
+            .1
+            .contains("elect_leaders_guard_connections_closed_total{reason=\"client\"} 1")
+    });
+
+    let (code, page) = http_get(metrics, "/status");
+    assert_eq!(code, 200);
+    assert!(page.contains("<td id=\"refused\">1</td>"), "{page}");
+    assert!(
+        page.contains("<td id=\"refused-partitions\">3</td>"),
+        "{page}"
+    );
+    assert!(page.contains(&fake.addr.to_string()), "{page}");
+    assert_eq!(http_get(metrics, "/nothing").0, 404);
+
+    // 16 clients that ask nothing take every place: the 17th is closed at once, without an
+    // answer; once they are let go (5 s), the endpoint answers again.
+    let silent: Vec<TcpStream> = (0..16)
+        .map(|_| TcpStream::connect(metrics).unwrap())
+        .collect();
+    // Time for the guard to accept all 16 (it takes them as they come; no answer to wait
+    // for, by design).
+    thread::sleep(Duration::from_secs(1));
+    let mut extra = TcpStream::connect(metrics).unwrap();
+    extra.set_read_timeout(Some(TIMEOUT)).unwrap();
+    write!(extra, "GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = extra.read_to_string(&mut answer);
+    assert!(answer.is_empty(), "{answer}");
+    wait_until("the silent clients are let go", || {
+        http_get(metrics, "/metrics").0 == 200
+    });
+    drop(silent);
 }
 
 #[test]

@@ -46,6 +46,8 @@ pub enum AuditSink {
 pub struct Audit {
     lines: SyncSender<Message>,
     failing: Arc<AtomicBool>,
+    /// Lines queued and not yet written (a metric).
+    queued: prometheus_client::metrics::gauge::Gauge,
 }
 
 /// What a writer thread is handed: a line, or a request to say when every line before it
@@ -113,10 +115,21 @@ impl Audit {
         let (lines, rx) = sync_channel(queue.max(1));
         let failing = Arc::new(AtomicBool::new(false));
         let flag = failing.clone();
+        let queued = prometheus_client::metrics::gauge::Gauge::default();
+        let written = queued.clone();
         std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || write_lines(sink, &rx, &flag))?;
-        Ok(Audit { lines, failing })
+            .spawn(move || write_lines(sink, &rx, &flag, &written))?;
+        Ok(Audit {
+            lines,
+            failing,
+            queued,
+        })
+    }
+
+    /// The gauge of lines queued and not yet written.
+    pub fn queued(&self) -> prometheus_client::metrics::gauge::Gauge {
+        self.queued.clone()
     }
 
     /// Waits until every line queued so far is written, at most `timeout`: false if they
@@ -140,7 +153,13 @@ impl Audit {
         }
         let mut line = decision_json(conn, principal, policy, request, decision).to_string();
         line.push('\n');
-        match self.lines.try_send(Message::Line(line)) {
+        // Counted before it is sent, so that the writer never takes it below zero.
+        self.queued.inc();
+        let sent = self.lines.try_send(Message::Line(line));
+        if sent.is_err() {
+            self.queued.dec();
+        }
+        match sent {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => Err(AuditError::Stalled),
             Err(TrySendError::Disconnected(_)) => Err(AuditError::Failing),
@@ -150,7 +169,12 @@ impl Audit {
 
 /// The writer thread: one `write` per line. A line whose write fails is tried again every
 /// second until it is written; meanwhile `failing` is set and no decision is let through.
-fn write_lines(mut sink: AuditSink, lines: &Receiver<Message>, failing: &AtomicBool) {
+fn write_lines(
+    mut sink: AuditSink,
+    lines: &Receiver<Message>,
+    failing: &AtomicBool,
+    queued: &prometheus_client::metrics::gauge::Gauge,
+) {
     for message in lines {
         let line = match message {
             Message::Line(line) => line,
@@ -172,6 +196,7 @@ fn write_lines(mut sink: AuditSink, lines: &Receiver<Message>, failing: &AtomicB
             match written {
                 Ok(()) => {
                     failing.store(false, Ordering::Relaxed);
+                    queued.dec();
                     break;
                 }
                 Err(e) => {

@@ -46,6 +46,7 @@ use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
 use crate::identity::{certificate_subject, Identity, SASL_AUTHENTICATE, SASL_HANDSHAKE};
+use crate::metrics::{Metrics, RecentDecision};
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
 use crate::server::Config;
@@ -89,12 +90,16 @@ pub struct Shared {
     pub tls: Option<Tls>,
     /// Broker addresses rewritten in the answers that carry them.
     pub addresses: Addresses,
+    /// What the guard did, for `--metrics-listen`.
+    pub metrics: Metrics,
 }
 
 impl Shared {
     /// What every connection of a guard run with `config` shares.
     pub fn new(config: &Config, audit: Audit) -> Shared {
+        let metrics = Metrics::new(audit.queued());
         Shared {
+            metrics,
             policy: RwLock::new(Arc::new(config.policy.clone())),
             audit,
             max_frame_size: config.max_frame_size,
@@ -140,23 +145,89 @@ impl Shared {
 
 /// Why a connection was closed by the proxy.
 #[derive(Debug)]
-pub struct Close(String);
+pub struct Close {
+    reason: CloseReason,
+    message: String,
+}
+
+/// A connection's end, by kind: what the metrics count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The client closed it (or reset it).
+    Client,
+    /// No frame either way within the idle timeout.
+    Idle,
+    /// A frame not whole within the frame timeout, or an answer owed that was late.
+    Timeout,
+    /// A malformed frame from either side.
+    Malformed,
+    /// The broker closed it, or could not be reached or written to.
+    Upstream,
+    /// The guard stopped.
+    Stop,
+    /// Anything else (a refusal that could not be encoded, ...).
+    Error,
+}
+
+impl CloseReason {
+    pub const ALL: [CloseReason; 7] = [
+        CloseReason::Client,
+        CloseReason::Idle,
+        CloseReason::Timeout,
+        CloseReason::Malformed,
+        CloseReason::Upstream,
+        CloseReason::Stop,
+        CloseReason::Error,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseReason::Client => "client",
+            CloseReason::Idle => "idle",
+            CloseReason::Timeout => "timeout",
+            CloseReason::Malformed => "malformed",
+            CloseReason::Upstream => "upstream",
+            CloseReason::Stop => "stop",
+            CloseReason::Error => "error",
+        }
+    }
+}
 
 impl fmt::Display for Close {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
+}
+
+#[allow(non_snake_case)]
+fn Close(message: String) -> Close {
+    Close::new(message)
 }
 
 impl Close {
     fn new(what: impl Into<String>) -> Close {
-        Close(what.into())
+        Close::of(CloseReason::Error, what)
+    }
+
+    fn of(reason: CloseReason, what: impl Into<String>) -> Close {
+        Close {
+            reason,
+            message: what.into(),
+        }
+    }
+
+    /// What kind of end this is.
+    pub fn reason(&self) -> CloseReason {
+        self.reason
     }
 
     fn client_read(e: CodecError) -> Close {
         match e {
-            CodecError::Frame(e) => Close(format!("malformed frame from the client: {e}")),
-            e => Close(format!("reading the client: {e}")),
+            CodecError::Frame(e) => Close::of(
+                CloseReason::Malformed,
+                format!("malformed frame from the client: {e}"),
+            ),
+            e => Close::of(CloseReason::Client, format!("reading the client: {e}")),
         }
     }
 
@@ -166,16 +237,25 @@ impl Close {
             CodecError::Frame(Error {
                 kind: ErrorKind::UnexpectedEnd { needed },
                 ..
-            }) => Close(format!(
-                "the broker closed the connection inside a frame ({needed} bytes missing)"
-            )),
-            CodecError::Frame(e) => Close(format!("malformed frame from the broker: {e}")),
-            e => Close(format!("reading the broker: {e}")),
+            }) => Close::of(
+                CloseReason::Upstream,
+                format!("the broker closed the connection inside a frame ({needed} bytes missing)"),
+            ),
+            CodecError::Frame(e) => Close::of(
+                CloseReason::Malformed,
+                format!("malformed frame from the broker: {e}"),
+            ),
+            e => Close::of(CloseReason::Upstream, format!("reading the broker: {e}")),
         }
     }
 
     fn write(to: &str) -> impl Fn(CodecError) -> Close + '_ {
-        move |e| Close(format!("writing to the {to}: {e}"))
+        let reason = if to == "client" {
+            CloseReason::Client
+        } else {
+            CloseReason::Upstream
+        };
+        move |e| Close::of(reason, format!("writing to the {to}: {e}"))
     }
 }
 
@@ -183,10 +263,15 @@ impl Close {
 /// `Produce` with `acks=0`) has none.
 enum Slot {
     /// Forwarded as it was: the broker's answer goes back as it comes, by `due`.
-    Forwarded { pending: Pending, due: Instant },
+    Forwarded {
+        pending: Pending,
+        sent: Instant,
+        due: Instant,
+    },
     /// Forwarded trimmed: the broker's answer is merged with the refusals.
     Merge {
         pending: Pending,
+        sent: Instant,
         due: Instant,
         request: OwnedRequest<Bytes>,
         policy: Arc<Policy>,
@@ -231,15 +316,32 @@ pub async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
+    shared.metrics.accepted();
+    let stopping = shutdown.clone();
+    let reason = serve_client(client, conn, advertised, &shared, shutdown).await;
+    let reason = match reason {
+        Some(CloseReason::Client) if *stopping.borrow() => Some(CloseReason::Stop),
+        reason => reason,
+    };
+    shared.metrics.closed(reason);
+}
+
+/// [`serve`]; how the connection ended (None: the client's TLS handshake failed).
+async fn serve_client(
+    client: TcpStream,
+    conn: ConnInfo,
+    advertised: Option<String>,
+    shared: &Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+) -> Option<CloseReason> {
+    let shared = shared.clone();
     let tls = shared.tls.as_ref().map(Tls::current);
     // Kafka's clients and brokers disable Nagle; a proxy that did not would add delay.
     let _ = client.set_nodelay(true);
-    let Some(client) = client_side(client, &conn, &shared, tls.as_ref()).await else {
-        return;
-    };
+    let client = client_side(client, &conn, &shared, tls.as_ref()).await?;
     let Some(upstream) = upstream_side(&conn, &shared, tls.as_ref(), advertised.as_deref()).await
     else {
-        return;
+        return Some(CloseReason::Upstream);
     };
     let plain_mode = shared.plain;
     let result = match (client, upstream) {
@@ -280,11 +382,15 @@ pub async fn serve(
             }
         }
     };
-    if let Err(close) = result {
-        log(format_args!(
-            "{} -> {}: closing the connection: {close}",
-            conn.client, conn.upstream
-        ));
+    match result {
+        Ok(()) => Some(CloseReason::Client),
+        Err(close) => {
+            log(format_args!(
+                "{} -> {}: closing the connection: {close}",
+                conn.client, conn.upstream
+            ));
+            Some(close.reason())
+        }
     }
 }
 
@@ -658,7 +764,7 @@ where
         r = &mut requests => r?,
         r = &mut responses => return r,
         close = idle(&activity, shared.idle_timeout) => return Err(close),
-        () = grace(&mut stopping) => return Err(Close::new(
+        () = grace(&mut stopping) => return Err(Close::of(CloseReason::Stop,
             "the proxy is stopping and the connection is still waiting on the broker after \
              the grace period",
         )),
@@ -671,7 +777,7 @@ where
     // The proxy is stopping: the answers still due go out, within the grace period.
     tokio::select! {
         r = &mut responses => r,
-        () = grace(&mut shutdown) => Err(Close::new(
+        () = grace(&mut shutdown) => Err(Close::of(CloseReason::Stop,
             "the proxy is stopping and answers are still due after the grace period",
         )),
     }
@@ -683,9 +789,10 @@ async fn idle(activity: &Activity, timeout: Duration) -> Close {
     loop {
         let at = activity.last() + timeout;
         if at <= Instant::now() {
-            return Close(format!(
-                "idle: no frame either way within the idle timeout ({timeout:?})"
-            ));
+            return Close::of(
+                CloseReason::Idle,
+                format!("idle: no frame either way within the idle timeout ({timeout:?})"),
+            );
         }
         tokio::time::sleep_until(at).await;
     }
@@ -817,17 +924,24 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         } else {
             None
         };
-        let peek = peek_request(&frame)
-            .map_err(|e| Close(format!("malformed request header from the client: {e}")))?;
+        let peek = peek_request(&frame).map_err(|e| {
+            Close::of(
+                CloseReason::Malformed,
+                format!("malformed request header from the client: {e}"),
+            )
+        })?;
+        shared.metrics.frame(peek.api_key, "request", frame.len());
         if peek.api_key != API_KEY {
             if peek.api_key == SASL_HANDSHAKE || peek.api_key == SASL_AUTHENTICATE {
                 identity.request(&frame, peek.api_key, peek.api_version, peek.correlation_id);
             }
             let owed = owed(&frame, peek.api_key, peek.api_version, 0);
             if owed.answer {
+                let sent = Instant::now();
                 let slot = Slot::Forwarded {
                     pending: peek.into(),
-                    due: Instant::now() + owed.wait + shared.request_timeout,
+                    sent,
+                    due: sent + owed.wait + shared.request_timeout,
                 };
                 or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
             }
@@ -846,12 +960,15 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             frame.freeze()
         };
         let request = OwnedRequest::new(frame).map_err(|e| {
-            Close(format!(
-                "malformed ElectLeaders request (v{}, correlation id {}) from the client: {}",
-                peek.api_version,
-                peek.correlation_id,
-                e.error()
-            ))
+            Close::of(
+                CloseReason::Malformed,
+                format!(
+                    "malformed ElectLeaders request (v{}, correlation id {}) from the client: {}",
+                    peek.api_version,
+                    peek.correlation_id,
+                    e.error()
+                ),
+            )
         })?;
         let view = request.view();
         let principal = identity.principal();
@@ -872,13 +989,26 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             ));
             decision = policy.refuse_unaudited(&view, e.reason());
         }
+        shared.metrics.decided(&decision, || RecentDecision {
+            client: conn.client,
+            principal: principal.clone(),
+            client_id: view.header().client_id().map_or_else(
+                || "null".to_owned(),
+                |id| String::from_utf8_lossy(id).into_owned(),
+            ),
+            election_type: view
+                .election_type()
+                .name()
+                .map_or_else(|| view.election_type().0.to_string(), str::to_owned),
+        });
         let pending = Pending::from(peek);
-        let due = Instant::now()
+        let sent = Instant::now();
+        let due = sent
             + owed(&[], peek.api_key, peek.api_version, view.timeout_ms()).wait
             + shared.request_timeout;
         match decision.verdict {
             Verdict::Forwarded | Verdict::WouldRefuse => {
-                let slot = Slot::Forwarded { pending, due };
+                let slot = Slot::Forwarded { pending, sent, due };
                 or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
                 or_gone!(forward(&mut to_upstream, request.into_bytes()))
                     .map_err(&upstream_write)?;
@@ -891,6 +1021,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                 let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
                 let slot = Slot::Merge {
                     pending,
+                    sent,
                     due,
                     request,
                     policy: policy.clone(),
@@ -927,11 +1058,14 @@ fn frame_deadline<R>(from_client: &FromClient<R>, shared: &Shared) -> Option<Ins
 
 /// Why the client's side timed out, for the log.
 fn frame_timed_out<R>(from_client: &FromClient<R>, shared: &Shared) -> Close {
-    Close(format!(
-        "the client's frame was not whole within the frame timeout ({:?}; {} bytes received)",
-        shared.frame_timeout,
-        from_client.read_buffer().len()
-    ))
+    Close::of(
+        CloseReason::Timeout,
+        format!(
+            "the client's frame was not whole within the frame timeout ({:?}; {} bytes received)",
+            shared.frame_timeout,
+            from_client.read_buffer().len()
+        ),
+    )
 }
 
 /// Puts a slot in the queue; when the queue is full, flushes the broker side first (the
@@ -1051,10 +1185,13 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 continue;
             }
             Next::Frame(None) => {
-                return Err(Close(format!(
-                    "the broker closed the connection ({} requests unanswered)",
-                    waiting.len()
-                )))
+                return Err(Close::of(
+                    CloseReason::Upstream,
+                    format!(
+                        "the broker closed the connection ({} requests unanswered)",
+                        waiting.len()
+                    ),
+                ))
             }
             Next::Frame(Some(Err(e))) => return Err(Close::upstream_read(e)),
             Next::Frame(Some(Ok(frame))) => {
@@ -1069,7 +1206,12 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
             None
         };
         let correlation_id = peek_response(&frame)
-            .map_err(|e| Close(format!("malformed response header from the broker: {e}")))?
+            .map_err(|e| {
+                Close::of(
+                    CloseReason::Malformed,
+                    format!("malformed response header from the broker: {e}"),
+                )
+            })?
             .correlation_id;
         let answered = loop {
             if let Some(answered) = in_flight.answer(correlation_id) {
@@ -1093,10 +1235,13 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                     waiting.push_back(slot);
                 }
                 Err(_) => {
-                    return Err(Close(format!(
+                    return Err(Close::of(
+                        CloseReason::Malformed,
+                        format!(
                         "the broker answered correlation id {correlation_id}, which no request \
                          waits for"
-                    )))
+                    ),
+                    ))
                 }
             }
         };
@@ -1112,7 +1257,11 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
                 _ if skipped > 0 => skipped -= 1,
-                Slot::Forwarded { pending, .. } => {
+                Slot::Forwarded { pending, sent, .. } => {
+                    shared
+                        .metrics
+                        .frame(pending.api_key, "response", frame.len());
+                    shared.metrics.round_trip(pending.api_key, sent.elapsed());
                     if pending.api_key == API_VERSIONS {
                         cap_versions(&mut frame, pending, conn_info);
                     }
@@ -1123,6 +1272,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                         conn_info,
                     ) {
                         frame = rewritten;
+                        shared.metrics.rewrote();
                     }
                     if pending.api_key == SASL_AUTHENTICATE {
                         identity.authenticate_answer(
@@ -1136,7 +1286,11 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                         .map_err(&client_write)?;
                     break;
                 }
-                Slot::Merge { .. } => {
+                Slot::Merge { pending, sent, .. } => {
+                    shared
+                        .metrics
+                        .frame(pending.api_key, "response", frame.len());
+                    shared.metrics.round_trip(pending.api_key, sent.elapsed());
                     write_answer(&mut to_client, slot, Some(&frame), &mut scratch).await?;
                     break;
                 }
@@ -1167,12 +1321,17 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
         .filter_map(|slot| Some((slot.due()?, slot.pending()?)))
         .min_by_key(|&(due, _)| due);
     match oldest {
-        Some((_, pending)) => Close(format!(
+        Some((_, pending)) => {
+            Close::of(
+                CloseReason::Timeout,
+                format!(
             "the broker did not answer correlation id {} (api key {}, v{}) within the request \
              timeout ({:?}, after the wait the request asks for)",
             pending.correlation_id, pending.api_key, pending.api_version, shared.request_timeout
-        )),
-        None => Close::new("an answer owed is late"),
+        ),
+            )
+        }
+        None => Close::of(CloseReason::Timeout, "an answer owed is late"),
     }
 }
 
@@ -1202,11 +1361,14 @@ async fn write_answer<W: AsyncWrite + Unpin>(
     let view = request.view();
     let broker = match broker {
         Some(frame) => Some(parse_response(frame, view.version()).map_err(|e| {
-            Close(format!(
+            Close::of(
+                CloseReason::Malformed,
+                format!(
                 "the broker's ElectLeaders response (correlation id {}) cannot be read at v{}: {e}",
                 view.correlation_id(),
                 view.version()
-            ))
+            ),
+            )
         })?),
         None => None,
     };

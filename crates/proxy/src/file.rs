@@ -69,6 +69,7 @@ pub struct ConfigFile {
     pub max_buffered_bytes: Option<usize>,
     pub advertise_host: Option<String>,
     pub dynamic_listen: Option<DynamicListen>,
+    pub metrics_listen: Option<SocketAddr>,
     /// `[rules]`, with `[rules.principal.NAME]` in `principal_rules`.
     pub policy: Policy,
 }
@@ -226,6 +227,9 @@ impl ConfigFile {
         if self.dynamic_listen.is_some() {
             config.dynamic_listen = self.dynamic_listen;
         }
+        if self.metrics_listen.is_some() {
+            config.metrics_listen = self.metrics_listen;
+        }
         config.upstream_names = self.upstream_names();
         config.policy = self.policy.clone();
     }
@@ -277,6 +281,8 @@ struct Raw {
     advertise_host: Option<String>,
     #[serde(default, deserialize_with = "dynamic_listen")]
     dynamic_listen: Option<DynamicListen>,
+    #[serde(default, deserialize_with = "optional_listen")]
+    metrics_listen: Option<SocketAddr>,
     #[serde(default)]
     rules: RawRules,
 }
@@ -423,6 +429,7 @@ impl Raw {
             max_buffered_bytes: self.max_buffered_bytes,
             advertise_host: self.advertise_host,
             dynamic_listen: self.dynamic_listen,
+            metrics_listen: self.metrics_listen,
             policy: Policy {
                 principal_rules,
                 ..policy
@@ -447,6 +454,10 @@ fn dynamic_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DynamicListe
     DynamicListen::parse(&String::deserialize(d)?)
         .map(Some)
         .map_err(de::Error::custom)
+}
+
+fn optional_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    listen(d).map(Some)
 }
 
 fn upstream<'de, D: Deserializer<'de>>(d: D) -> Result<Upstream, D::Error> {

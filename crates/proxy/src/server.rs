@@ -14,6 +14,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::addresses::{Addresses, Opened};
 use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE};
 use crate::conn::{self, Shared};
+use crate::metrics::Refused;
 use crate::policy::Policy;
 use crate::tls::{ServerTls, Tls, TlsError, UpstreamTls};
 
@@ -93,6 +94,9 @@ pub struct Config {
     /// Listeners opened for brokers that have no route (`--dynamic-listen`); None: such a
     /// broker's address is left as it is, with a warning.
     pub dynamic_listen: Option<crate::addresses::DynamicListen>,
+    /// Where `/metrics` (Prometheus) and `/status` (a page for a person) are served
+    /// (`--metrics-listen`); None: nowhere.
+    pub metrics_listen: Option<SocketAddr>,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
@@ -127,6 +131,7 @@ impl Default for Config {
             upstream_names: Vec::new(),
             advertise_host: None,
             dynamic_listen: None,
+            metrics_listen: None,
             plain: false,
         }
     }
@@ -288,6 +293,7 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     );
     check(old.advertise_host != new.advertise_host, "advertise-host");
     check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
+    check(old.metrics_listen != new.metrics_listen, "metrics-listen");
     changed
 }
 
@@ -296,6 +302,8 @@ pub struct Guard {
     listeners: Vec<(TcpListener, SocketAddr, SocketAddr)>,
     /// Listeners opened while the guard runs, for brokers with no route.
     opened: tokio::sync::mpsc::UnboundedReceiver<Opened>,
+    /// `/metrics` and `/status`.
+    metrics: Option<(TcpListener, SocketAddr)>,
     max_connections: usize,
     shared: Arc<Shared>,
     started: Arc<Config>,
@@ -338,6 +346,18 @@ impl Guard {
                 .map_err(|e| StartError::LocalAddr(route.listen, e))?;
             listeners.push((listener, local, route.upstream));
         }
+        let metrics = match config.metrics_listen {
+            Some(addr) => {
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| StartError::Listen(addr, e))?;
+                let local = listener
+                    .local_addr()
+                    .map_err(|e| StartError::LocalAddr(addr, e))?;
+                Some((listener, local))
+            }
+            None => None,
+        };
         let (open, opened) = tokio::sync::mpsc::unbounded_channel();
         let addresses = Addresses::new(
             listeners.iter().map(|&(_, listen, upstream)| {
@@ -354,6 +374,7 @@ impl Guard {
         Ok(Guard {
             listeners,
             opened,
+            metrics,
             max_connections: config.max_connections,
             shared: Arc::new(Shared {
                 tls,
@@ -373,6 +394,11 @@ impl Guard {
         }
     }
 
+    /// Where `/metrics` and `/status` are served, as bound.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|&(_, addr)| addr)
+    }
+
     /// The routes as bound: each listener's actual address (a port 0 resolved).
     pub fn routes(&self) -> Vec<Route> {
         self.listeners
@@ -389,6 +415,11 @@ impl Guard {
         let (stop_tx, stop_rx) = watch::channel(false);
         let connections = Arc::new(Semaphore::new(max_connections));
         let mut accepting = Vec::new();
+        let routes_shown: Vec<(SocketAddr, String)> = self
+            .listeners
+            .iter()
+            .map(|&(_, listen, upstream)| (listen, upstream.to_string()))
+            .collect();
         for (listener, local, upstream) in self.listeners {
             accepting.push(tokio::spawn(accept(
                 listener,
@@ -397,6 +428,14 @@ impl Guard {
                 connections.clone(),
                 max_connections,
                 self.shared.clone(),
+                stop_rx.clone(),
+            )));
+        }
+        if let Some((listener, _)) = self.metrics {
+            accepting.push(tokio::spawn(crate::metrics::serve(
+                listener,
+                self.shared.clone(),
+                routes_shown,
                 stop_rx.clone(),
             )));
         }
@@ -497,6 +536,7 @@ async fn accept(
                 if let Ok((refused, peer)) = listener.accept().await {
                     drop(refused);
                     refused_for_fds += 1;
+                    shared.metrics.refused(Refused::Descriptors);
                     if last_fd_log.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
                         log(format_args!(
                             "{local}: {peer} refused: out of file descriptors ({e}); \
@@ -517,6 +557,7 @@ async fn accept(
             }
         };
         let Ok(permit) = connections.clone().try_acquire_owned() else {
+            shared.metrics.refused(Refused::MaxConnections);
             log(format_args!(
                 "{local}: {peer} refused: {max_connections} connections already open \
                  (--max-connections)"

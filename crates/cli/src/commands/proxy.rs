@@ -80,6 +80,9 @@ fn settings(
     if let Some(range) = args.dynamic_listen {
         config.dynamic_listen = Some(range);
     }
+    if let Some(addr) = args.metrics_listen {
+        config.metrics_listen = Some(addr);
+    }
     if config.routes.is_empty() {
         return Err("no --listen/--upstream pair, and no [[route]] in the --config file".into());
     }
@@ -282,6 +285,9 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
                 "listening {} upstream {}",
                 route.listen, route.upstream
             );
+        }
+        if let Some(addr) = guard.metrics_addr() {
+            let _ = writeln!(stdout, "metrics {addr}");
         }
         let _ = stdout.flush();
     }

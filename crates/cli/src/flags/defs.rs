@@ -361,6 +361,10 @@ pub struct ProxyArgs {
     /// itself, with a warning
     #[arg(long, value_name = "IP:FIRST-LAST", value_parser = values::dynamic_listen)]
     pub dynamic_listen: Option<kafka_elect_leaders_proxy::addresses::DynamicListen>,
+    /// Serve /metrics (Prometheus text format) and /status (a page for a person) on this
+    /// address (host:port; port 0: any free one, printed as "metrics ADDR")
+    #[arg(long, value_name = "ADDR", value_parser = values::address)]
+    pub metrics_listen: Option<SocketAddr>,
     /// Speak TLS to clients with this certificate chain (PEM, leaf first)
     #[arg(long, value_name = "FILE")]
     pub tls_cert: Option<std::path::PathBuf>,

@@ -1,0 +1,667 @@
+//! What the guard did, for Prometheus (`--metrics-listen`): counters, gauges and a
+//! histogram kept with the `prometheus-client` crate and served in its text format at
+//! `/metrics`, with a small page for a person at `/status`.
+//!
+//! The names follow Prometheus' conventions (base units, `_total` on counters) under the
+//! prefix `elect_leaders_guard_`; the README lists them. Every series of a label that a
+//! client or a broker chooses is bounded: the API label takes the names of the APIs Kafka
+//! has (others are `unknown`), reasons and verdicts are fixed sets.
+//!
+//! The listener is an HTTP/1.1 server of two pages, written here with `httparse` for the
+//! request line: a client has 5 seconds and 8 KiB to ask, at most 16 are served at once,
+//! and every answer closes the connection. A scrape endpoint needs no more, and no more
+//! code to trust.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+
+use crate::conn::{CloseReason, Shared};
+use crate::policy::{Decision, Policy, Rule, Verdict};
+
+/// How long a metrics client has to send its request, and how much it may send.
+const REQUEST_TIME: Duration = Duration::from_secs(5);
+const REQUEST_BYTES: usize = 8 * 1024;
+/// Metrics clients served at once; one more is closed at once.
+const CLIENTS: usize = 16;
+/// Decisions the status page shows.
+const RECENT: usize = 20;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Traffic {
+    api: &'static str,
+    direction: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Api {
+    api: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabel {
+    verdict: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabel {
+    rule: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reason {
+    reason: &'static str,
+}
+
+type Histograms = Family<Api, Histogram, fn() -> Histogram>;
+
+fn round_trip_histogram() -> Histogram {
+    // 0.5 ms to about 16 s.
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+/// Why a client was refused at once.
+#[derive(Clone, Copy, Debug)]
+pub enum Refused {
+    /// `--max-connections` reached.
+    MaxConnections,
+    /// Out of file descriptors.
+    Descriptors,
+}
+
+/// The guard's metrics, shared by every connection.
+pub struct Metrics {
+    registry: Registry,
+    frames: Family<Traffic, Counter>,
+    bytes: Family<Traffic, Counter>,
+    decisions: Family<VerdictLabel, Counter>,
+    decision_rules: Family<RuleLabel, Counter>,
+    refused_partitions: Counter,
+    connections_open: Gauge,
+    connections_accepted: Counter,
+    connections_refused: Family<Reason, Counter>,
+    connections_closed: Family<Reason, Counter>,
+    audit_failures: Counter,
+    round_trip: Histograms,
+    rewrites: Counter,
+    /// The last decisions, newest last, for the status page.
+    recent: Mutex<VecDeque<Recent>>,
+}
+
+/// One decision as the status page shows it.
+#[derive(Clone, Debug)]
+struct Recent {
+    time: String,
+    client: SocketAddr,
+    principal: Option<String>,
+    client_id: String,
+    election_type: String,
+    verdict: &'static str,
+    rules: Vec<&'static str>,
+    partitions: String,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new(Gauge::default())
+    }
+}
+
+impl Metrics {
+    /// The metrics, with `audit_queue` (the audit log's queue depth, kept by the audit
+    /// writer) among them.
+    pub fn new(audit_queue: Gauge) -> Metrics {
+        let mut registry = Registry::with_prefix("elect_leaders_guard");
+        let metrics = Metrics {
+            frames: Family::default(),
+            bytes: Family::default(),
+            decisions: Family::default(),
+            decision_rules: Family::default(),
+            refused_partitions: Counter::default(),
+            connections_open: Gauge::default(),
+            connections_accepted: Counter::default(),
+            connections_refused: Family::default(),
+            connections_closed: Family::default(),
+            audit_failures: Counter::default(),
+            round_trip: Family::new_with_constructor(round_trip_histogram),
+            rewrites: Counter::default(),
+            recent: Mutex::new(VecDeque::with_capacity(RECENT)),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "frames",
+            "Kafka frames through the guard, by API and direction (request, response)",
+            metrics.frames.clone(),
+        );
+        registry.register_with_unit(
+            "frame",
+            "Bytes of Kafka frames through the guard (size prefix included), by API and direction",
+            prometheus_client::registry::Unit::Bytes,
+            metrics.bytes.clone(),
+        );
+        registry.register(
+            "elect_leaders_decisions",
+            "ElectLeaders requests decided, by verdict (forwarded, trimmed, refused, would-refuse)",
+            metrics.decisions.clone(),
+        );
+        registry.register(
+            "elect_leaders_decision_rules",
+            "ElectLeaders requests a rule refused something of (or would have, in log-only mode), by rule",
+            metrics.decision_rules.clone(),
+        );
+        registry.register(
+            "elect_leaders_refused_partitions",
+            "Partitions answered POLICY_VIOLATION by the guard",
+            metrics.refused_partitions.clone(),
+        );
+        registry.register(
+            "connections_open",
+            "Client connections open now",
+            metrics.connections_open.clone(),
+        );
+        registry.register(
+            "connections_accepted",
+            "Client connections accepted",
+            metrics.connections_accepted.clone(),
+        );
+        registry.register(
+            "connections_refused",
+            "Client connections closed at once, by reason (max-connections, descriptors)",
+            metrics.connections_refused.clone(),
+        );
+        registry.register(
+            "connections_closed",
+            "Client connections closed, by reason (client, idle, timeout, malformed, upstream, \
+             handshake, stop, error)",
+            metrics.connections_closed.clone(),
+        );
+        registry.register(
+            "audit_queue_lines",
+            "Audit lines waiting to be written",
+            audit_queue,
+        );
+        registry.register(
+            "audit_failures",
+            "ElectLeaders requests refused because their decision could not be audited",
+            metrics.audit_failures.clone(),
+        );
+        registry.register_with_unit(
+            "broker_round_trip",
+            "From a request forwarded to its answer from the broker, by API",
+            prometheus_client::registry::Unit::Seconds,
+            metrics.round_trip.clone(),
+        );
+        registry.register(
+            "address_rewrites",
+            "Broker answers whose broker addresses were rewritten",
+            metrics.rewrites.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// A frame of `api_key` in `direction` ("request" or "response"), `len` bytes.
+    pub fn frame(&self, api_key: i16, direction: &'static str, len: usize) {
+        let labels = Traffic {
+            api: api_name(api_key),
+            direction,
+        };
+        self.frames.get_or_create(&labels).inc();
+        self.bytes.get_or_create(&labels).inc_by(len as u64);
+    }
+
+    /// The broker's answer to a request of `api_key`, `elapsed` after it was forwarded.
+    pub fn round_trip(&self, api_key: i16, elapsed: Duration) {
+        self.round_trip
+            .get_or_create(&Api {
+                api: api_name(api_key),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// An answer whose broker addresses were rewritten.
+    pub fn rewrote(&self) {
+        self.rewrites.inc();
+    }
+
+    /// A decision on an ElectLeaders request, for the counters and the status page.
+    pub fn decided(&self, decision: &Decision, recent: impl FnOnce() -> RecentDecision) {
+        self.decisions
+            .get_or_create(&VerdictLabel {
+                verdict: decision.verdict.name(),
+            })
+            .inc();
+        for rule in decision.rules.iter() {
+            self.decision_rules
+                .get_or_create(&RuleLabel { rule: rule.name() })
+                .inc();
+        }
+        if matches!(decision.verdict, Verdict::Refused | Verdict::Trimmed) {
+            self.refused_partitions.inc_by(decision.refused as u64);
+        }
+        if decision.rules.contains(Rule::AuditLog) {
+            self.audit_failures.inc();
+        }
+        let r = recent();
+        let entry = Recent {
+            time: crate::audit::rfc3339_now(),
+            client: r.client,
+            principal: r.principal,
+            client_id: r.client_id,
+            election_type: r.election_type,
+            verdict: decision.verdict.name(),
+            rules: decision.rules.iter().map(Rule::name).collect(),
+            partitions: match decision.requested {
+                Some(n) => format!("{} of {n} refused", decision.refused),
+                None => "all".to_owned(),
+            },
+        };
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() == RECENT {
+            recent.pop_front();
+        }
+        recent.push_back(entry);
+    }
+
+    /// A client accepted: open until [`Metrics::closed`].
+    pub fn accepted(&self) {
+        self.connections_accepted.inc();
+        self.connections_open.inc();
+    }
+
+    /// A client refused at once.
+    pub fn refused(&self, why: Refused) {
+        let reason = match why {
+            Refused::MaxConnections => "max-connections",
+            Refused::Descriptors => "descriptors",
+        };
+        self.connections_refused
+            .get_or_create(&Reason { reason })
+            .inc();
+    }
+
+    /// An accepted client's connection closed; `None`: its TLS handshake failed.
+    pub fn closed(&self, reason: Option<CloseReason>) {
+        self.connections_open.dec();
+        let reason = reason.map_or("handshake", CloseReason::name);
+        self.connections_closed
+            .get_or_create(&Reason { reason })
+            .inc();
+    }
+
+    /// The text format, as `/metrics` serves it.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    fn counter(family: &Family<Reason, Counter>, reason: &'static str) -> u64 {
+        family.get(&Reason { reason }).map_or(0, |c| c.get())
+    }
+
+    /// The status page: listeners, rules, counts and the last decisions, self-contained
+    /// (no script, no external asset).
+    pub fn status_page(&self, routes: &[(SocketAddr, String)], policy: &Policy) -> String {
+        let mut page = String::new();
+        let _ = write!(
+            page,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <title>elect-leaders guard</title><style>\
+             body{{font-family:sans-serif;margin:2em;color:#222}}\
+             table{{border-collapse:collapse;margin-bottom:1.5em}}\
+             td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:left}}\
+             th{{background:#f3f3f3}} .refused{{color:#a00}} .forwarded{{color:#070}}\
+             </style></head><body><h1>elect-leaders guard</h1>"
+        );
+        page.push_str("<h2>Listeners</h2><table><tr><th>listen</th><th>upstream</th></tr>");
+        for (listen, upstream) in routes {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                listen,
+                escape(upstream)
+            );
+        }
+        page.push_str("</table><h2>Rules in force</h2><table id=\"rules\">");
+        for (name, value) in rules_shown(policy) {
+            let _ = write!(page, "<tr><th>{name}</th><td>{}</td></tr>", escape(&value));
+        }
+        page.push_str("</table><h2>Counts</h2><table id=\"counts\">");
+        let verdict = |v: &'static str| {
+            self.decisions
+                .get(&VerdictLabel { verdict: v })
+                .map_or(0, |c| c.get())
+        };
+        let rows: [(&str, &str, u64); 9] = [
+            ("forwarded", "elections forwarded", verdict("forwarded")),
+            ("trimmed", "elections trimmed", verdict("trimmed")),
+            ("refused", "elections refused", verdict("refused")),
+            (
+                "would-refuse",
+                "elections log-only would refuse",
+                verdict("would-refuse"),
+            ),
+            (
+                "refused-partitions",
+                "partitions refused",
+                self.refused_partitions.get(),
+            ),
+            (
+                "connections-open",
+                "connections open",
+                self.connections_open.get().max(0) as u64,
+            ),
+            (
+                "connections-accepted",
+                "connections accepted",
+                self.connections_accepted.get(),
+            ),
+            (
+                "connections-refused",
+                "connections refused at once",
+                Metrics::counter(&self.connections_refused, "max-connections")
+                    + Metrics::counter(&self.connections_refused, "descriptors"),
+            ),
+            (
+                "audit-failures",
+                "elections refused, not auditable",
+                self.audit_failures.get(),
+            ),
+        ];
+        for (id, label, value) in rows {
+            let _ = write!(
+                page,
+                "<tr><th>{label}</th><td id=\"{id}\">{value}</td></tr>"
+            );
+        }
+        page.push_str(
+            "</table><h2>Last decisions</h2><table id=\"decisions\"><tr><th>time</th>\
+             <th>client</th><th>principal</th><th>client id</th><th>type</th>\
+             <th>verdict</th><th>rules</th><th>partitions</th></tr>",
+        );
+        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        for r in recent.iter().rev() {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
+                r.time,
+                r.client,
+                escape(r.principal.as_deref().unwrap_or("-")),
+                escape(&r.client_id),
+                escape(&r.election_type),
+                r.verdict,
+                r.verdict,
+                r.rules.join(", "),
+                escape(&r.partitions),
+            );
+        }
+        page.push_str("</table></body></html>\n");
+        page
+    }
+}
+
+/// What the caller knows of a decision's request, for the status page.
+pub struct RecentDecision {
+    pub client: SocketAddr,
+    pub principal: Option<String>,
+    pub client_id: String,
+    pub election_type: String,
+}
+
+/// The rules of `policy`, as the status page lists them.
+fn rules_shown(policy: &Policy) -> Vec<(&'static str, String)> {
+    let names = |set: &std::collections::HashSet<Box<[u8]>>| {
+        let mut list: Vec<String> = set
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect();
+        list.sort();
+        list.join(", ")
+    };
+    let mut principals: Vec<&str> = policy.allowed_principals.iter().map(|p| &**p).collect();
+    principals.sort_unstable();
+    let mut own: Vec<&str> = policy.principal_rules.keys().map(|p| &**p).collect();
+    own.sort_unstable();
+    vec![
+        ("deny-unclean", policy.deny_unclean.to_string()),
+        ("protect-topic", names(&policy.protected_topics)),
+        ("allow-client-id", names(&policy.allowed_client_ids)),
+        ("allow-principal", principals.join(", ")),
+        (
+            "max-partitions",
+            policy
+                .max_partitions
+                .map_or_else(|| "none".to_owned(), |n| n.to_string()),
+        ),
+        ("log-only", policy.log_only.to_string()),
+        ("principals with rules of their own", own.join(", ")),
+    ]
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The name of API `api_key` as Kafka names it, or "unknown": a label value of a bounded
+/// set, whatever key a client sends.
+pub fn api_name(api_key: i16) -> &'static str {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (0..=i16::from(u8::MAX))
+            .map(
+                |key| match kafka_protocol::messages::ApiKey::try_from(key) {
+                    // Once per API, for the process's life.
+                    Ok(api) => &*Box::leak(format!("{api:?}").into_boxed_str()),
+                    Err(()) => "unknown",
+                },
+            )
+            .collect()
+    });
+    usize::try_from(api_key)
+        .ok()
+        .and_then(|i| names.get(i))
+        .copied()
+        .unwrap_or("unknown")
+}
+
+/// Serves `/metrics` and `/status` on `listener` until `stop`.
+pub async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    routes: Vec<(SocketAddr, String)>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let clients = Arc::new(Semaphore::new(CLIENTS));
+    let routes = Arc::new(routes);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        let Ok((socket, _)) = accepted else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let Ok(permit) = clients.clone().try_acquire_owned() else {
+            continue;
+        };
+        let shared = shared.clone();
+        let routes = routes.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(REQUEST_TIME, answer(socket, &shared, &routes)).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Reads one request and answers it.
+async fn answer(
+    mut socket: TcpStream,
+    shared: &Shared,
+    routes: &[(SocketAddr, String)],
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; REQUEST_BYTES];
+    let mut filled = 0;
+    let path = loop {
+        let n = socket.read(&mut buf[filled..]).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        filled += n;
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut request = httparse::Request::new(&mut headers);
+        match request.parse(&buf[..filled]) {
+            Ok(httparse::Status::Complete(_)) => {
+                if request.method != Some("GET") {
+                    return respond(
+                        &mut socket,
+                        "405 Method Not Allowed",
+                        "text/plain",
+                        "GET only\n",
+                    )
+                    .await;
+                }
+                break request.path.unwrap_or("/").to_owned();
+            }
+            Ok(httparse::Status::Partial) if filled < buf.len() => continue,
+            _ => {
+                return respond(
+                    &mut socket,
+                    "400 Bad Request",
+                    "text/plain",
+                    "bad request\n",
+                )
+                .await
+            }
+        }
+    };
+    match path.split('?').next() {
+        Some("/metrics") => {
+            let body = shared.metrics.encode();
+            respond(
+                &mut socket,
+                "200 OK",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                &body,
+            )
+            .await
+        }
+        Some("/status") | Some("/") => {
+            let body = shared.metrics.status_page(routes, &shared.policy());
+            respond(&mut socket, "200 OK", "text/html; charset=utf-8", &body).await
+        }
+        _ => {
+            respond(
+                &mut socket,
+                "404 Not Found",
+                "text/plain",
+                "/metrics or /status\n",
+            )
+            .await
+        }
+    }
+}
+
+async fn respond(
+    socket: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await?;
+    socket.write_all(body.as_bytes()).await?;
+    socket.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_names_are_kafkas_and_bounded() {
+        assert_eq!(api_name(3), "Metadata");
+        assert_eq!(api_name(43), "ElectLeaders");
+        assert_eq!(api_name(-1), "unknown");
+        assert_eq!(api_name(999), "unknown");
+    }
+
+    #[test]
+    fn the_text_format_names_each_metric() {
+        let m = Metrics::default();
+        m.frame(3, "request", 40);
+        m.round_trip(3, Duration::from_millis(3));
+        m.accepted();
+        m.closed(Some(CloseReason::Idle));
+        let text = m.encode();
+        for line in [
+            "elect_leaders_guard_frames_total{api=\"Metadata\",direction=\"request\"} 1",
+            "elect_leaders_guard_frame_bytes_total{api=\"Metadata\",direction=\"request\"} 40",
+            "elect_leaders_guard_connections_open 0",
+            "elect_leaders_guard_connections_accepted_total 1",
+            "elect_leaders_guard_connections_closed_total{reason=\"idle\"} 1",
+            "elect_leaders_guard_broker_round_trip_seconds_count{api=\"Metadata\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn the_status_page_escapes_what_clients_chose() {
+        let m = Metrics::default();
+        let decision = Policy::default().refuse_unaudited(
+            &kafka_elect_leaders::parse_request(
+                &kafka_elect_leaders::EncodeRequestExt::encode_to_vec(
+                    &kafka_elect_leaders::ElectLeadersRequestData::default(),
+                    2,
+                )
+                .unwrap(),
+            )
+            .unwrap(),
+            "the log is stalled",
+        );
+        m.decided(&decision, || RecentDecision {
+            client: "127.0.0.1:1".parse().unwrap(),
+            principal: Some("<script>alert(1)</script>".into()),
+            client_id: "a&b".into(),
+            election_type: "PREFERRED".into(),
+        });
+        let page = m.status_page(&[], &Policy::default());
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(page.contains("&lt;script&gt;") && page.contains("a&amp;b"));
+        assert!(page.contains("<td id=\"audit-failures\">1</td>"), "{page}");
+    }
+}
