@@ -316,13 +316,15 @@ impl Metrics {
     }
 
     /// The status page: listeners, rules, counts and the last decisions, self-contained
-    /// (no script, no external asset).
+    /// (no script, no external asset; an empty inline icon, so that a browser asks for no
+    /// `/favicon.ico`, whose 404 would be a console error).
     pub fn status_page(&self, routes: &[(SocketAddr, String)], policy: &Policy) -> String {
         let mut page = String::new();
         let _ = write!(
             page,
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-             <title>elect-leaders guard</title><style>\
+             <title>elect-leaders guard</title>\
+             <link rel=\"icon\" href=\"data:,\"><style>\
              body{{font-family:sans-serif;margin:2em;color:#222}}\
              table{{border-collapse:collapse;margin-bottom:1.5em}}\
              td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:left}}\
