@@ -415,3 +415,79 @@ async fn a_listener_for_a_broker_with_no_route() {
     let again = brokers_in(METADATA, 12, ask(&mut to_three, METADATA, 12, 2).await);
     assert_eq!(again, got);
 }
+
+/// `--dynamic-listen`: a broker that appears in a later answer gets its listener then; a
+/// node whose port would fall past the range is left as it advertises itself (the guard
+/// warns), and so is everything once the range is used up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_listeners_for_brokers_that_appear_later_and_past_the_range() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    // Two free ports, FIRST and FIRST + 1: nodes 0 and 1 fit, node 2 does not.
+    let (first, second) = loop {
+        let a = free_addr().port();
+        if std::net::TcpListener::bind(("127.0.0.1", a + 1)).is_ok() {
+            break (a, a + 1);
+        }
+    };
+    let range = DynamicListen {
+        ip: "127.0.0.1".parse().unwrap(),
+        first,
+        last: second,
+    };
+    let brokers = [free_addr(), free_addr(), free_addr()];
+    // The first answer names node 0; the next ones nodes 0, 1 and 2.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let answer = move |api_key: i16, version: i16| {
+        assert_eq!(api_key, METADATA);
+        let named = if counter.fetch_add(1, Ordering::SeqCst) == 0 { 1 } else { 3 };
+        let mut m = MetadataResponse::default();
+        m.brokers = (0..named)
+            .map(|node| {
+                let at = brokers[node];
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(node as i32))
+                    .with_host(StrBytes::from_string(at.ip().to_string()))
+                    .with_port(i32::from(at.port()))
+            })
+            .collect();
+        let mut body = BytesMut::new();
+        m.encode(&mut body, version).unwrap();
+        body
+    };
+    let route_upstream = serve_at(free_addr(), answer).await;
+    for at in brokers {
+        serve_at(at, |_, _| BytesMut::new()).await;
+    }
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: route_upstream,
+    });
+    config.dynamic_listen = Some(range);
+    let guard = Guard::bind(config).await.unwrap();
+    let listen = guard.routes()[0].listen;
+    tokio::spawn(guard.run(std::future::pending()));
+
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    let told = |port: u16| ("127.0.0.1".to_owned(), i32::from(port));
+    let got = brokers_in(METADATA, 12, ask(&mut client, METADATA, 12, 1).await);
+    assert_eq!(got, [(0, told(first).0, told(first).1)]);
+    // Node 1 only now: its listener opens; node 2's port would be past the range.
+    assert!(TcpStream::connect(("127.0.0.1", second)).await.is_err());
+    let got = brokers_in(METADATA, 12, ask(&mut client, METADATA, 12, 2).await);
+    assert_eq!(
+        got,
+        [
+            (0, told(first).0, told(first).1),
+            (1, told(second).0, told(second).1),
+            (
+                2,
+                brokers[2].ip().to_string(),
+                i32::from(brokers[2].port())
+            ),
+        ]
+    );
+    TcpStream::connect(("127.0.0.1", second)).await.unwrap();
+}
