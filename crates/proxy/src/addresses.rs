@@ -30,17 +30,23 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse, ResponseHeader,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
 use crate::audit::{log, ConnInfo};
+use crate::owed::Reader;
 
 /// Metadata's API key.
 pub const METADATA: i16 = 3;
 /// FindCoordinator's API key.
 pub const FIND_COORDINATOR: i16 = 10;
+/// The first Metadata version with a throttle time.
+const METADATA_THROTTLE: i16 = 3;
+/// The first flexible Metadata version.
+const FLEXIBLE_METADATA: i16 = 9;
 /// The first FindCoordinator version with a list of coordinators (KIP-699).
 const BATCHED_FIND_COORDINATOR: i16 = 4;
 /// DescribeCluster's API key.
@@ -210,16 +216,7 @@ impl Addresses {
         out.put_i32(0);
         out.put_slice(&body[..header_len]);
         let changed = match api_key {
-            METADATA => {
-                let mut answer = decode::<MetadataResponse>(&mut buf, api_version)?;
-                let found = answer.brokers.iter_mut().map(|b| Found {
-                    node: b.node_id.0,
-                    host: &mut b.host,
-                    port: &mut b.port,
-                });
-                let changed = self.replace(found, conn);
-                encode(&answer, &mut out, api_version, changed)?
-            }
+            METADATA => return self.rewrite_metadata(body, header_len, api_version, conn, out),
             FIND_COORDINATOR => {
                 let mut answer = decode::<FindCoordinatorResponse>(&mut buf, api_version)?;
                 let mut found: Vec<Found<'_>> = answer
@@ -258,6 +255,66 @@ impl Addresses {
         if !changed {
             return Ok(None);
         }
+        let size = i32::try_from(out.len() - 4).map_err(|_| "the answer is too large")?;
+        out[..4].copy_from_slice(&size.to_be_bytes());
+        Ok(Some(out))
+    }
+
+    /// Metadata: the brokers come first in the answer (after the throttle time, from v3),
+    /// the topics and their partitions, often most of it, after them. Only the brokers
+    /// are decoded and encoded again (each with kafka-protocol's `MetadataResponseBroker`);
+    /// the rest is copied as it is. The cost is then that of the brokers, not of the
+    /// partitions (BENCHMARKS.md).
+    fn rewrite_metadata(
+        &self,
+        body: &[u8],
+        header_len: usize,
+        api_version: i16,
+        conn: &ConnInfo,
+        mut out: BytesMut,
+    ) -> Result<Option<BytesMut>, String> {
+        if !(0..=MetadataResponse::VERSIONS.max).contains(&api_version) {
+            return Err(format!(
+                "Metadata v{api_version} is newer than the crate knows"
+            ));
+        }
+        let flexible = api_version >= FLEXIBLE_METADATA;
+        let mut read = Reader::new(&body[header_len..]);
+        if api_version >= METADATA_THROTTLE {
+            read.int32().ok_or("no throttle time")?;
+        }
+        let count = if flexible {
+            read.uvarint()
+                .and_then(|n| n.checked_sub(1))
+                .ok_or("no broker count")? as usize
+        } else {
+            usize::try_from(read.int32().ok_or("no broker count")?)
+                .map_err(|_| "a negative broker count")?
+        };
+        let prefix = body.len() - read.remaining();
+        let mut buf = Bytes::copy_from_slice(&body[prefix..]);
+        // Each broker takes at least 10 bytes: no allocation sized by the count alone.
+        let mut brokers = Vec::with_capacity(count.min(buf.remaining() / 10));
+        for _ in 0..count {
+            brokers.push(
+                MetadataResponseBroker::decode(&mut buf, api_version).map_err(|e| e.to_string())?,
+            );
+        }
+        let found = brokers.iter_mut().map(|b| Found {
+            node: b.node_id.0,
+            host: &mut b.host,
+            port: &mut b.port,
+        });
+        if !self.replace(found, conn) {
+            return Ok(None);
+        }
+        out.put_slice(&body[header_len..prefix]);
+        for broker in &brokers {
+            broker
+                .encode(&mut out, api_version)
+                .map_err(|e| format!("cannot encode it again: {e}"))?;
+        }
+        out.put_slice(&buf);
         let size = i32::try_from(out.len() - 4).map_err(|_| "the answer is too large")?;
         out[..4].copy_from_slice(&size.to_be_bytes());
         Ok(Some(out))
@@ -439,5 +496,77 @@ fn api_name(api_key: i16) -> &'static str {
         METADATA => "Metadata",
         FIND_COORDINATOR => "FindCoordinator",
         _ => "DescribeCluster",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::{BrokerId, TopicName};
+
+    /// Only the brokers of a Metadata answer are decoded and written again: everything
+    /// after them (cluster id, controller, topics and partitions) comes out equal, at a
+    /// flexible and an older version.
+    #[test]
+    fn metadata_keeps_everything_but_the_brokers() {
+        let upstream: SocketAddr = "10.0.0.1:9092".parse().unwrap();
+        let listen: SocketAddr = "127.0.0.1:19092".parse().unwrap();
+        let addresses = Addresses::new([(listen, upstream, None)], None, None);
+        let conn = ConnInfo {
+            client: "127.0.0.1:50000".parse().unwrap(),
+            listener: listen,
+            local: listen,
+            upstream,
+        };
+        let mut answer = MetadataResponse::default();
+        answer.brokers = vec![MetadataResponseBroker::default()
+            .with_node_id(BrokerId(1))
+            .with_host(StrBytes::from_static_str("10.0.0.1"))
+            .with_port(9092)
+            .with_rack(Some(StrBytes::from_static_str("rack-a")))];
+        answer.cluster_id = Some(StrBytes::from_static_str("cluster"));
+        answer.controller_id = BrokerId(1);
+        answer.topics = vec![MetadataResponseTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_static_str("orders"))))
+            .with_partitions(vec![MetadataResponsePartition::default()
+                .with_partition_index(3)
+                .with_leader_id(BrokerId(1))
+                .with_replica_nodes(vec![BrokerId(1)])
+                .with_isr_nodes(vec![BrokerId(1)])])];
+        for version in [12, 1] {
+            let header_version = MetadataResponse::header_version(version);
+            let mut frame = BytesMut::new();
+            frame.put_i32(0);
+            ResponseHeader::default()
+                .with_correlation_id(5)
+                .encode(&mut frame, header_version)
+                .unwrap();
+            answer.encode(&mut frame, version).unwrap();
+            let size = (frame.len() - 4) as i32;
+            frame[..4].copy_from_slice(&size.to_be_bytes());
+
+            let out = addresses
+                .rewrite(&frame, METADATA, version, &conn)
+                .expect("rewritten");
+            let mut body = Bytes::copy_from_slice(&out[4..]);
+            let header = ResponseHeader::decode(&mut body, header_version).unwrap();
+            assert_eq!(header.correlation_id, 5);
+            let got = MetadataResponse::decode(&mut body, version).unwrap();
+            assert!(!body.has_remaining());
+            let mut want = answer.clone();
+            want.brokers[0].host = StrBytes::from_static_str("127.0.0.1");
+            want.brokers[0].port = 19092;
+            if version < 2 {
+                want.cluster_id = None;
+            }
+            assert_eq!(got, want, "v{version}");
+            assert_eq!(
+                i32::from_be_bytes(out[..4].try_into().unwrap()) as usize,
+                out.len() - 4
+            );
+        }
     }
 }
