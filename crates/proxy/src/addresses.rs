@@ -177,7 +177,11 @@ impl Addresses {
         api_version: i16,
         conn: &ConnInfo,
     ) -> Option<BytesMut> {
-        if !Addresses::carries_addresses(api_key) {
+        // Without routes (a guard embedded without any, the conn fuzz target) nothing can
+        // be rewritten: not even decoded.
+        if !Addresses::carries_addresses(api_key)
+            || (self.pairs.is_empty() && self.dynamic.is_none())
+        {
             return None;
         }
         match self.try_rewrite(frame, api_key, api_version, conn) {
