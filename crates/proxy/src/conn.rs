@@ -1185,13 +1185,16 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 continue;
             }
             Next::Frame(None) => {
+                // What the broker answered before it closed goes out first (a failed SASL
+                // authentication's answer comes with the close).
+                flush(&mut to_client).await.map_err(&client_write)?;
                 return Err(Close::of(
                     CloseReason::Upstream,
                     format!(
                         "the broker closed the connection ({} requests unanswered)",
                         waiting.len()
                     ),
-                ))
+                ));
             }
             Next::Frame(Some(Err(e))) => return Err(Close::upstream_read(e)),
             Next::Frame(Some(Ok(frame))) => {
