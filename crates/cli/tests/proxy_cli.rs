@@ -1162,6 +1162,31 @@ fn metrics_and_status() {
     drop(silent);
 }
 
+/// A broker that answers and closes at once (Kafka does so on a failed SASL
+/// authentication: SaslAuthenticate answered with error 58, then the close): the answer
+/// reaches the client before the guard closes it.
+#[test]
+fn an_answer_written_with_the_brokers_close_reaches_the_client() {
+    let fake = FakeUpstream::start(|_, mut s| {
+        if let Ok(f) = read_frame(&mut s) {
+            let mut body = 58i16.to_be_bytes().to_vec();
+            body.extend((-1i16).to_be_bytes());
+            body.extend(0i32.to_be_bytes());
+            let _ = s.write_all(&response(request_correlation_id(&f), &body));
+        }
+        // Closed as the thread ends: answer and FIN leave together.
+    });
+    let proxy = Proxy::start(fake.addr, &[]);
+    for round in 0..5 {
+        let mut c = proxy.connect();
+        c.write_all(&handshake(1, "PLAIN")).unwrap();
+        let answer = read_frame(&mut c)
+            .unwrap_or_else(|e| panic!("round {round}: no answer before the close: {e}"));
+        assert_eq!(response_correlation_id(&answer), 1);
+        assert!(closed(&mut c));
+    }
+}
+
 #[test]
 fn log_only_forwards_and_audits_what_would_be_refused() {
     let (fake, got) = FakeUpstream::answering(b"upstream");
