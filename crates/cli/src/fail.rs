@@ -92,6 +92,14 @@ impl From<io::Error> for Failure {
     }
 }
 
+/// A line on stderr, after what came before it on stdout: a problem with one input of
+/// several, the others still read.
+pub fn warn(out: &mut dyn std::io::Write, message: &str) -> io::Result<()> {
+    out.flush()?;
+    eprintln!("elect-leaders: {message}");
+    Ok(())
+}
+
 /// The one line that reports a malformed frame: where the frame starts in the input, and
 /// the library's error (field, offset within the frame, what was wrong).
 pub fn malformed(

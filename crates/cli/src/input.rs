@@ -6,7 +6,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 
-use kafka_elect_leaders::{is_supported, split_frame, Error, SIZE_PREFIX_LEN};
+use kafka_elect_leaders::{
+    is_supported, split_frame, Error, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
+};
 
 use crate::capture::{self, Capture};
 use crate::fail::Failure;
@@ -117,23 +119,64 @@ impl Source {
     }
 
     /// Opens the input and tells a capture (pcap or pcapng, by its magic number) from a
-    /// stream of frames. Hex text is always a stream.
-    pub fn open_any(&self, command: &'static str, hex: bool) -> Result<Opened, Failure> {
+    /// stream of frames. Hex text is always a stream. An empty input is an error (exit 1):
+    /// there is nothing to read, and saying nothing would hide a wrong file or a pipe whose
+    /// writer failed. With `Expect::Frames`, an input whose first 4 bytes cannot be a
+    /// frame's size is refused at once with what it looks like (text, JSON, hex text, a PNG
+    /// image...), rather than as a frame of an impossible size.
+    pub fn open_any(
+        &self,
+        command: &'static str,
+        hex: bool,
+        expect: Expect,
+    ) -> Result<Opened, Failure> {
         let mut reader = self.open(command, hex)?;
-        if hex {
-            return Ok(Opened::Stream(reader));
-        }
-        let mut head = [0u8; 4];
+        let mut head = [0u8; SIZE_PREFIX_LEN];
         let got = read_full(&mut reader, &mut head)
             .map_err(|e| Failure::Input(format!("{}: {e}", self.name())))?;
-        let reader: Box<dyn Read + Send> =
-            Box::new(io::Cursor::new(head[..got].to_vec()).chain(reader));
-        if got == head.len() && capture::is_capture(&head) {
+        if got == 0 {
+            return Err(Failure::Input(self.empty_message(hex)));
+        }
+        if !hex && got == head.len() && capture::is_capture(&head) {
+            let reader: Box<dyn Read + Send> =
+                Box::new(io::Cursor::new(head.to_vec()).chain(reader));
             let capture = Capture::new(reader)
                 .map_err(|e| Failure::Input(format!("{}: {e}", self.name())))?;
             return Ok(Opened::Capture(Box::new(capture)));
         }
+        if !hex && got == head.len() && expect == Expect::Frames {
+            let size = i32::from_be_bytes(head);
+            if usize::try_from(size).map_or(true, |s| s > DEFAULT_MAX_FRAME_SIZE) {
+                // Not a frame: read a little more to say what it is instead.
+                let mut more = [0u8; 60];
+                let extra = read_full(&mut reader, &mut more).unwrap_or(0);
+                let start: Vec<u8> = head.iter().chain(&more[..extra]).copied().collect();
+                let why = if size < 0 {
+                    format!("here {size}, negative")
+                } else {
+                    format!("here {size}, over the maximum of {DEFAULT_MAX_FRAME_SIZE}")
+                };
+                return Err(Failure::Input(format!(
+                    "{}: not a Kafka frame stream or a capture: it looks like {}. A frame \
+                     stream starts with a frame's 4-byte size ({why}); a capture with the \
+                     magic number of pcap or pcapng",
+                    self.name(),
+                    looks_like(&start)
+                )));
+            }
+        }
+        let reader: Box<dyn Read + Send> =
+            Box::new(io::Cursor::new(head[..got].to_vec()).chain(reader));
         Ok(Opened::Stream(reader))
+    }
+
+    /// What is said of an input with nothing in it.
+    pub fn empty_message(&self, hex: bool) -> String {
+        if hex {
+            format!("{}: no hex digits in it: nothing to read", self.name())
+        } else {
+            format!("{}: empty (0 bytes): nothing to read", self.name())
+        }
     }
 
     /// Reads the whole input (for `scan`, which searches it).
@@ -145,6 +188,66 @@ impl Source {
             .map_err(|e| Failure::Input(format!("{}: {e}", self.name())))?;
         Ok(bytes)
     }
+}
+
+/// What an input is expected to hold, for [`Source::open_any`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Expect {
+    /// Frames from the first byte (or a capture): `decode`, `inspect`.
+    Frames,
+    /// Frames anywhere in arbitrary bytes (or a capture): `scan`.
+    Anything,
+}
+
+/// What the first bytes of an input that is neither frames nor a capture look like, for
+/// the message that refuses it: a file type known by its magic number (the `infer`
+/// crate), or text (JSON, hex text), or binary data; with the first bytes shown.
+pub fn looks_like(start: &[u8]) -> String {
+    if let Some(kind) = infer::get(start) {
+        return format!(
+            "a {} file ({}, starting {})",
+            kind.extension().to_uppercase(),
+            kind.mime_type(),
+            to_hex(&start[..start.len().min(8)])
+        );
+    }
+    // Text: UTF-8 (a character may be cut at the end) without control characters but
+    // whitespace.
+    let valid = match std::str::from_utf8(start) {
+        Ok(text) => text,
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&start[..e.valid_up_to()]).unwrap_or("")
+        }
+        Err(_) => "",
+    };
+    let is_text = !valid.is_empty()
+        && valid.len() + 3 >= start.len()
+        && valid
+            .chars()
+            .all(|c| !c.is_control() || c.is_ascii_whitespace());
+    if !is_text {
+        return format!(
+            "binary data of another kind (starting {})",
+            to_hex(&start[..start.len().min(8)])
+        );
+    }
+    let shown: String = valid.chars().take(24).collect();
+    let shown = serde_json::to_string(&shown).unwrap_or_default();
+    let trimmed = valid.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return format!("JSON text ({shown}...): 'encode' turns JSON objects into frames");
+    }
+    let hexish = valid
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .all(|l| {
+            l.chars()
+                .all(|c| c.is_ascii_hexdigit() || c.is_ascii_whitespace())
+        });
+    if hexish || trimmed.starts_with('#') {
+        return format!("text ({shown}...); if it is hex text, read it with --hex");
+    }
+    format!("text ({shown}...)")
 }
 
 /// An input, opened.

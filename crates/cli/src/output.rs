@@ -2,9 +2,24 @@
 //! comment line before it when there is something to say (a response's version, a
 //! mutation).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
+use crate::fail::Failure;
 use crate::input::to_hex;
+
+/// Binary frames are not written to a terminal (`encode`, `gen`, `mutate` alike): they
+/// would garble it, and nobody reads them there. A usage error (exit 2) that says what to
+/// do instead.
+pub fn refuse_binary_to_terminal(command: &'static str, hex: bool) -> Result<(), Failure> {
+    if !hex && io::stdout().is_terminal() {
+        return Err(Failure::usage(
+            command,
+            "refusing to write binary frames to a terminal: use --hex for hex text, or \
+             redirect standard output to a file or a pipe",
+        ));
+    }
+    Ok(())
+}
 
 /// Writes one frame; `comment` only with `hex` (binary frames have nowhere to put it).
 pub fn write_frame(

@@ -6,20 +6,62 @@ use std::io::Write;
 use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_request, API_KEY};
 
 use crate::capture::Capture;
-use crate::fail::{frame_failure, malformed, not_a_request_hint, Failure};
+use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
 use crate::flags::DecodeArgs;
-use crate::input::{FrameReader, Kind, Opened, ReadFailure, Source};
+use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::json::print::{Message, OtherFrame, Place};
 use crate::traffic::{self, Item, Role, What};
 
-/// `decode`: one JSON object per frame, one per line.
+/// `decode`: one JSON object per frame, one per line. Several inputs are decoded in turn,
+/// each object's `"source"` naming its `"file"`; a bad input is reported and the others
+/// still decoded, as `inspect` does, the exit status saying so at the end.
 pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let source = Source::from_arg_or_stdin(args.file.as_deref());
-    let kind = args.kind.kind_of(&source);
+    let sources: Vec<Source> = if args.files.is_empty() {
+        vec![Source::Stdin]
+    } else {
+        args.files.iter().map(|f| Source::from_arg(f)).collect()
+    };
+    if let [source] = &sources[..] {
+        return decode_one(args, source, None, out);
+    }
+    let (mut bad_input, mut bad_usage) = (false, false);
+    for source in &sources {
+        let name = source.name();
+        match decode_one(args, source, Some(&name), out) {
+            Ok(()) => {}
+            Err(Failure::Usage { message, .. }) => {
+                warn(out, &message)?;
+                bad_usage = true;
+            }
+            Err(Failure::Input(message)) => {
+                warn(out, &message)?;
+                bad_input = true;
+            }
+            Err(Failure::Reported { usage }) => {
+                bad_usage |= usage;
+                bad_input |= !usage;
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    if bad_usage || bad_input {
+        return Err(Failure::Reported { usage: bad_usage });
+    }
+    Ok(())
+}
+
+/// One input; `file` is its name when several are decoded.
+fn decode_one(
+    args: &DecodeArgs,
+    source: &Source,
+    file: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let kind = args.kind.kind_of(source);
     let name = source.name();
-    match source.open_any("decode", args.read.hex)? {
-        Opened::Capture(capture) => decode_capture(args, &name, *capture, out),
-        Opened::Stream(reader) => decode_stream(args, &name, kind, reader, out),
+    match source.open_any("decode", args.read.hex, Expect::Frames)? {
+        Opened::Capture(capture) => decode_capture(args, &name, file, *capture, out),
+        Opened::Stream(reader) => decode_stream(args, &name, file, kind, reader, out),
     }
 }
 
@@ -30,6 +72,7 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
 fn decode_stream(
     args: &DecodeArgs,
     name: &str,
+    file: Option<&str>,
     kind: Kind,
     reader: Box<dyn std::io::Read + Send>,
     out: &mut dyn Write,
@@ -103,9 +146,10 @@ fn decode_stream(
                 return Err(Failure::Input(message));
             }
         };
-        let place = connection.then_some(Place::Stream {
+        let place = (connection || file.is_some()).then_some(Place::Stream {
             frame: index,
             offset: frame.offset,
+            file,
         });
         message.line(out, place.as_ref())?;
     }
@@ -118,6 +162,7 @@ fn decode_stream(
 fn decode_capture<R: std::io::Read>(
     args: &DecodeArgs,
     name: &str,
+    file: Option<&str>,
     capture: Capture<R>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
@@ -157,7 +202,13 @@ fn decode_capture<R: std::io::Read>(
             What::Unpaired { correlation_id } => other("response", None, correlation_id),
         };
         match parsed {
-            Ok(Some(message)) => message.line(out, Some(&Place::Capture(&found.origin)))?,
+            Ok(Some(message)) => {
+                let place = Place::Capture {
+                    origin: &found.origin,
+                    file,
+                };
+                message.line(out, Some(&place))?
+            }
             Ok(None) => {}
             Err(error) => {
                 bad_frames += 1;

@@ -1,34 +1,35 @@
 //! `encode`: JSON objects in, frames out, written by the library's writer.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use crate::fail::Failure;
 use crate::flags::EncodeArgs;
 use crate::input::Source;
 use crate::json::read::{Json, JsonStream};
 use crate::json::sources::encode_value;
-use crate::output::write_frame;
+use crate::output::{refuse_binary_to_terminal, write_frame};
 
 /// `encode`: JSON objects to frames. The objects may be one per line, spread over several
 /// lines or back to back (`jq` without `-c`): they are read as a stream of JSON values,
 /// and each error still names its line.
 pub fn run(args: &EncodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    if !args.hex && std::io::stdout().is_terminal() {
-        return Err(Failure::usage(
-            "encode",
-            "refusing to write binary frames to a terminal: use --hex for hex text, or \
-             redirect standard output to a file or a pipe",
-        ));
-    }
+    refuse_binary_to_terminal("encode", args.hex)?;
     let source = Source::from_arg_or_stdin(args.file.as_deref());
     let name = source.name();
     let mut values = JsonStream::new(source.open("encode", false)?);
+    let mut objects = 0u64;
     loop {
         let (value, lines) = match values.next() {
+            Ok(None) if objects == 0 => {
+                return Err(Failure::Input(format!(
+                    "{name}: no JSON object in it: nothing to encode"
+                )))
+            }
             Ok(None) => return Ok(()),
             Ok(Some(next)) => next,
             Err(e) => return Err(Failure::Input(format!("{name}: {e}"))),
         };
+        objects += 1;
         let frame = match value {
             Json::Value(value) => encode_value(&value),
             Json::Large(frame) => frame,

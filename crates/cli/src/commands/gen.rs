@@ -11,11 +11,12 @@ use kafka_elect_leaders::{ArbitraryRequest, ArbitraryResponse, EncodeRequest, En
 
 use crate::fail::Failure;
 use crate::flags::{FrameKind, GenArgs};
-use crate::output::write_frame;
+use crate::output::{refuse_binary_to_terminal, write_frame};
 
 /// `gen`.
 pub fn run(args: &GenArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let options = &args.frames;
+    refuse_binary_to_terminal("gen", options.hex)?;
     let mut buf = Vec::new();
     for n in 0..options.count {
         let data = seeded_bytes(options.seed, n);

@@ -8,13 +8,17 @@ use kafka_elect_leaders::{mutate_bytes, mutate_request, mutate_response, split_f
 use crate::fail::Failure;
 use crate::flags::{FrameKind, MutateArgs};
 use crate::input::Source;
-use crate::output::write_frame;
+use crate::output::{refuse_binary_to_terminal, write_frame};
 
 /// `mutate`.
 pub fn run(args: &MutateArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let options = &args.frames;
+    refuse_binary_to_terminal("mutate", options.hex)?;
     let source = Source::from_arg_or_stdin(args.file.as_deref());
     let bytes = source.read_all("mutate", options.hex)?;
+    if bytes.is_empty() {
+        return Err(Failure::Input(source.empty_message(options.hex)));
+    }
     // Whole frames, then whatever is left as one more input (mutated byte by byte).
     let mut inputs: Vec<&[u8]> = Vec::new();
     let mut rest = &bytes[..];

@@ -19,14 +19,14 @@ use kafka_elect_leaders::{
 use crate::capture::Capture;
 use crate::fail::Failure;
 use crate::flags::ScanArgs;
-use crate::input::{to_hex, Opened, Source};
+use crate::input::{to_hex, Expect, Opened, Source};
 use crate::json::print::{Message, Place};
 use crate::traffic::{self, Item, What};
 
 /// `scan REQUESTS_FILE [RESPONSES_FILE]`, or `scan CAPTURE`.
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let requests_source = Source::from_arg(&args.requests);
-    let requests_reader = match requests_source.open_any("scan", args.read.hex)? {
+    let requests_reader = match requests_source.open_any("scan", args.read.hex, Expect::Anything)? {
         Opened::Capture(capture) => {
             if args.responses.is_some() {
                 return Err(Failure::usage(
@@ -355,7 +355,10 @@ fn scan_capture<R: Read>(
                 Ok(request) => {
                     requests += 1;
                     if args.json {
-                        let text = Message::Request(request).text(Some(&Place::Capture(o)));
+                        let text = Message::Request(request).text(Some(&Place::Capture {
+                            origin: o,
+                            file: None,
+                        }));
                         waiting
                             .entry((o.conn.0, request.correlation_id()))
                             .or_default()
@@ -378,7 +381,10 @@ fn scan_capture<R: Read>(
                 Ok(response) => {
                     answered += 1;
                     if args.json {
-                        let text = Message::Response(response).text(Some(&Place::Capture(o)));
+                        let text = Message::Response(response).text(Some(&Place::Capture {
+                            origin: o,
+                            file: None,
+                        }));
                         // The request went the other way: the key is the client's side.
                         let key = (o.conn.0, response.correlation_id());
                         let request = waiting.get_mut(&key).and_then(VecDeque::pop_front);

@@ -185,9 +185,25 @@ pub struct InspectArgs {
         default_value_t
     )]
     pub color: ColorWhen,
-    /// Files of frames or captures, - for standard input (none: the bundled samples)
+    /// Files of frames or captures, - for standard input (none: standard input, or the
+    /// bundled samples when it is a terminal)
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,
+}
+
+/// Standard input can be read once.
+fn stdin_once(files: &[OsString]) -> Result<(), &'static str> {
+    if files.iter().filter(|f| *f == "-").count() > 1 {
+        return Err("standard input (-) can be given only once");
+    }
+    Ok(())
+}
+
+impl InspectArgs {
+    /// Standard input can be read once.
+    pub fn check(&self) -> Result<(), &'static str> {
+        stdin_once(&self.files)
+    }
 }
 
 /// When to colour `inspect`'s output.
@@ -208,9 +224,16 @@ pub struct DecodeArgs {
     pub read: ReadFlags,
     #[command(flatten)]
     pub others: OthersFlag,
-    /// A file of frames or a capture; - or none for standard input
+    /// Files of frames or captures, decoded in turn; - or none for standard input
     #[arg(value_name = "FILE")]
-    pub file: Option<OsString>,
+    pub files: Vec<OsString>,
+}
+
+impl DecodeArgs {
+    /// Standard input can be read once.
+    pub fn check(&self) -> Result<(), &'static str> {
+        stdin_once(&self.files)
+    }
 }
 
 /// `encode`.
@@ -296,8 +319,9 @@ pub struct GenArgs {
 pub struct MutateArgs {
     #[command(flatten)]
     pub frames: GenFlags,
-    /// A '# field: change' line before each mutant (with --hex)
-    #[arg(long)]
+    /// A '# field: change' line before each mutant (needs --hex: binary frames have no
+    /// room for it)
+    #[arg(long, requires = "hex")]
     pub verbose: bool,
     /// A file of frames; - or none for standard input
     #[arg(value_name = "FILE")]

@@ -18,16 +18,19 @@ A pcap or pcapng capture is recognised by its magic number: its TCP connections 
 reassembled and every ElectLeaders frame in them is decoded, each response with the
 version of its request.
 
-Exit status: 0 success; 1 malformed or unreadable input (one line on stderr naming the
-field and the byte offset, after whatever came before it was printed; for a capture, one
-line per problem, naming the packet and the connection, and the rest still decoded);
+An input that is neither (text, JSON, an image...) is refused at once with what it looks
+like; an empty input is an error too: there is nothing in it to read.
+
+Exit status: 0 success; 1 malformed, unreadable or empty input (one line on stderr naming
+the field and the byte offset, after whatever came before it was printed; for a capture,
+one line per problem, naming the packet and the connection, and the rest still decoded);
 2 usage error, including a FILE that cannot be opened.
 
 Run 'elect-leaders <COMMAND> --help' for the options of a command;
 'elect-leaders -V' (--version) prints the tool's version.";
 
 pub const INSPECT_ABOUT: &str = "\
-Annotated field tree and hex layout of each frame (no FILE: the bundled sample frames)";
+Annotated field tree and hex layout of each frame (no FILE: standard input, or on a terminal the bundled sample frames)";
 
 pub const INSPECT_LONG: &str = "\
 Prints, for each frame, the annotated tree of its fields (name, type, value, byte offset
@@ -36,8 +39,10 @@ row. Error codes are shown with their Kafka names. Offsets in the tree count fro
 byte of the frame's size prefix; the banner above each frame says where it starts in the
 input.
 
-With no FILE, inspects the bundled sample frames: the two reference frames
-(request-v2-min.bin, response-v2-min.bin). Use - for standard input.
+With no FILE, inspects what is piped in on standard input ('cat f | elect-leaders
+inspect'); when standard input is a terminal, with nothing piped in, the bundled sample
+frames instead: the two reference frames (request-v2-min.bin, response-v2-min.bin). Use -
+for standard input among other FILEs.
 
 A response does not carry its version on the wire, so inspect must be told which frames
 are responses:
@@ -59,8 +64,8 @@ and finally exits with status 1.";
 pub const DECODE_ABOUT: &str = "Frames in, JSON lines out: one object per frame";
 
 pub const DECODE_LONG: &str = "\
-Reads frames from FILE (or standard input) one at a time and prints one JSON object per
-frame, one per line, with the field names of Kafka's schema in snake_case (every member
+Reads frames from each FILE in turn (or standard input) one at a time and prints one JSON
+object per frame, one per line, with the field names of Kafka's schema in snake_case (every member
 is described in docs/JSON.md):
   {\"kind\":\"request\",\"api_key\":43,\"api_version\":2,\"correlation_id\":0,\"client_id\":\"\",
    \"election_type\":0,\"topic_partitions\":[{\"topic\":\"\",\"partitions\":[0]}],\"timeout_ms\":0}
@@ -100,7 +105,9 @@ when more than --max-connections (10000) are open; what that loses is reported."
 
 pub const DECODE_AFTER: &str = "\
 On a malformed frame of a file, prints the frames before it, then one line on stderr
-naming the field and the byte offset, and exits with status 1.";
+naming the field and the byte offset, and exits with status 1. With several FILEs, every
+object's \"source\" names its \"file\", and a bad FILE is reported and the others still
+decoded (the exit status is then 1, or 2 for a FILE that cannot be opened).";
 
 pub const ENCODE_ABOUT: &str = "JSON lines in, frames out";
 
@@ -160,8 +167,9 @@ pub const GEN_ABOUT: &str = "Valid random frames, the same for the same seed";
 pub const GEN_LONG: &str = "\
 Writes N (default 1) valid random ElectLeaders frames to standard output, the same for the
 same seed S (default 0): requests (the default) or responses, at version V ({versions}; default:
-each frame's own, at random). Frames are binary (size prefix and body), back to back; with
---hex, one frame per line in lowercase hex. A response's version is not on the wire: with
+each frame's own, at random). Frames are binary (size prefix and body), back to back, and
+not written to a terminal (redirect, or use --hex); with --hex, one frame per line in
+lowercase hex. A response's version is not on the wire: with
 --hex and no --version, a '# response vN' line comes before each response.";
 
 pub const MUTATE_ABOUT: &str = "Structure-aware mutants of the frames read";
@@ -175,7 +183,8 @@ library's writer; some are deliberate malformations (a length that lies, tags ou
 order, a size prefix off by one). What is not a whole ElectLeaders frame is mutated byte by
 byte. Responses need their version (--kind response --version V); a mutant may be at
 another version: with --hex, a '# response vN' line comes before each response mutant.
-With --verbose, a '# field: change' line comes before each mutant (--hex only).";
+With --verbose (which needs --hex), a '# field: change' line comes before each mutant.
+Binary mutants are not written to a terminal: redirect, or use --hex.";
 
 pub const FUZZ_ABOUT: &str =
     "Send generated and mutated requests to a broker and report what it does wrong";

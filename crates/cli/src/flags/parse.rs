@@ -33,6 +33,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Failure
         Err(e) => return Err(e.into()),
     };
     let broken = match &command {
+        Command::Inspect(args) => args.check().map_err(|e| ("inspect", e.to_owned())),
+        Command::Decode(args) => args.check().map_err(|e| ("decode", e.to_owned())),
         Command::Scan(args) => args.check().map_err(|e| ("scan", e.to_owned())),
         Command::Mutate(args) => args.check().map_err(|e| ("mutate", e.to_owned())),
         #[cfg(feature = "proxy")]

@@ -36,10 +36,18 @@ pub struct OtherFrame {
 /// Where a frame was found: what its object's `"source"` member says.
 pub enum Place<'a> {
     /// In a capture's connection: packets, time, connection, addresses, stream offset and
-    /// frame number.
-    Capture(&'a Origin),
-    /// In a recorded connection read as a stream: the frame's number and input offset.
-    Stream { frame: usize, offset: u64 },
+    /// frame number; `file` when several inputs are decoded at once.
+    Capture {
+        origin: &'a Origin,
+        file: Option<&'a str>,
+    },
+    /// In a recorded connection read as a stream (or any file of frames, when several
+    /// inputs are decoded at once): the frame's number and input offset.
+    Stream {
+        frame: usize,
+        offset: u64,
+        file: Option<&'a str>,
+    },
     /// In a raw file searched by `scan`: the frame's offset.
     Raw { offset: u64 },
 }
@@ -82,9 +90,18 @@ impl Message<'_> {
 
 /// `,"source":{…}`: where the frame was found.
 fn source<W: fmt::Write + ?Sized>(o: &mut W, place: &Place<'_>) -> fmt::Result {
+    o.write_str(",\"source\":{")?;
+    let file = match place {
+        Place::Capture { file, .. } | Place::Stream { file, .. } => *file,
+        Place::Raw { .. } => None,
+    };
+    if let Some(file) = file {
+        o.write_str("\"file\":")?;
+        push_bytes(o, Some(file.as_bytes()))?;
+        o.write_char(',')?;
+    }
     match place {
-        Place::Capture(origin) => {
-            o.write_str(",\"source\":{")?;
+        Place::Capture { origin, .. } => {
             if origin.first_packet == origin.last_packet {
                 write!(o, "\"packet\":{}", origin.first_packet)?;
             } else {
@@ -101,10 +118,10 @@ fn source<W: fmt::Write + ?Sized>(o: &mut W, place: &Place<'_>) -> fmt::Result {
                 origin.time, origin.conn.0, origin.from, origin.to, origin.offset, origin.index
             )
         }
-        Place::Stream { frame, offset } => {
-            write!(o, ",\"source\":{{\"frame\":{frame},\"offset\":{offset}}}")
+        Place::Stream { frame, offset, .. } => {
+            write!(o, "\"frame\":{frame},\"offset\":{offset}}}")
         }
-        Place::Raw { offset } => write!(o, ",\"source\":{{\"offset\":{offset}}}"),
+        Place::Raw { offset } => write!(o, "\"offset\":{offset}}}"),
     }
 }
 

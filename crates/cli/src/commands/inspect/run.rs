@@ -1,22 +1,25 @@
 //! `inspect`'s walk over its inputs: files, standard input, the bundled samples or a
 //! capture's connections, each frame headed by a banner that says where it was found.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use kafka_elect_leaders::{is_known_request, peek_request, API_KEY};
 
 use super::frame::{inspect_frame, print_malformed};
 use super::style::Palette;
 use crate::capture::Capture;
-use crate::fail::{frame_failure, malformed, not_a_request_hint, Failure};
+use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
 use crate::flags::InspectArgs;
-use crate::input::{FrameReader, Kind, Opened, ReadFailure, Source, BUNDLED};
+use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source, BUNDLED};
 use crate::traffic::{self, Item, What};
 
 /// `inspect`.
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let palette = Palette::new(args.color);
-    let sources: Vec<Source> = if args.files.is_empty() {
+    // No FILE: what is piped in, else (on a terminal, where nothing is) the samples.
+    let sources: Vec<Source> = if args.files.is_empty() && !io::stdin().is_terminal() {
+        vec![Source::Stdin]
+    } else if args.files.is_empty() {
         BUNDLED
             .iter()
             .map(|&(name, bytes)| Source::Bundled { name, bytes })
@@ -29,7 +32,7 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
     for source in &sources {
         let name = source.name();
         let kind = args.kind.kind_of(source);
-        let reader = match source.open_any("inspect", args.read.hex) {
+        let reader = match source.open_any("inspect", args.read.hex, Expect::Frames) {
             Ok(Opened::Stream(reader)) => reader,
             Ok(Opened::Capture(capture)) => {
                 match inspect_capture(args, &palette, &name, *capture, out) {
@@ -196,13 +199,6 @@ fn inspect_capture<R: io::Read>(
         Ok(())
     })?;
     notes.finish(out, name, summary.partial + bad_frames)
-}
-
-/// A line on stderr, after what came before it on stdout.
-fn warn(out: &mut dyn Write, message: &str) -> io::Result<()> {
-    out.flush()?;
-    eprintln!("elect-leaders: {message}");
-    Ok(())
 }
 
 fn banner(
