@@ -90,4 +90,4 @@ pub mod testing {
 }
 
 pub use reader::{is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Limits, Timestamp};
-pub use traffic::{Analyzer, Found, Item, Note, Origin, Role, Traffic, What};
+pub use traffic::{Analyzer, Asked, Found, Item, Note, Origin, Role, Traffic, What};

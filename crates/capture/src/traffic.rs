@@ -83,12 +83,24 @@ pub enum What {
     Unpaired { correlation_id: i32 },
 }
 
+/// The request a response answers, as the capture showed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Asked {
+    /// The capture time of the packet that completed the request (its [`Origin::time`]).
+    pub time: Timestamp,
+    /// The request's frame number in its direction (its [`Origin::index`]).
+    pub index: u64,
+}
+
 /// A frame, whole, size prefix included.
 pub struct Found {
     /// Where it was found.
     pub origin: Origin,
     /// What it is, and for a response the version to parse it at.
     pub what: What,
+    /// For a response paired with its request (of any API): that request. `None` for a
+    /// request and for an unpaired response.
+    pub request: Option<Asked>,
     /// The frame's bytes, size prefix included.
     pub frame: Vec<u8>,
 }
@@ -251,6 +263,8 @@ struct Conn {
     server: Option<Endpoint>,
     dirs: [Dir; 2],
     in_flight: Box<InFlight<IN_FLIGHT>>,
+    /// Beside each request in flight, in the same order, when and where it was seen.
+    asked: VecDeque<Asked>,
     /// Responses waiting for their requests, in stream order.
     held: VecDeque<Held>,
     held_bytes: usize,
@@ -323,6 +337,7 @@ impl Analyzer {
                         server,
                         dirs: [Dir::new(a, b, syn_seen), Dir::new(b, a, syn_seen)],
                         in_flight: Box::new(InFlight::new()),
+                        asked: VecDeque::new(),
                         held: VecDeque::new(),
                         held_bytes: 0,
                     },
@@ -561,6 +576,10 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             Role::Requests => match peek_request(&frame) {
                 Ok(peek) => {
                     let pending = Pending::from(peek);
+                    let asked = Asked {
+                        time: origin.time,
+                        index: origin.index,
+                    };
                     if let Err(full) = c.in_flight.push(pending) {
                         out(Item::Note(Note {
                             conn: Some((conn, origin.from, origin.to)),
@@ -569,8 +588,10 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                             partial: true,
                         }));
                         c.in_flight.clear();
+                        c.asked.clear();
                         let _ = c.in_flight.push(pending);
                     }
+                    c.asked.push_back(asked);
                     if pending.is_elect_leaders() {
                         What::ElectRequest
                     } else {
@@ -603,6 +624,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                             what: What::Unpaired {
                                 correlation_id: peek.correlation_id,
                             },
+                            request: None,
                             frame,
                         },
                         correlation_id: peek.correlation_id,
@@ -640,6 +662,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
         out(Item::Frame(Found {
             origin,
             what,
+            request: None,
             frame,
         }));
     }
@@ -688,7 +711,18 @@ fn hand_on(conn: ConnId, c: &mut Conn, held: Held, why: Option<&str>, out: &mut 
         correlation_id,
         acked,
     } = held;
-    found.what = match c.in_flight.answer(correlation_id) {
+    let answered = c.in_flight.answer(correlation_id);
+    if let Some(answered) = &answered {
+        // The older requests left unanswered (they never will be), then this one.
+        let skipped = answered.skipped.min(c.asked.len());
+        c.asked.drain(..skipped);
+        found.request = c.asked.pop_front();
+        if c.asked.is_empty() && c.asked.capacity() > 64 {
+            // A burst of requests in flight: its room is not kept per connection.
+            c.asked = VecDeque::new();
+        }
+    }
+    found.what = match answered {
         Some(answered) if answered.request.is_elect_leaders() => What::ElectResponse {
             version: answered.request.api_version,
         },

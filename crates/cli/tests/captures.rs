@@ -119,7 +119,11 @@ fn real_pcap_and_pcapng_captures_decode_to_what_the_clients_reported() {
             .iter()
             .map(|o| {
                 let mut o = o.clone();
-                o["source"].as_object_mut().unwrap().remove("time");
+                // And what follows from the times: nanoseconds in one, microseconds
+                // (rounded) in the other.
+                for member in ["time", "epoch_us", "request_time", "latency_us"] {
+                    o["source"].as_object_mut().unwrap().remove(member);
+                }
                 o
             })
             .collect()
@@ -146,12 +150,12 @@ fn all_lists_every_api_of_every_connection() {
         if o["source"]["frame"] == 1 {
             assert_eq!(o["api_name"], "ApiVersions", "{o}");
         }
-        if o["api_name"].is_string() {
+        if o["api_name"].is_string() && o["api_key"] != 43 {
             assert!(o["bytes"].as_u64().unwrap() >= 8, "{o}");
         }
     }
     let elect = objects.iter().filter(|o| o["api_key"] == 43).count();
-    assert_eq!(elect, 6, "the requests; responses carry no api key");
+    assert_eq!(elect, 12, "the requests and, from them, their responses");
     // Requests and responses of other APIs come in pairs.
     let other_requests = objects
         .iter()
@@ -1312,4 +1316,78 @@ fn a_problem_of_every_packet_is_one_line_and_a_count() {
         lines[2].contains("the output is partial: 100 problem(s)"),
         "{err}"
     );
+}
+
+/// Issue 26, point 5: every object names its API, a paired response carries its request's
+/// time, frame and the latency, `source` the epoch time, and every error code its name.
+#[test]
+fn objects_name_their_api_errors_and_latency() {
+    let objects = ok_lines(&run(&["decode", "--all", PCAP], b""));
+    for o in &objects {
+        assert!(o["api_key"].is_i64() && o["api_name"].is_string(), "{o}");
+    }
+    let elect: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["api_name"] == "ElectLeaders")
+        .collect();
+    assert_eq!(elect.len(), 12);
+    assert!(elect.iter().all(|o| o["api_key"] == 43));
+    // Each paired response, of every API, names its request: the same connection's frame
+    // of that number the other way, whose time is its request_time.
+    let mut paired = 0;
+    for response in objects.iter().filter(|o| o["kind"] == "response") {
+        let src = &response["source"];
+        let request = objects
+            .iter()
+            .find(|r| {
+                r["kind"] == "request"
+                    && r["source"]["connection"] == src["connection"]
+                    && r["source"]["frame"] == src["request_frame"]
+            })
+            .unwrap_or_else(|| panic!("no request for {response}"));
+        assert_eq!(request["correlation_id"], response["correlation_id"]);
+        assert_eq!(src["request_time"], request["source"]["time"]);
+        let latency = src["latency_us"].as_i64().unwrap();
+        let between =
+            src["epoch_us"].as_i64().unwrap() - request["source"]["epoch_us"].as_i64().unwrap();
+        assert_eq!(latency, between, "{response}");
+        assert!(latency >= 0, "{response}");
+        paired += 1;
+    }
+    assert!(paired >= 12, "{paired}");
+    // Requests carry no request_time.
+    assert!(objects
+        .iter()
+        .filter(|o| o["kind"] == "request")
+        .all(|o| o["source"].get("request_time").is_none()));
+    // Error names beside the codes.
+    for response in elect.iter().filter(|o| o["kind"] == "response") {
+        assert_eq!(response["error_name"], "NONE");
+        let p = &response["replica_election_results"][0]["partition_result"][0];
+        let name = match p["error_code"].as_i64().unwrap() {
+            0 => "NONE",
+            84 => "ELECTION_NOT_NEEDED",
+            other => panic!("error code {other}"),
+        };
+        assert_eq!(p["error_name"], name);
+    }
+}
+
+#[test]
+fn latency_is_from_the_request_answered_not_an_older_unanswered_one() {
+    // Requests 1, 2, 3 in packets 3, 4, 5 (1 ms apart), then the answers to 2 and 3 only in
+    // packet 6: 1 is never answered (Kafka answers in order, so it never will be).
+    let mut segs = requests_then_responses_in_one_packet(3, false);
+    let last = segs.len() - 1;
+    segs[last].payload = (2..=3).flat_map(|id| elect_response(id, "t-two")).collect();
+    let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &[]);
+    assert_eq!((status, err.as_str()), (Some(0), ""));
+    let responses: Vec<&Value> = objects.iter().filter(|o| o["kind"] == "response").collect();
+    assert_eq!(responses.len(), 2);
+    for (response, (frame, latency)) in responses.iter().zip([(2, 2000), (3, 1000)]) {
+        let src = &response["source"];
+        assert_eq!(src["request_frame"], frame, "{response}");
+        assert_eq!(src["latency_us"], latency, "{response}");
+        assert_eq!(src["epoch_us"], 1_700_000_000_005_000_i64, "{response}");
+    }
 }

@@ -520,39 +520,39 @@ fn inspect_goes_on_after_a_bad_file_and_exits_1() {
 const KNOWN: &[(&str, &str)] = &[
     (
         "request-v2-min.bin",
-        r#"{"kind":"request","api_key":43,"api_version":2,"correlation_id":0,"client_id":"","election_type":0,"topic_partitions":[{"topic":"","partitions":[0]}],"timeout_ms":0}"#,
+        r#"{"kind":"request","api_key":43,"api_name":"ElectLeaders","api_version":2,"correlation_id":0,"client_id":"","election_type":0,"topic_partitions":[{"topic":"","partitions":[0]}],"timeout_ms":0}"#,
     ),
     (
         "request-v0-null-topics.bin",
-        r#"{"kind":"request","api_key":43,"api_version":0,"correlation_id":8,"client_id":null,"topic_partitions":null,"timeout_ms":30000}"#,
+        r#"{"kind":"request","api_key":43,"api_name":"ElectLeaders","api_version":0,"correlation_id":8,"client_id":null,"topic_partitions":null,"timeout_ms":30000}"#,
     ),
     (
         "request-v1-unclean.bin",
-        r#"{"kind":"request","api_key":43,"api_version":1,"correlation_id":2147483647,"client_id":"admin","election_type":1,"topic_partitions":[{"topic":"events","partitions":[3,4]}],"timeout_ms":10000}"#,
+        r#"{"kind":"request","api_key":43,"api_name":"ElectLeaders","api_version":1,"correlation_id":2147483647,"client_id":"admin","election_type":1,"topic_partitions":[{"topic":"events","partitions":[3,4]}],"timeout_ms":10000}"#,
     ),
     (
         "request-v2-tagged.bin",
-        r#"{"kind":"request","api_key":43,"api_version":2,"correlation_id":20,"client_id":"admin","header_tagged_fields":[{"tag":0,"data":"aabbcc"},{"tag":7,"data":""}],"election_type":0,"topic_partitions":[{"topic":"orders","partitions":[0],"tagged_fields":[{"tag":2,"data":"deadbeef"}]},{"topic":"payments","partitions":[5]}],"timeout_ms":60000,"tagged_fields":[{"tag":1,"data":"cafe"},{"tag":300,"data":"ff"}]}"#,
+        r#"{"kind":"request","api_key":43,"api_name":"ElectLeaders","api_version":2,"correlation_id":20,"client_id":"admin","header_tagged_fields":[{"tag":0,"data":"aabbcc"},{"tag":7,"data":""}],"election_type":0,"topic_partitions":[{"topic":"orders","partitions":[0],"tagged_fields":[{"tag":2,"data":"deadbeef"}]},{"topic":"payments","partitions":[5]}],"timeout_ms":60000,"tagged_fields":[{"tag":1,"data":"cafe"},{"tag":300,"data":"ff"}]}"#,
     ),
     (
         "request-v2-non-ascii.bin",
-        r#"{"kind":"request","api_key":43,"api_version":2,"correlation_id":19,"client_id":"管理客户端","election_type":0,"topic_partitions":[{"topic":"trädgård","partitions":[0]},{"topic":"主题","partitions":[1,2]},{"topic":"🚀","partitions":[3]}],"timeout_ms":60000}"#,
+        r#"{"kind":"request","api_key":43,"api_name":"ElectLeaders","api_version":2,"correlation_id":19,"client_id":"管理客户端","election_type":0,"topic_partitions":[{"topic":"trädgård","partitions":[0]},{"topic":"主题","partitions":[1,2]},{"topic":"🚀","partitions":[3]}],"timeout_ms":60000}"#,
     ),
     (
         "response-v2-min.bin",
-        r#"{"kind":"response","api_version":2,"correlation_id":0,"throttle_time_ms":0,"error_code":0,"replica_election_results":[{"topic":"","partition_result":[{"partition_id":0,"error_code":0,"error_message":""}]}]}"#,
+        r#"{"kind":"response","api_key":43,"api_name":"ElectLeaders","api_version":2,"correlation_id":0,"throttle_time_ms":0,"error_code":0,"error_name":"NONE","replica_election_results":[{"topic":"","partition_result":[{"partition_id":0,"error_code":0,"error_name":"NONE","error_message":""}]}]}"#,
     ),
     (
         "response-v0-errors.bin",
-        r#"{"kind":"response","api_version":0,"correlation_id":8,"throttle_time_ms":100,"replica_election_results":[{"topic":"ghost","partition_result":[{"partition_id":0,"error_code":3,"error_message":"Unknown topic"}]},{"topic":"orders","partition_result":[{"partition_id":1,"error_code":84,"error_message":null},{"partition_id":2,"error_code":80,"error_message":"Preferred replica 3 is not alive"}]}]}"#,
+        r#"{"kind":"response","api_key":43,"api_name":"ElectLeaders","api_version":0,"correlation_id":8,"throttle_time_ms":100,"replica_election_results":[{"topic":"ghost","partition_result":[{"partition_id":0,"error_code":3,"error_name":"UNKNOWN_TOPIC_OR_PARTITION","error_message":"Unknown topic"}]},{"topic":"orders","partition_result":[{"partition_id":1,"error_code":84,"error_name":"ELECTION_NOT_NEEDED","error_message":null},{"partition_id":2,"error_code":80,"error_name":"PREFERRED_LEADER_NOT_AVAILABLE","error_message":"Preferred replica 3 is not alive"}]}]}"#,
     ),
     (
         "response-v1-errors.bin",
-        r#"{"kind":"response","api_version":1,"correlation_id":9,"throttle_time_ms":0,"error_code":31,"replica_election_results":[]}"#,
+        r#"{"kind":"response","api_key":43,"api_name":"ElectLeaders","api_version":1,"correlation_id":9,"throttle_time_ms":0,"error_code":31,"error_name":"CLUSTER_AUTHORIZATION_FAILED","replica_election_results":[]}"#,
     ),
     (
         "response-v2-tagged.bin",
-        r#"{"kind":"response","api_version":2,"correlation_id":20,"header_tagged_fields":[{"tag":3,"data":"2a"}],"throttle_time_ms":0,"error_code":0,"replica_election_results":[{"topic":"orders","partition_result":[{"partition_id":0,"error_code":0,"error_message":null,"tagged_fields":[{"tag":5,"data":"010203"}]},{"partition_id":1,"error_code":0,"error_message":null}],"tagged_fields":[{"tag":4,"data":"beef"}]}],"tagged_fields":[{"tag":0,"data":""},{"tag":9,"data":"ff"}]}"#,
+        r#"{"kind":"response","api_key":43,"api_name":"ElectLeaders","api_version":2,"correlation_id":20,"header_tagged_fields":[{"tag":3,"data":"2a"}],"throttle_time_ms":0,"error_code":0,"error_name":"NONE","replica_election_results":[{"topic":"orders","partition_result":[{"partition_id":0,"error_code":0,"error_name":"NONE","error_message":null,"tagged_fields":[{"tag":5,"data":"010203"}]},{"partition_id":1,"error_code":0,"error_name":"NONE","error_message":null}],"tagged_fields":[{"tag":4,"data":"beef"}]}],"tagged_fields":[{"tag":0,"data":""},{"tag":9,"data":"ff"}]}"#,
     ),
 ];
 
@@ -597,6 +597,7 @@ fn request_keys(r: &ElectLeadersRequest<'_>) -> Vec<String> {
     let mut keys: Vec<&str> = vec![
         "kind",
         "api_key",
+        "api_name",
         "api_version",
         "correlation_id",
         "client_id",
@@ -620,7 +621,13 @@ fn request_keys(r: &ElectLeadersRequest<'_>) -> Vec<String> {
 }
 
 fn response_keys(r: &ElectLeadersResponse<'_>) -> Vec<String> {
-    let mut keys: Vec<&str> = vec!["kind", "api_version", "correlation_id"];
+    let mut keys: Vec<&str> = vec![
+        "kind",
+        "api_key",
+        "api_name",
+        "api_version",
+        "correlation_id",
+    ];
     push_tag_keys(
         &mut keys,
         "header_tagged_fields",
@@ -628,13 +635,13 @@ fn response_keys(r: &ElectLeadersResponse<'_>) -> Vec<String> {
     );
     keys.push("throttle_time_ms");
     if r.version() >= 1 {
-        keys.push("error_code");
+        keys.extend(["error_code", "error_name"]);
     }
     keys.push("replica_election_results");
     for result in r.replica_election_results() {
         keys.extend(["topic", "partition_result"]);
         for p in result.partition_result() {
-            keys.extend(["partition_id", "error_code", "error_message"]);
+            keys.extend(["partition_id", "error_code", "error_name", "error_message"]);
             push_tag_keys(&mut keys, "tagged_fields", p.tagged_fields());
         }
         push_tag_keys(&mut keys, "tagged_fields", result.tagged_fields());
@@ -858,7 +865,8 @@ fn decode_non_utf8_strings_as_hex_objects() {
     let line = stdout(&output);
     assert_eq!(
         line,
-        "{\"kind\":\"request\",\"api_key\":43,\"api_version\":2,\"correlation_id\":5,\
+        "{\"kind\":\"request\",\"api_key\":43,\"api_name\":\"ElectLeaders\",\"api_version\":2,\
+         \"correlation_id\":5,\
          \"client_id\":{\"hex\":\"ff00\"},\"election_type\":0,\"topic_partitions\":\
          [{\"topic\":{\"hex\":\"c328\"},\"partitions\":[1]}],\"timeout_ms\":60000}\n"
     );
@@ -1095,6 +1103,68 @@ fn encode_reads_objects_over_several_lines_and_back_to_back() {
 
 /// Error codes and election types by their Kafka names, as `ErrorCode::name()` and
 /// `ElectionType::name()` spell them: the same frames as with the numbers.
+/// What `decode` adds for people to query (`api_name`, a response's `api_key`, an
+/// `error_name` beside each `error_code`) is read back by `encode`, checked against the
+/// rest, and `error_name` alone gives the code.
+#[test]
+fn encode_takes_the_members_decode_adds_for_queries() {
+    let pairs = [
+        (
+            r#"{"kind":"request","api_key":43,"api_name":"ElectLeaders","api_version":1}"#,
+            r#"{"kind":"request","api_version":1}"#,
+        ),
+        (
+            r#"{"kind":"response","api_key":43,"api_name":"ElectLeaders","api_version":1,"error_code":41,"error_name":"NOT_CONTROLLER","replica_election_results":[{"topic":"t","partition_result":[{"partition_id":1,"error_name":"ELECTION_NOT_NEEDED"},{"partition_id":2,"error_code":9999,"error_name":null}]}]}"#,
+            r#"{"kind":"response","api_version":1,"error_code":41,"replica_election_results":[{"topic":"t","partition_result":[{"partition_id":1,"error_code":84},{"partition_id":2,"error_code":9999}]}]}"#,
+        ),
+    ];
+    for (named, plain) in pairs {
+        let named_out = run(&["encode"], named.as_bytes());
+        assert_ok(&named_out);
+        let plain_out = run(&["encode"], plain.as_bytes());
+        assert_ok(&plain_out);
+        assert_eq!(named_out.stdout, plain_out.stdout, "{named}");
+    }
+    // And decode prints them: an unknown code's name is null.
+    let frame = run(&["encode"], pairs[1].1.as_bytes()).stdout;
+    let decoded = run(&["decode", "--response", "--version", "1"], &frame);
+    assert_ok(&decoded);
+    let object: Value = serde_json::from_str(stdout(&decoded).trim()).unwrap();
+    assert_eq!(object["api_key"], 43);
+    assert_eq!(object["api_name"], "ElectLeaders");
+    assert_eq!(object["error_name"], "NOT_CONTROLLER");
+    let partitions = &object["replica_election_results"][0]["partition_result"];
+    assert_eq!(partitions[0]["error_name"], "ELECTION_NOT_NEEDED");
+    assert_eq!(partitions[1]["error_name"], Value::Null);
+    let cases: &[(&str, &[&str])] = &[
+        (
+            r#"{"kind":"response","api_version":1,"error_code":3,"error_name":"NONE"}"#,
+            &[
+                "error_name: \"NONE\" does not name error_code 3 (UNKNOWN_TOPIC_OR_PARTITION)",
+            ],
+        ),
+        (
+            r#"{"kind":"response","api_version":1,"replica_election_results":[{"topic":"t","partition_result":[{"error_code":0,"error_name":null}]}]}"#,
+            &["replica_election_results[0].partition_result[0].error_name: null does not name error_code 0 (NONE)"],
+        ),
+        (
+            r#"{"kind":"request","api_version":1,"api_name":"Metadata"}"#,
+            &["api_name: expected \"ElectLeaders\", got \"Metadata\""],
+        ),
+        (
+            r#"{"kind":"response","api_version":1,"api_key":3}"#,
+            &["api_key: expected 43 (ElectLeaders), got 3"],
+        ),
+        (
+            r#"{"kind":"response","api_version":1,"error_name":"NO_SUCH_ERROR"}"#,
+            &["error_name: unknown name \"NO_SUCH_ERROR\""],
+        ),
+    ];
+    for (json, needles) in cases {
+        assert_malformed(&run(&["encode"], json.as_bytes()), needles);
+    }
+}
+
 #[test]
 fn encode_accepts_names_of_error_codes_and_election_types() {
     let pairs = [
@@ -1196,7 +1266,9 @@ fn version_flag_prints_the_tools_version() {
         b"",
     );
     assert_ok(&output);
-    assert!(stdout(&output).starts_with(r#"{"kind":"response","api_version":1,"#));
+    assert!(stdout(&output).starts_with(
+        r#"{"kind":"response","api_key":43,"api_name":"ElectLeaders","api_version":1,"#
+    ));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -205,6 +205,7 @@ fn decode_capture<R: std::io::Read>(
             Ok(Some(message)) => {
                 let place = Place::Capture {
                     origin: &found.origin,
+                    request: found.request,
                     file,
                 };
                 message.line(out, Some(&place))?

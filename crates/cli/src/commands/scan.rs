@@ -357,6 +357,7 @@ fn scan_capture<R: Read>(
                     if args.json {
                         let text = Message::Request(request).text(Some(&Place::Capture {
                             origin: o,
+                            request: found.request,
                             file: None,
                         }));
                         waiting
@@ -383,6 +384,7 @@ fn scan_capture<R: Read>(
                     if args.json {
                         let text = Message::Response(response).text(Some(&Place::Capture {
                             origin: o,
+                            request: found.request,
                             file: None,
                         }));
                         // The request went the other way: the key is the client's side.

@@ -65,10 +65,13 @@ pub const DECODE_ABOUT: &str = "Frames in, JSON lines out: one object per frame"
 
 pub const DECODE_LONG: &str = "\
 Reads frames from each FILE in turn (or standard input) one at a time and prints one JSON
-object per frame, one per line, with the field names of Kafka's schema in snake_case (every member
-is described in docs/JSON.md):
-  {\"kind\":\"request\",\"api_key\":43,\"api_version\":2,\"correlation_id\":0,\"client_id\":\"\",
-   \"election_type\":0,\"topic_partitions\":[{\"topic\":\"\",\"partitions\":[0]}],\"timeout_ms\":0}
+object per frame, one per line, with the field names of Kafka's schema in snake_case (every
+member is described in docs/JSON.md):
+  {\"kind\":\"request\",\"api_key\":43,\"api_name\":\"ElectLeaders\",\"api_version\":2,
+   \"correlation_id\":0,\"client_id\":\"\",\"election_type\":0,
+   \"topic_partitions\":[{\"topic\":\"\",\"partitions\":[0]}],\"timeout_ms\":0}
+Every object names its API (a response, its request's); every error_code has its Kafka
+name beside it in error_name.
 Fields a version lacks are left out; null arrays and strings are null; a byte string that
 is not UTF-8 is {\"hex\":\"...\"}; unknown tagged fields appear as
 \"tagged_fields\":[{\"tag\":N,\"data\":\"<hex>\"}] (\"header_tagged_fields\" for the header's),
@@ -93,8 +96,9 @@ received the SYN, else the side the first request header was sent to. Every requ
 remembered, whatever its API, so each ElectLeaders response is decoded with its
 request's version. Every object gets \"source\": the packet (or \"packets\":[FIRST,LAST])
 that carried the frame, the capture \"time\" of the last one, the \"connection\" number,
-\"src\" and \"dst\" (address:port), the frame's \"stream_offset\" in its direction and its
-\"frame\" number there. A response captured before its request (as multi-queue capture
+\"src\" and \"dst\" (address:port), the frame's \"stream_offset\" in its direction, its
+\"frame\" number there and \"epoch_us\" (the time in microseconds since 1970); a response
+paired with its request adds its \"request_time\", \"request_frame\" and \"latency_us\". A response captured before its request (as multi-queue capture
 reorders packets) waits for it, as far as its packet's ACK says the request came first.
 Gaps, cut packets, malformed frames and responses whose request was not seen are
 reported on stderr (packet, connection), decoding goes on at the next frame boundary

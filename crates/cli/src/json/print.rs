@@ -8,11 +8,12 @@ use std::io::Write;
 
 use kafka_elect_leaders::{
     has_election_type, has_top_level_error_code, ElectLeadersRequest, ElectLeadersResponse,
-    TaggedFields,
+    ErrorCode, TaggedFields, API_KEY,
 };
 
+use crate::capture::Timestamp;
 use crate::input::to_hex;
-use crate::traffic::{self, Origin};
+use crate::traffic::{self, Asked, Origin};
 
 /// A frame to print as one JSON object.
 pub enum Message<'a> {
@@ -39,6 +40,8 @@ pub enum Place<'a> {
     /// frame number; `file` when several inputs are decoded at once.
     Capture {
         origin: &'a Origin,
+        /// A paired response's request: its time and the latency.
+        request: Option<Asked>,
         file: Option<&'a str>,
     },
     /// In a recorded connection read as a stream (or any file of frames, when several
@@ -101,7 +104,9 @@ fn source<W: fmt::Write + ?Sized>(o: &mut W, place: &Place<'_>) -> fmt::Result {
         o.write_char(',')?;
     }
     match place {
-        Place::Capture { origin, .. } => {
+        Place::Capture {
+            origin, request, ..
+        } => {
             if origin.first_packet == origin.last_packet {
                 write!(o, "\"packet\":{}", origin.first_packet)?;
             } else {
@@ -114,14 +119,52 @@ fn source<W: fmt::Write + ?Sized>(o: &mut W, place: &Place<'_>) -> fmt::Result {
             write!(
                 o,
                 ",\"time\":\"{}\",\"connection\":{},\"src\":\"{}\",\"dst\":\"{}\",\
-                 \"stream_offset\":{},\"frame\":{}}}",
-                origin.time, origin.conn.0, origin.from, origin.to, origin.offset, origin.index
-            )
+                 \"stream_offset\":{},\"frame\":{},\"epoch_us\":{}",
+                origin.time,
+                origin.conn.0,
+                origin.from,
+                origin.to,
+                origin.offset,
+                origin.index,
+                epoch_us(origin.time)
+            )?;
+            if let Some(asked) = request {
+                write!(
+                    o,
+                    ",\"request_time\":\"{}\",\"request_frame\":{},\"latency_us\":{}",
+                    asked.time,
+                    asked.index,
+                    latency_us(asked.time, origin.time)
+                )?;
+            }
+            o.write_char('}')
         }
         Place::Stream { frame, offset, .. } => {
             write!(o, "\"frame\":{frame},\"offset\":{offset}}}")
         }
         Place::Raw { offset } => write!(o, "\"offset\":{offset}}}"),
+    }
+}
+
+/// Microseconds since the Unix epoch: exact in the doubles of JSON readers (`jq`) for any
+/// date before the year 2255, where nanoseconds would not be.
+fn epoch_us(t: Timestamp) -> u128 {
+    u128::from(t.secs) * 1_000_000 + u128::from(t.nanos / 1_000)
+}
+
+/// From `request` to `response`, in whole microseconds (towards zero); negative when the
+/// capture timed the response first (packets reordered, or two capture interfaces).
+fn latency_us(request: Timestamp, response: Timestamp) -> i128 {
+    let ns = |t: Timestamp| i128::from(t.secs) * 1_000_000_000 + i128::from(t.nanos);
+    (ns(response) - ns(request)) / 1_000
+}
+
+/// `,"error_code":N,"error_name":"NAME"` (`null` for a code Kafka does not name).
+fn push_error<W: fmt::Write + ?Sized>(o: &mut W, code: ErrorCode) -> fmt::Result {
+    push_field(o, "error_code", code.0)?;
+    match code.name() {
+        Some(name) => write!(o, ",\"error_name\":\"{name}\""),
+        None => o.write_str(",\"error_name\":null"),
     }
 }
 
@@ -145,6 +188,11 @@ fn request_fields<W: fmt::Write + ?Sized>(o: &mut W, r: &ElectLeadersRequest<'_>
     let header = r.header();
     o.write_str("{\"kind\":\"request\"")?;
     push_field(o, "api_key", header.api_key())?;
+    write!(
+        o,
+        ",\"api_name\":\"{}\"",
+        traffic::api_label(header.api_key())
+    )?;
     push_field(o, "api_version", r.version())?;
     push_field(o, "correlation_id", r.correlation_id())?;
     o.write_str(",\"client_id\":")?;
@@ -184,13 +232,16 @@ fn request_fields<W: fmt::Write + ?Sized>(o: &mut W, r: &ElectLeadersRequest<'_>
 
 /// A response's JSON object without its closing brace, written as the view is walked.
 fn response_fields<W: fmt::Write + ?Sized>(o: &mut W, r: &ElectLeadersResponse<'_>) -> fmt::Result {
+    // The wire has no API key in a response: its request's, which it was parsed for.
     o.write_str("{\"kind\":\"response\"")?;
+    push_field(o, "api_key", API_KEY)?;
+    write!(o, ",\"api_name\":\"{}\"", traffic::api_label(API_KEY))?;
     push_field(o, "api_version", r.version())?;
     push_field(o, "correlation_id", r.correlation_id())?;
     push_tagged(o, "header_tagged_fields", r.header().tagged_fields())?;
     push_field(o, "throttle_time_ms", r.throttle_time_ms())?;
     if has_top_level_error_code(r.version()) {
-        push_field(o, "error_code", r.error_code().0)?;
+        push_error(o, r.error_code())?;
     }
     o.write_str(",\"replica_election_results\":[")?;
     for (i, result) in r.replica_election_results().iter().enumerate() {
@@ -205,7 +256,7 @@ fn response_fields<W: fmt::Write + ?Sized>(o: &mut W, r: &ElectLeadersResponse<'
                 o.write_char(',')?;
             }
             write!(o, "{{\"partition_id\":{}", p.partition_id())?;
-            push_field(o, "error_code", p.error_code().0)?;
+            push_error(o, p.error_code())?;
             o.write_str(",\"error_message\":")?;
             push_bytes(o, p.error_message())?;
             push_tagged(o, "tagged_fields", p.tagged_fields())?;

@@ -16,6 +16,7 @@ use crate::versions;
 const REQUEST_KEYS: &[&str] = &[
     "kind",
     "api_key",
+    "api_name",
     "api_version",
     "correlation_id",
     "client_id",
@@ -28,11 +29,14 @@ const REQUEST_KEYS: &[&str] = &[
 pub(super) const TOPIC_KEYS: &[&str] = &["topic", "partitions", "tagged_fields"];
 const RESPONSE_KEYS: &[&str] = &[
     "kind",
+    "api_key",
+    "api_name",
     "api_version",
     "correlation_id",
     "header_tagged_fields",
     "throttle_time_ms",
     "error_code",
+    "error_name",
     "replica_election_results",
     "tagged_fields",
 ];
@@ -40,6 +44,7 @@ pub(super) const RESULT_KEYS: &[&str] = &["topic", "partition_result", "tagged_f
 const PARTITION_KEYS: &[&str] = &[
     "partition_id",
     "error_code",
+    "error_name",
     "error_message",
     "tagged_fields",
 ];
@@ -80,13 +85,7 @@ pub(super) struct TopicJson {
 pub(super) fn encode_request(value: &Value, topics: Option<TopicsRead>) -> Result<Vec<u8>, String> {
     let obj = Obj::new(value, String::new(), REQUEST_KEYS)?;
     let version = obj.version()?;
-    if let Some(api_key) = obj.int::<i16>("api_key", "an int16")? {
-        if api_key != API_KEY {
-            return Err(format!(
-                "api_key: expected 43 (ElectLeaders), got {api_key}"
-            ));
-        }
-    }
+    obj.api()?;
     let client_id = obj.bytes("client_id", true)?;
     let header_tags = obj.tagged("header_tagged_fields")?;
     let election_type = obj.int_or_name("election_type", "an int8", "PREFERRED, UNCLEAN", |n| {
@@ -214,6 +213,7 @@ pub(super) fn encode_response(
 ) -> Result<Vec<u8>, String> {
     let obj = Obj::new(value, String::new(), RESPONSE_KEYS)?;
     let version = obj.version()?;
+    obj.api()?;
     let header_tags = obj.tagged("header_tagged_fields")?;
     let results = match results {
         Some(read) => read?,
@@ -446,14 +446,65 @@ impl<'v> Obj<'v> {
         }
     }
 
+    /// `api_key` and `api_name`, which `decode` prints on every object: when given, they
+    /// must name ElectLeaders.
+    fn api(&self) -> Result<(), String> {
+        if let Some(api_key) = self.int::<i16>("api_key", "an int16")? {
+            if api_key != API_KEY {
+                return Err(format!(
+                    "api_key: expected 43 (ElectLeaders), got {api_key}"
+                ));
+            }
+        }
+        match self.map.get("api_name") {
+            None => Ok(()),
+            Some(Value::String(name)) if name == "ElectLeaders" => Ok(()),
+            Some(other) => Err(format!(
+                "api_name: expected \"ElectLeaders\", got {}",
+                brief(other)
+            )),
+        }
+    }
+
     /// `error_code`: an int16 or the name of a Kafka error code (`"NOT_CONTROLLER"`).
+    /// `error_name`, which `decode` prints beside it, must then be its name (`null` for a
+    /// code Kafka does not name); alone, it gives the code.
     fn error_code(&self) -> Result<Option<i16>, String> {
-        self.int_or_name(
+        let code = self.int_or_name(
             "error_code",
             "an int16",
             "NONE, NOT_CONTROLLER, ELECTION_NOT_NEEDED, ...",
             |n| ErrorCode::from_name(n).map(|c| c.0),
-        )
+        )?;
+        let path = self.path("error_name");
+        let name = match self.map.get("error_name") {
+            None => return Ok(code),
+            Some(Value::Null) => None,
+            Some(Value::String(name)) => Some(name.as_str()),
+            Some(other) => {
+                return Err(format!(
+                    "{path}: expected a Kafka error name or null, got {}",
+                    brief(other)
+                ))
+            }
+        };
+        match (code, name) {
+            (Some(code), name) if ErrorCode(code).name() == name => Ok(Some(code)),
+            (Some(code), _) => Err(format!(
+                "{path}: {} does not name error_code {code} ({})",
+                name.map_or_else(|| "null".to_owned(), |n| format!("\"{n}\"")),
+                ErrorCode(code)
+                    .name()
+                    .unwrap_or("a code Kafka does not name")
+            )),
+            (None, Some(name)) => match ErrorCode::from_name(name) {
+                Some(code) => Ok(Some(code.0)),
+                None => Err(format!("{path}: unknown name \"{name}\"")),
+            },
+            (None, None) => Err(format!(
+                "{path}: null says the code has no name: give error_code"
+            )),
+        }
     }
 
     /// A byte string: `None` missing, `Some(None)` null (when `nullable`), else the bytes
