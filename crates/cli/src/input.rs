@@ -59,6 +59,17 @@ impl Source {
         arg.map_or(Source::Stdin, Source::from_arg)
     }
 
+    /// Whether the input arrives as it is written (standard input from a pipe, a socket or
+    /// a terminal: `tcpdump -U -w - | elect-leaders decode -`), so that what is read of it
+    /// must be written out frame by frame, not when an output buffer fills. A file, or
+    /// standard input redirected from one, is not.
+    pub fn is_live(&self) -> bool {
+        match self {
+            Source::Stdin => !stdin_is_a_file(),
+            Source::File(_) | Source::Bundled { .. } => false,
+        }
+    }
+
     /// How messages name the input.
     pub fn name(&self) -> String {
         match self {
@@ -248,6 +259,24 @@ pub fn looks_like(start: &[u8]) -> String {
         return format!("text ({shown}...); if it is hex text, read it with --hex");
     }
     format!("text ({shown}...)")
+}
+
+/// Whether standard input is a regular file (`< capture.pcap`).
+#[cfg(unix)]
+fn stdin_is_a_file() -> bool {
+    use std::os::fd::AsFd;
+    io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+        .and_then(|file| file.metadata())
+        .is_ok_and(|m| m.is_file())
+}
+
+/// Elsewhere standard input is taken as live: flushing too often costs only speed.
+#[cfg(not(unix))]
+fn stdin_is_a_file() -> bool {
+    false
 }
 
 /// An input, opened.

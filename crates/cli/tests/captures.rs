@@ -1391,3 +1391,85 @@ fn latency_is_from_the_request_answered_not_an_older_unanswered_one() {
         assert_eq!(src["epoch_us"], 1_700_000_000_005_000_i64, "{response}");
     }
 }
+
+/// The bytes of a capture up to the end of its `n`th packet (pcap records, or pcapng
+/// blocks of which the Enhanced Packet Blocks count).
+fn through_packet(bytes: &[u8], n: usize) -> usize {
+    let le32 = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let (mut at, mut packets) = (0, 0);
+    if bytes.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]) {
+        while packets < n {
+            packets += usize::from(le32(at) == 6);
+            at += le32(at + 4);
+        }
+    } else {
+        at = 24;
+        while packets < n {
+            at += 16 + le32(at + 8);
+            packets += 1;
+        }
+    }
+    at
+}
+
+/// Issue 26, point 6: a capture piped in as it is written (`tcpdump -U -w - | elect-leaders
+/// decode -`) is decoded as it arrives, each object flushed as soon as its frame is read.
+/// The tool gets the capture up to the first ElectLeaders response (packet 19); its first
+/// two objects must come out while it waits for the rest; then the rest is written and the
+/// output is the whole file's. Waits are bounded (a minute) and nothing is timed.
+#[test]
+fn a_capture_piped_in_is_decoded_as_it_arrives() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::mpsc;
+    use std::time::Duration;
+    for file in [PCAP, PCAPNG] {
+        let bytes = std::fs::read(captures_dir().join(file)).unwrap();
+        let whole = String::from_utf8(run(&["decode", file], b"").stdout).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["decode", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (lines, received) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if lines.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let cut = through_packet(&bytes, 19);
+        stdin.write_all(&bytes[..cut]).unwrap();
+        stdin.flush().unwrap();
+        let mut first = Vec::new();
+        for _ in 0..2 {
+            match received.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => first.push(line),
+                Err(e) => {
+                    let _ = child.kill();
+                    panic!("{file}: the first objects did not come out before the rest was written ({e})");
+                }
+            }
+        }
+        let objects: Vec<Value> = first
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(objects[0]["kind"], "request", "{file}");
+        assert_eq!(objects[0]["source"]["packet"], 18, "{file}");
+        assert_eq!(objects[1]["kind"], "response", "{file}");
+        assert_eq!(objects[1]["source"]["packet"], 19, "{file}");
+        stdin.write_all(&bytes[cut..]).unwrap();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        reader.join().unwrap();
+        let mut all = first;
+        all.extend(received.try_iter());
+        assert!(status.success(), "{file}");
+        assert_eq!(all.join("\n") + "\n", whole, "{file}");
+    }
+}

@@ -10,6 +10,7 @@ use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
 use crate::flags::DecodeArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::json::print::{Message, OtherFrame, Place};
+use crate::output::LineFlushed;
 use crate::traffic::{self, Item, Role, What};
 
 /// `decode`: one JSON object per frame, one per line. Several inputs are decoded in turn,
@@ -59,6 +60,10 @@ fn decode_one(
 ) -> Result<(), Failure> {
     let kind = args.kind.kind_of(source);
     let name = source.name();
+    // Live input (a capture piped in as it is written): each object is flushed as it is
+    // printed, so that it shows as soon as its frame is read, not when a buffer fills.
+    let mut flushed = LineFlushed::new(out, source.is_live());
+    let out: &mut dyn Write = &mut flushed;
     match source.open_any("decode", args.read.hex, Expect::Frames)? {
         Opened::Capture(capture) => decode_capture(args, &name, file, *capture, out),
         Opened::Stream(reader) => decode_stream(args, &name, file, kind, reader, out),

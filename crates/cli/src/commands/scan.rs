@@ -21,11 +21,15 @@ use crate::fail::Failure;
 use crate::flags::ScanArgs;
 use crate::input::{to_hex, Expect, Opened, Source};
 use crate::json::print::{Message, Place};
+use crate::output::LineFlushed;
 use crate::traffic::{self, Item, What};
 
 /// `scan REQUESTS_FILE [RESPONSES_FILE]`, or `scan CAPTURE`.
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let requests_source = Source::from_arg(&args.requests);
+    // A capture piped in as it is written: each line shows as soon as it is found.
+    let mut flushed = LineFlushed::new(out, requests_source.is_live());
+    let out: &mut dyn Write = &mut flushed;
     let requests_reader = match requests_source.open_any("scan", args.read.hex, Expect::Anything)? {
         Opened::Capture(capture) => {
             if args.responses.is_some() {

@@ -90,7 +90,9 @@ each frame of another API is listed as {\"kind\",\"api_key\",\"api_name\",\"api_
 \"correlation_id\",\"bytes\"} (a response whose request was not seen has null api_key and
 api_name).
 
-A pcap or pcapng capture needs no flag. Each connection's two directions are
+A pcap or pcapng capture needs no flag. Piped in as it is written ('tcpdump -U -w - |
+elect-leaders decode -'), it is read as it arrives, and each object is written out as soon
+as its frame is read. Each connection's two directions are
 reassembled; the broker's side is the one on --port (default 9092), else the side that
 received the SYN, else the side the first request header was sent to. Every request is
 remembered, whatever its API, so each ElectLeaders response is decoded with its

@@ -11,6 +11,7 @@ use crate::capture::Capture;
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
 use crate::flags::InspectArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source, BUNDLED};
+use crate::output::LineFlushed;
 use crate::traffic::{self, Item, What};
 
 /// `inspect`.
@@ -31,6 +32,8 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut bad_usage = false;
     for source in &sources {
         let name = source.name();
+        let mut flushed = LineFlushed::new(&mut *out, source.is_live());
+        let out: &mut dyn Write = &mut flushed;
         let kind = args.kind.kind_of(source);
         let reader = match source.open_any("inspect", args.read.hex, Expect::Frames) {
             Ok(Opened::Stream(reader)) => reader,
