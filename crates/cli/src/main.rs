@@ -7,6 +7,7 @@
 
 mod commands;
 mod fail;
+mod filter;
 mod flags;
 mod input;
 mod json;

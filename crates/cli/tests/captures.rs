@@ -1473,3 +1473,78 @@ fn a_capture_piped_in_is_decoded_as_it_arrives() {
         assert_eq!(all.join("\n") + "\n", whole, "{file}");
     }
 }
+
+/// Issue 26: `decode --topic`, `--client-id`, `--api`, `--errors-only`.
+#[test]
+fn decode_filters_by_topic_client_id_api_and_errors() {
+    let decoded = |extra: &[&str]| {
+        let mut args = vec!["decode"];
+        args.extend_from_slice(extra);
+        args.push(PCAP);
+        ok_lines(&run(&args, b""))
+    };
+    // A client's requests, and through them its responses (which carry no client id).
+    let mine = decoded(&["--client-id", "e2e-confluent"]);
+    assert_eq!(mine.len(), 4, "{mine:#?}");
+    for pair in mine.chunks(2) {
+        assert_eq!(pair[0]["client_id"], "e2e-confluent");
+        assert_eq!(pair[1]["kind"], "response");
+        assert_eq!(pair[1]["correlation_id"], pair[0]["correlation_id"]);
+        assert_eq!(
+            pair[1]["source"]["connection"],
+            pair[0]["source"]["connection"]
+        );
+    }
+    let two = decoded(&[
+        "--client-id",
+        "e2e-confluent",
+        "--client-id",
+        "e2e-java-admin",
+    ]);
+    assert_eq!(two.len(), 8);
+    assert!(decoded(&["--client-id", "nobody"]).is_empty());
+    // Topics, in requests and in responses.
+    assert_eq!(decoded(&["--topic", "capture"]).len(), 12);
+    assert!(decoded(&["--topic", "other"]).is_empty());
+    // The failed elections: each client's second (ELECTION_NOT_NEEDED), responses only.
+    let failed = decoded(&["--errors-only"]);
+    assert_eq!(failed.len(), 3, "{failed:#?}");
+    for o in &failed {
+        assert_eq!(o["kind"], "response");
+        let p = &o["replica_election_results"][0]["partition_result"][0];
+        assert_eq!(p["error_name"], "ELECTION_NOT_NEEDED");
+    }
+    let failed_mine = decoded(&["--errors-only", "--client-id", "e2e-kafka-python"]);
+    assert_eq!(failed_mine.len(), 1);
+    assert_eq!(failed_mine[0]["correlation_id"], 4);
+    // Other APIs by name (any case) or key, without --all.
+    let metadata = decoded(&["--api", "metadata"]);
+    assert!(!metadata.is_empty());
+    assert!(metadata.iter().all(|o| o["api_name"] == "Metadata"));
+    assert!(metadata.iter().any(|o| o["kind"] == "response"));
+    assert_eq!(decoded(&["--api", "3"]), metadata);
+    let both = decoded(&["--api", "Metadata", "--api", "ElectLeaders"]);
+    assert_eq!(both.len(), metadata.len() + 12);
+    // Unknown names are usage errors.
+    let output = run(&["decode", "--api", "Bogus", PCAP], b"");
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("--api: unknown API \"Bogus\""), "{err}");
+    // A file of frames: the errors of responses, read as such.
+    let corpus = captures_dir().join("..");
+    let errors = run(
+        &[
+            "decode",
+            "--errors-only",
+            corpus.join("response-v0-errors.bin").to_str().unwrap(),
+            corpus.join("response-v0.bin").to_str().unwrap(),
+        ],
+        b"",
+    );
+    let objects = ok_lines(&errors);
+    assert_eq!(objects.len(), 1, "{objects:#?}");
+    assert!(objects[0]["source"]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("response-v0-errors.bin"));
+}

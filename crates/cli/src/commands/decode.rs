@@ -7,6 +7,7 @@ use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_
 
 use crate::capture::Capture;
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
+use crate::filter::Filter;
 use crate::flags::DecodeArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::json::print::{Message, OtherFrame, Place};
@@ -17,6 +18,7 @@ use crate::traffic::{self, Item, Role, What};
 /// each object's `"source"` naming its `"file"`; a bad input is reported and the others
 /// still decoded, as `inspect` does, the exit status saying so at the end.
 pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
     let sources: Vec<Source> = if args.files.is_empty() {
         vec![Source::Stdin]
     } else {
@@ -64,9 +66,10 @@ fn decode_one(
     // printed, so that it shows as soon as its frame is read, not when a buffer fills.
     let mut flushed = LineFlushed::new(out, source.is_live());
     let out: &mut dyn Write = &mut flushed;
+    let filter = Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
     match source.open_any("decode", args.read.hex, Expect::Frames)? {
-        Opened::Capture(capture) => decode_capture(args, &name, file, *capture, out),
-        Opened::Stream(reader) => decode_stream(args, &name, file, kind, reader, out),
+        Opened::Capture(capture) => decode_capture(args, filter, &name, file, *capture, out),
+        Opened::Stream(reader) => decode_stream(args, filter, &name, file, kind, reader, out),
     }
 }
 
@@ -76,6 +79,7 @@ fn decode_one(
 /// (`"source"`); a file of ElectLeaders frames prints exactly the frames' objects.
 fn decode_stream(
     args: &DecodeArgs,
+    mut filter: Filter,
     name: &str,
     file: Option<&str>,
     kind: Kind,
@@ -126,18 +130,19 @@ fn decode_stream(
                         Some((_, n)) => *n += 1,
                         None => passed.push((peek.api_key, 1)),
                     }
-                    Ok(args.others.all.then_some(Message::Other(OtherFrame {
+                    let shown = filter.shows_other(Some(peek.api_key), args.others.all);
+                    Ok(shown.then_some(Message::Other(OtherFrame {
                         kind: "request",
                         api: Some((peek.api_key, peek.api_version)),
                         correlation_id: peek.correlation_id,
                         bytes: frame.bytes.len(),
                     })))
                 }
-                _ => parse_request(&frame.bytes).map(|r| Some(Message::Request(r))),
+                _ => parse_request(&frame.bytes)
+                    .map(|r| filter.request(&r, None).then_some(Message::Request(r))),
             },
-            Kind::Response(version) => {
-                parse_response(&frame.bytes, version).map(|r| Some(Message::Response(r)))
-            }
+            Kind::Response(version) => parse_response(&frame.bytes, version)
+                .map(|r| filter.response(&r, None).then_some(Message::Response(r))),
         };
         let message = match parsed {
             Ok(Some(message)) => message,
@@ -166,6 +171,7 @@ fn decode_stream(
 /// partial.
 fn decode_capture<R: std::io::Read>(
     args: &DecodeArgs,
+    mut filter: Filter,
     name: &str,
     file: Option<&str>,
     capture: Capture<R>,
@@ -177,10 +183,16 @@ fn decode_capture<R: std::io::Read>(
         let found = match item {
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Frame(found) => found,
-            Item::Closed(_) => return Ok(()),
+            Item::Closed(conn) => {
+                filter.closed(conn.0);
+                return Ok(());
+            }
         };
+        let conn = found.origin.conn.0;
+        let shows_other =
+            |api: Option<(i16, i16)>| filter.shows_other(api.map(|a| a.0), args.others.all);
         let other = |kind, api, correlation_id| {
-            Ok(args.others.all.then_some(Message::Other(OtherFrame {
+            Ok(shows_other(api).then_some(Message::Other(OtherFrame {
                 kind,
                 api,
                 correlation_id,
@@ -188,10 +200,14 @@ fn decode_capture<R: std::io::Read>(
             })))
         };
         let parsed = match found.what {
-            What::ElectRequest => parse_request(&found.frame).map(|r| Some(Message::Request(r))),
-            What::ElectResponse { version } => {
-                parse_response(&found.frame, version).map(|r| Some(Message::Response(r)))
-            }
+            What::ElectRequest => parse_request(&found.frame).map(|r| {
+                let at = Some((conn, found.origin.index));
+                filter.request(&r, at).then_some(Message::Request(r))
+            }),
+            What::ElectResponse { version } => parse_response(&found.frame, version).map(|r| {
+                let request = found.request.map(|asked| (conn, asked.index));
+                filter.response(&r, request).then_some(Message::Response(r))
+            }),
             What::Other {
                 role,
                 api_key,

@@ -163,6 +163,27 @@ pub struct OthersFlag {
     pub all: bool,
 }
 
+/// Which frames to print (decode).
+#[derive(Args, Debug)]
+pub struct FilterFlags {
+    /// Only frames of this API, by Kafka's name (Metadata, ApiVersions...) or key
+    /// (repeatable; default: ElectLeaders, and every API with --all)
+    #[arg(long, value_name = "NAME")]
+    pub api: Vec<String>,
+    /// Only ElectLeaders requests naming this topic (or every partition) and responses
+    /// with results for it (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub topic: Vec<String>,
+    /// Only ElectLeaders requests from this client id, and in a capture their responses
+    /// (repeatable)
+    #[arg(long, value_name = "ID")]
+    pub client_id: Vec<String>,
+    /// Only ElectLeaders responses with an error code other than NONE (top level or a
+    /// partition's)
+    #[arg(long)]
+    pub errors_only: bool,
+}
+
 // ---------------------------------------------------------------------------------------
 // Each command's arguments
 
@@ -224,6 +245,8 @@ pub struct DecodeArgs {
     pub read: ReadFlags,
     #[command(flatten)]
     pub others: OthersFlag,
+    #[command(flatten)]
+    pub filter: FilterFlags,
     /// Files of frames or captures, decoded in turn; - or none for standard input
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,

@@ -110,6 +110,14 @@ repeats is reported once, then counted in one line at the end. A connection idle
 when more than --max-connections (10000) are open; what that loses is reported.";
 
 pub const DECODE_AFTER: &str = "\
+Filters: --api NAME (repeatable) prints the frames of those APIs only (by Kafka's name, any
+case, or key; other APIs need no --all then); --topic, --client-id and --errors-only look
+into ElectLeaders frames (a request for every partition matches any --topic; a response
+matches --client-id through its request, so only in a capture; --errors-only prints only
+responses with an error code other than NONE), and with any of them frames of other APIs
+are not printed.
+
+\
 On a malformed frame of a file, prints the frames before it, then one line on stderr
 naming the field and the byte offset, and exits with status 1. With several FILEs, every
 object's \"source\" names its \"file\", and a bad FILE is reported and the others still

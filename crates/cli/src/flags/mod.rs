@@ -9,7 +9,7 @@ mod values;
 #[cfg(feature = "proxy")]
 pub use defs::ProxyArgs;
 pub use defs::{
-    ColorWhen, Command, DecodeArgs, EncodeArgs, FrameKind, FuzzArgs, GenArgs, InspectArgs,
-    MutateArgs, ReadFlags, ScanArgs,
+    ColorWhen, Command, DecodeArgs, EncodeArgs, FilterFlags, FrameKind, FuzzArgs, GenArgs,
+    InspectArgs, MutateArgs, ReadFlags, ScanArgs,
 };
 pub use parse::{parse, Parsed};

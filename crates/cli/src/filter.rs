@@ -1,0 +1,169 @@
+//! Which frames `decode` prints: `--api`, `--topic`, `--client-id`, `--errors-only`.
+//!
+//! The content filters (topic, client id, errors) look into ElectLeaders frames; frames of
+//! other APIs carry none of these as this tool reads them, so with a content filter they
+//! are not shown. A response is matched by client id through its request (in a capture,
+//! where it is paired): the requests that matched are remembered per connection, at most
+//! as many as the capture reader keeps in flight.
+
+use std::collections::{HashMap, VecDeque};
+
+use kafka_elect_leaders::{api_name, ElectLeadersRequest, ElectLeadersResponse, API_KEY};
+
+use crate::flags::FilterFlags;
+use crate::traffic::IN_FLIGHT;
+
+/// The filters given, read.
+pub struct Filter {
+    apis: Option<Vec<i16>>,
+    topics: Vec<Vec<u8>>,
+    client_ids: Vec<Vec<u8>>,
+    errors_only: bool,
+    /// Per connection, the frame numbers of the ElectLeaders requests that matched
+    /// `--client-id` and wait for their responses, oldest first.
+    matched: HashMap<u32, VecDeque<u64>>,
+}
+
+/// An API key from `--api`: Kafka's name (any case) or the key's number.
+pub fn api_key_of(name: &str) -> Result<i16, String> {
+    if let Ok(key) = name.parse::<i16>() {
+        if api_name(key).is_some() {
+            return Ok(key);
+        }
+    }
+    (0..=i16::MAX)
+        .map_while(|key| api_name(key).map(|n| (key, n)))
+        .find(|(_, n)| n.eq_ignore_ascii_case(name))
+        .map(|(key, _)| key)
+        .ok_or_else(|| {
+            format!(
+                "--api: unknown API \"{name}\" (Kafka's name, as ElectLeaders, Metadata, \
+                 ApiVersions, Produce, or its key's number)"
+            )
+        })
+}
+
+impl Filter {
+    pub fn new(flags: &FilterFlags) -> Result<Filter, String> {
+        let apis = if flags.api.is_empty() {
+            None
+        } else {
+            Some(
+                flags
+                    .api
+                    .iter()
+                    .map(|n| api_key_of(n))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        };
+        Ok(Filter {
+            apis,
+            topics: flags.topic.iter().map(|t| t.as_bytes().to_vec()).collect(),
+            client_ids: flags
+                .client_id
+                .iter()
+                .map(|c| c.as_bytes().to_vec())
+                .collect(),
+            errors_only: flags.errors_only,
+            matched: HashMap::new(),
+        })
+    }
+
+    /// Whether a filter looks into the frames.
+    fn by_content(&self) -> bool {
+        !self.topics.is_empty() || !self.client_ids.is_empty() || self.errors_only
+    }
+
+    /// Whether ElectLeaders frames are shown at all.
+    pub fn shows_elect_leaders(&self) -> bool {
+        self.apis.as_ref().is_none_or(|a| a.contains(&API_KEY))
+    }
+
+    /// Whether a frame of another API (`None`: a response whose request was not seen) is
+    /// shown, `all` being `--all`.
+    pub fn shows_other(&self, api_key: Option<i16>, all: bool) -> bool {
+        if self.by_content() {
+            return false;
+        }
+        match (&self.apis, api_key) {
+            (Some(apis), Some(key)) => apis.contains(&key),
+            (Some(_), None) => false,
+            (None, _) => all,
+        }
+    }
+
+    /// Whether an ElectLeaders request is shown. `conn` and `index` (in a capture) let its
+    /// response be matched by client id later.
+    pub fn request(&mut self, r: &ElectLeadersRequest<'_>, at: Option<(u32, u64)>) -> bool {
+        if !self.shows_elect_leaders() {
+            return false;
+        }
+        // A request for every partition (null) elects the topics asked for too.
+        let topic = self.topics.is_empty()
+            || r.topic_partitions().is_none_or(|list| {
+                list.iter()
+                    .any(|t| self.topics.iter().any(|w| w == t.topic()))
+            });
+        let client = self.client_ids.is_empty()
+            || self
+                .client_ids
+                .iter()
+                .any(|c| Some(&c[..]) == r.header().client_id());
+        if client && !self.client_ids.is_empty() {
+            if let Some((conn, index)) = at {
+                let matched = self.matched.entry(conn).or_default();
+                if matched.len() == IN_FLIGHT {
+                    matched.pop_front();
+                }
+                matched.push_back(index);
+            }
+        }
+        // With --errors-only a request is never shown: its answer says whether it failed.
+        topic && client && !self.errors_only
+    }
+
+    /// Whether an ElectLeaders response is shown; `request` is its request's connection and
+    /// frame number when it was paired in a capture.
+    pub fn response(&mut self, r: &ElectLeadersResponse<'_>, request: Option<(u32, u64)>) -> bool {
+        if !self.shows_elect_leaders() {
+            return false;
+        }
+        let client = self.client_ids.is_empty() || request.is_some_and(|at| self.answered(at));
+        let topic = self.topics.is_empty()
+            || r.replica_election_results()
+                .iter()
+                .any(|t| self.topics.iter().any(|w| w == t.topic()));
+        let errors = !self.errors_only
+            || r.error_code().is_error()
+            || r.replica_election_results().iter().any(|t| {
+                t.partition_result()
+                    .iter()
+                    .any(|p| p.error_code().is_error())
+            });
+        client && topic && errors
+    }
+
+    /// Whether the request `index` of `conn` matched `--client-id`; it and any older one
+    /// (never to be answered) are forgotten.
+    fn answered(&mut self, (conn, index): (u32, u64)) -> bool {
+        let Some(matched) = self.matched.get_mut(&conn) else {
+            return false;
+        };
+        while matched.front().is_some_and(|&i| i < index) {
+            matched.pop_front();
+        }
+        let found = matched.front() == Some(&index);
+        if found {
+            matched.pop_front();
+        }
+        if matched.is_empty() {
+            self.matched.remove(&conn);
+        }
+        found
+    }
+
+    /// A connection ended: nothing of it is awaited any more.
+    pub fn closed(&mut self, conn: u32) {
+        self.matched.remove(&conn);
+    }
+}
