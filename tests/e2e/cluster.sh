@@ -17,6 +17,17 @@
 #                (an `elect-leaders proxy` in front of each broker). A client that connects
 #                to a listener is told the addresses of that same listener, so clients of
 #                the proxy stay on it while those of CLIENT stay on the tap.
+#   TLS_DIR      a directory made by pki.sh: adds two listeners on brokers 2 and 3, SSL (TLS,
+#                client certificate required) and SASL_SSL (TLS, then SASL: SCRAM-SHA-256,
+#                SCRAM-SHA-512 and PLAIN), both with TLS_DIR/broker.p12 and trusting
+#                TLS_DIR/ca.pem. The SCRAM users alice and bob (passwords in
+#                TLS_DIR/users.env) are added at format time (StorageTool --add-scram); the
+#                PLAIN ones are in the listener's JAAS config.
+#   SSL_ADVERTISE, SASL_SSL_ADVERTISE  "host:port,host:port": what those listeners advertise
+#                (a TLS guard in front of each broker); default: their own address
+#   SSL_PORTS, SASL_SSL_PORTS  "port,port": the ports they listen on (SSL_PORT_2, ... in
+#                state.env), for a guard started before the cluster that must know where to
+#                connect; default: free ones. The other ports are chosen free around them.
 #   KAFKA_HEAP   JVM heap per node (default 256m)
 #
 # Each broker has two listeners: CLIENT (advertised as $ADVERTISE) for clients, INTERNAL for
@@ -58,13 +69,16 @@ classpath() {
     cat "$out"
 }
 
-free_ports() { # N -> N free loopback ports, space separated
-    python3 - "$1" <<'EOF'
+free_ports() { # N [port...] -> N free loopback ports, space separated, none of the ports given
+    python3 - "$@" <<'EOF'
 import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
+avoid = {int(p) for p in sys.argv[2:]}
+socks, ports = [], []
+while len(ports) < int(sys.argv[1]):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
+    if s.getsockname()[1] not in avoid:
+        ports.append(s.getsockname()[1])
+print(" ".join(map(str, ports)))
 for s in socks: s.close()
 EOF
 }
@@ -123,13 +137,51 @@ write_props() { # node-id role -> props file
                 extra=",PROXY://127.0.0.1:${!proxy_var}"
                 extra_adv=",PROXY://${!proxy_adv_var}"
             fi
+            local ssl_var="SSL_PORT_$id" ssl_adv_var="SSL_ADVERTISED_$id"
+            local sasl_var="SASL_SSL_PORT_$id" sasl_adv_var="SASL_SSL_ADVERTISED_$id"
+            if [[ -n "${TLS_DIR:-}" ]]; then
+                extra="$extra,SSL://127.0.0.1:${!ssl_var},SASL_SSL://127.0.0.1:${!sasl_var}"
+                extra_adv="$extra_adv,SSL://${!ssl_adv_var},SASL_SSL://${!sasl_adv_var}"
+            fi
             echo "listeners=CLIENT://127.0.0.1:${!client_var},INTERNAL://127.0.0.1:${!internal_var}$extra"
             echo "advertised.listeners=CLIENT://${!adv_var},INTERNAL://127.0.0.1:${!internal_var}$extra_adv"
-            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,PROXY:PLAINTEXT"
+            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,PROXY:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"
             echo "inter.broker.listener.name=INTERNAL"
+            if [[ -n "${TLS_DIR:-}" ]]; then tls_props; fi
         fi
     } >"$f"
     echo "$f"
+}
+
+# The SSL and SASL_SSL listeners' settings (brokers, with TLS_DIR). Replication and the
+# controller stay on PLAINTEXT listeners.
+tls_props() {
+    # shellcheck disable=SC1091
+    source "$TLS_DIR/users.env"
+    echo "ssl.keystore.type=PKCS12"
+    echo "ssl.keystore.location=$TLS_DIR/broker.p12"
+    echo "ssl.keystore.password=$KEYSTORE_PASSWORD"
+    echo "ssl.key.password=$KEYSTORE_PASSWORD"
+    echo "ssl.truststore.type=PEM"
+    echo "ssl.truststore.location=$TLS_DIR/ca.pem"
+    echo "listener.name.ssl.ssl.client.auth=required"
+    echo "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
+    local scram="org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    echo "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=$scram"
+    echo "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$scram"
+    echo "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule" \
+        "required user_alice=\"$ALICE_PASSWORD\" user_bob=\"$BOB_PASSWORD\";"
+}
+
+# StorageTool arguments adding the SCRAM users alice and bob (both mechanisms), one a line.
+scram_args() {
+    # shellcheck disable=SC1091
+    source "$TLS_DIR/users.env"
+    local mech
+    for mech in SCRAM-SHA-256 SCRAM-SHA-512; do
+        printf '%s\n' --add-scram "$mech=[name=alice,password=$ALICE_PASSWORD]" \
+            --add-scram "$mech=[name=bob,password=$BOB_PASSWORD]"
+    done
 }
 
 launch() { # node-id
@@ -199,8 +251,33 @@ start() {
     mkdir -p "$DIR/data" "$DIR/logs"
     local t0=$SECONDS cp
     cp="$(classpath)"
+    SSL_PORT_2=""; SSL_PORT_3=""; SASL_SSL_PORT_2=""; SASL_SSL_PORT_3=""
+    SSL_ADVERTISED_2=""; SSL_ADVERTISED_3=""; SASL_SSL_ADVERTISED_2=""; SASL_SSL_ADVERTISED_3=""
+    local fixed=()
+    if [[ -n "${TLS_DIR:-}" ]]; then
+        [[ -d "$TLS_DIR" ]] || die "TLS_DIR=$TLS_DIR is not a directory (make it with: $HERE/pki.sh DIR)"
+        TLS_DIR="$(cd "$TLS_DIR" && pwd)"
+        [[ -s "$TLS_DIR/broker.p12" && -s "$TLS_DIR/users.env" ]] \
+            || die "TLS_DIR=$TLS_DIR holds no PKI (make it with: $HERE/pki.sh DIR)"
+        local tls_ports given="${SSL_PORTS:-},${SASL_SSL_PORTS:-}"
+        read -r -a tls_ports <<<"$(free_ports 4 ${given//,/ })"
+        IFS=, read -r SSL_PORT_2 SSL_PORT_3 <<<"${SSL_PORTS:-${tls_ports[0]},${tls_ports[1]}}"
+        IFS=, read -r SASL_SSL_PORT_2 SASL_SSL_PORT_3 <<<"${SASL_SSL_PORTS:-${tls_ports[2]},${tls_ports[3]}}"
+        [[ -n "$SSL_PORT_3" && -n "$SASL_SSL_PORT_3" ]] \
+            || die "SSL_PORTS and SASL_SSL_PORTS must name ${#BROKERS[@]} ports, one per broker"
+        fixed=("$SSL_PORT_2" "$SSL_PORT_3" "$SASL_SSL_PORT_2" "$SASL_SSL_PORT_3")
+        local sadv
+        IFS=, read -r -a sadv <<<"${SSL_ADVERTISE:-127.0.0.1:$SSL_PORT_2,127.0.0.1:$SSL_PORT_3}"
+        [[ ${#sadv[@]} -eq ${#BROKERS[@]} ]] \
+            || die "SSL_ADVERTISE must name ${#BROKERS[@]} host:port, one per broker (got '$SSL_ADVERTISE')"
+        SSL_ADVERTISED_2=${sadv[0]}; SSL_ADVERTISED_3=${sadv[1]}
+        IFS=, read -r -a sadv <<<"${SASL_SSL_ADVERTISE:-127.0.0.1:$SASL_SSL_PORT_2,127.0.0.1:$SASL_SSL_PORT_3}"
+        [[ ${#sadv[@]} -eq ${#BROKERS[@]} ]] \
+            || die "SASL_SSL_ADVERTISE must name ${#BROKERS[@]} host:port, one per broker (got '$SASL_SSL_ADVERTISE')"
+        SASL_SSL_ADVERTISED_2=${sadv[0]}; SASL_SSL_ADVERTISED_3=${sadv[1]}
+    fi
     local ports
-    read -r -a ports <<<"$(free_ports 7)"
+    read -r -a ports <<<"$(free_ports 7 "${fixed[@]}")"
     CONTROLLER_PORT=${ports[0]}
     CLIENT_PORT_2=${ports[1]}; INTERNAL_PORT_2=${ports[2]}
     CLIENT_PORT_3=${ports[3]}; INTERNAL_PORT_3=${ports[4]}
@@ -237,16 +314,29 @@ PROXY_PORT_2=$PROXY_PORT_2
 PROXY_PORT_3=$PROXY_PORT_3
 PROXY_ADVERTISED_2=$PROXY_ADVERTISED_2
 PROXY_ADVERTISED_3=$PROXY_ADVERTISED_3
+TLS_DIR=${TLS_DIR:-}
+SSL_PORT_2=$SSL_PORT_2
+SSL_PORT_3=$SSL_PORT_3
+SSL_ADVERTISED_2=$SSL_ADVERTISED_2
+SSL_ADVERTISED_3=$SSL_ADVERTISED_3
+SASL_SSL_PORT_2=$SASL_SSL_PORT_2
+SASL_SSL_PORT_3=$SASL_SSL_PORT_3
+SASL_SSL_ADVERTISED_2=$SASL_SSL_ADVERTISED_2
+SASL_SSL_ADVERTISED_3=$SASL_SSL_ADVERTISED_3
 EOF
     write_props $CONTROLLER controller >/dev/null
     for id in "${BROKERS[@]}"; do write_props "$id" broker >/dev/null; done
     # Format the three storage dirs in parallel (one short JVM each).
-    local fpids=() id
+    # With TLS_DIR, the controller's bootstrap metadata gets the SCRAM users.
+    local fpids=() id scram=()
+    [[ -n "${TLS_DIR:-}" ]] && mapfile -t scram < <(scram_args)
     for id in $CONTROLLER "${BROKERS[@]}"; do
+        local extra_args=()
+        [[ $id == "$CONTROLLER" ]] && extra_args=("${scram[@]}")
         java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
             -Dlog4j2.configurationFile="$HERE/server/log4j2.xml" -Dkafka.logs.dir="$DIR/logs" \
             -cp "$cp" kafka.tools.StorageTool format -t "$CLUSTER_ID" -c "$DIR/node-$id.properties" \
-            >"$DIR/logs/format-$id.log" 2>&1 &
+            "${extra_args[@]}" >"$DIR/logs/format-$id.log" 2>&1 &
         fpids+=($!)
     done
     for p in "${fpids[@]}"; do wait "$p" || { cat "$DIR"/logs/format-*.log >&2; die "storage format failed"; }; done
@@ -255,6 +345,11 @@ EOF
     log "Kafka 4.4.0 KRaft cluster up in $((SECONDS - t0))s: controller 1 on 127.0.0.1:$CONTROLLER_PORT," \
         "broker 2 on 127.0.0.1:$CLIENT_PORT_2 (advertised $ADVERTISED_2)," \
         "broker 3 on 127.0.0.1:$CLIENT_PORT_3 (advertised $ADVERTISED_3)"
+    if [[ -n "${TLS_DIR:-}" ]]; then
+        log "SSL listeners on 127.0.0.1:$SSL_PORT_2, 127.0.0.1:$SSL_PORT_3 (advertised $SSL_ADVERTISED_2," \
+            "$SSL_ADVERTISED_3); SASL_SSL on 127.0.0.1:$SASL_SSL_PORT_2, 127.0.0.1:$SASL_SSL_PORT_3" \
+            "(advertised $SASL_SSL_ADVERTISED_2, $SASL_SSL_ADVERTISED_3)"
+    fi
     echo "$BOOTSTRAP"
 }
 
@@ -281,6 +376,11 @@ status() {
     echo "broker 2: 127.0.0.1:$CLIENT_PORT_2 advertised $ADVERTISED_2"
     echo "broker 3: 127.0.0.1:$CLIENT_PORT_3 advertised $ADVERTISED_3"
     echo "bootstrap: $BOOTSTRAP"
+    if [[ -n "${TLS_DIR:-}" ]]; then
+        echo "SSL: 127.0.0.1:$SSL_PORT_2 advertised $SSL_ADVERTISED_2, 127.0.0.1:$SSL_PORT_3 advertised $SSL_ADVERTISED_3"
+        echo "SASL_SSL: 127.0.0.1:$SASL_SSL_PORT_2 advertised $SASL_SSL_ADVERTISED_2," \
+            "127.0.0.1:$SASL_SSL_PORT_3 advertised $SASL_SSL_ADVERTISED_3"
+    fi
 }
 
 broker_arg() {

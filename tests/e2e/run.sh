@@ -2,7 +2,9 @@
 # End-to-end tests of ElectLeaders against a real Apache Kafka 4.4.0 cluster (KRaft: one
 # controller, two brokers) with three real clients (Kafka's Java Admin, confluent-kafka /
 # librdkafka, kafka-python), all through a passthrough tap whose recordings this crate then
-# decodes (examples/e2e_frames.rs). One command:
+# decodes (examples/e2e_frames.rs); then the same clients through `elect-leaders proxy`: a
+# plaintext guard (test_proxy.py), and two with TLS on both sides, SASL (SCRAM, PLAIN) and
+# mTLS, keys and certificates made at start (test_tls.py, pki.sh). One command:
 #
 #   tests/e2e/run.sh                   build, start cluster + taps, test, stop everything
 #   tests/e2e/run.sh --update-corpus   also copy the small captures to corpus/captures/
@@ -34,6 +36,7 @@ mkdir -p "$RUN/tap"
 TAP_PID=""
 PROXY_TAP_PID=""
 PROXY_PID=""
+GUARD_PIDS=()
 CAP_PIDS=()
 CLEANED=0
 stop_captures() {
@@ -50,6 +53,8 @@ cleanup() {
     CLEANED=1
     stop_captures
     stop_pid "$PROXY_PID"
+    local g
+    for g in "${GUARD_PIDS[@]}"; do stop_pid "$g"; done
     bash "$HERE/cluster.sh" stop >>"$RUN/cleanup.log" 2>&1 || true
     stop_pid "$TAP_PID"
     stop_pid "$PROXY_TAP_PID"
@@ -118,6 +123,18 @@ if ! command -v tcpdump >/dev/null 2>&1 || ! command -v dumpcap >/dev/null 2>&1;
     fi
 fi
 
+# 3b. openssl, for the keys and certificates of the TLS tests (pki.sh).
+if ! command -v openssl >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        say "installing openssl"
+        { DEBIAN_FRONTEND=noninteractive apt-get update -qq
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl; } >"$E2E_DIR/apt-openssl.log" 2>&1 \
+            || { cat "$E2E_DIR/apt-openssl.log" >&2; say "could not install openssl"; exit 1; }
+    else
+        say "openssl is needed for the TLS tests and cannot be installed here"; exit 1
+    fi
+fi
+
 # 4. The tap (one listener per broker), then the cluster advertising the tap's addresses.
 "$VENV/bin/python" "$HERE/tap.py" --out "$RUN/tap" --count 2 --ports-file "$RUN/tap.ports" \
     --targets-env "$E2E_DIR/cluster/state.env" --target-keys CLIENT_PORT_2,CLIENT_PORT_3 \
@@ -146,12 +163,73 @@ for _ in $(seq 100); do [[ $(grep -c '^listening' "$RUN/proxy.out" 2>/dev/null) 
 PROXY_BOOTSTRAP="$(awk '/^listening/ {print $2}' "$RUN/proxy.out" | paste -sd, -)"
 [[ "$PROXY_BOOTSTRAP" == *,* ]] || { cat "$RUN/proxy.log" >&2; say "the proxy did not start"; exit 1; }
 
+# 4c. Two guards with TLS on both sides (test_tls.py), with keys, certificates and passwords
+# made now (pki.sh): one in front of the brokers' SASL_SSL listeners (SCRAM and PLAIN users
+# alice and bob; only alice may elect), one in front of their SSL listeners that requires
+# client certificates (only carol's subject may elect) and presents one of its own to the
+# brokers. Like the proxy, they start before the cluster, whose TLS listeners advertise
+# them; so the brokers' TLS ports are chosen here, below the kernel's ephemeral range, where
+# no listener on port 0 (the guards', the taps', the cluster's other ones) can take them.
+PKI="$RUN/pki"
+bash "$HERE/pki.sh" "$PKI" 2>"$RUN/pki.log" || { cat "$RUN/pki.log" >&2; say "could not make the keys and certificates"; exit 1; }
+read -r SSL_UP_2 SSL_UP_3 SASL_UP_2 SASL_UP_3 < <(python3 - <<'EOF'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+ports = []
+while len(ports) < 4:
+    # (an ephemeral range that starts low leaves no room: any free port then)
+    port = random.randrange(10000, low) if low > 11000 else 0
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        port = s.getsockname()[1]
+        if port not in ports:
+            ports.append(port)
+    except OSError:
+        pass
+    finally:
+        s.close()
+print(*ports)
+EOF
+)
+start_guard() { # NAME ARGS...: `elect-leaders proxy ARGS`, output in $RUN/NAME.out and .log;
+    local name=$1 pid n=0  # sets GUARD_BOOTSTRAP (its two listeners)
+    shift
+    "$PROXY_BIN" proxy "$@" >"$RUN/$name.out" 2>"$RUN/$name.log" &
+    pid=$!
+    GUARD_PIDS+=("$pid")
+    while ((n++ < 100)) && kill -0 "$pid" 2>/dev/null; do
+        [[ $(grep -c '^listening' "$RUN/$name.out" 2>/dev/null) == 2 ]] && break
+        sleep 0.1
+    done
+    GUARD_BOOTSTRAP="$(awk '/^listening/ {print $2}' "$RUN/$name.out" | paste -sd, -)"
+    [[ "$GUARD_BOOTSTRAP" == *,* ]] || { cat "$RUN/$name.log" >&2; say "the guard $name did not start"; exit 1; }
+}
+start_guard tls-guard \
+    --listen 127.0.0.1:0 --upstream "127.0.0.1:$SASL_UP_2" --listen 127.0.0.1:0 --upstream "127.0.0.1:$SASL_UP_3" \
+    --tls-cert "$PKI/guard.pem" --tls-key "$PKI/guard.key" --upstream-tls --upstream-ca "$PKI/ca.pem" \
+    --allow-principal alice --deny-unclean --audit-log "$RUN/tls-guard-audit.jsonl"
+TLS_BOOTSTRAP="$GUARD_BOOTSTRAP"
+MTLS_PRINCIPAL="CN=carol,OU=e2e,O=kafka-elect-leaders"
+start_guard mtls-guard \
+    --listen 127.0.0.1:0 --upstream "127.0.0.1:$SSL_UP_2" --listen 127.0.0.1:0 --upstream "127.0.0.1:$SSL_UP_3" \
+    --tls-cert "$PKI/guard.pem" --tls-key "$PKI/guard.key" --tls-client-ca "$PKI/ca.pem" \
+    --upstream-tls --upstream-ca "$PKI/ca.pem" \
+    --upstream-tls-cert "$PKI/guard-upstream.pem" --upstream-tls-key "$PKI/guard-upstream.key" \
+    --allow-principal "$MTLS_PRINCIPAL" --deny-unclean --audit-log "$RUN/mtls-guard-audit.jsonl"
+MTLS_BOOTSTRAP="$GUARD_BOOTSTRAP"
+
 T_CLUSTER=$SECONDS
-ADVERTISE="$ADVERTISE" PROXY_ADVERTISE="$PROXY_BOOTSTRAP" bash "$HERE/cluster.sh" start \
+ADVERTISE="$ADVERTISE" PROXY_ADVERTISE="$PROXY_BOOTSTRAP" \
+    TLS_DIR="$PKI" SSL_PORTS="$SSL_UP_2,$SSL_UP_3" SASL_SSL_PORTS="$SASL_UP_2,$SASL_UP_3" \
+    SSL_ADVERTISE="$MTLS_BOOTSTRAP" SASL_SSL_ADVERTISE="$TLS_BOOTSTRAP" bash "$HERE/cluster.sh" start \
     >"$RUN/cluster-start.out" 2>"$RUN/cluster-start.log" \
     || { cat "$RUN/cluster-start.log" >&2; say "the cluster did not start"; exit 1; }
 say "cluster up in $((SECONDS - T_CLUSTER))s; clients bootstrap through the tap at $ADVERTISE," \
-    "the proxy's at $PROXY_BOOTSTRAP"
+    "the proxy's at $PROXY_BOOTSTRAP, the TLS guards' at $TLS_BOOTSTRAP (SASL_SSL) and $MTLS_BOOTSTRAP (mTLS)"
+export TLS_DIR="$PKI" TLS_BOOTSTRAP MTLS_BOOTSTRAP MTLS_PRINCIPAL
+export TLS_AUDIT="$RUN/tls-guard-audit.jsonl" MTLS_AUDIT="$RUN/mtls-guard-audit.jsonl"
+export TLS_DIRECT="127.0.0.1:$SASL_UP_2,127.0.0.1:$SASL_UP_3"
 export PROXY_BOOTSTRAP PROXY_PID PROXY_AUDIT="$RUN/proxy-audit.jsonl" PROXY_TAP_DIR="$RUN/proxy-tap"
 export PROXY_LOG="$RUN/proxy.log"
 

@@ -544,6 +544,12 @@ if os.environ.get("PROXY_BOOTSTRAP"):
     import test_proxy
     TESTS.extend(test_proxy.TESTS)
 
+# ---------------------------------------------------------------- TLS, SASL and mTLS guards (test_tls.py)
+
+if os.environ.get("TLS_BOOTSTRAP"):
+    import test_tls
+    TESTS.extend(test_tls.TESTS)
+
 
 # ---------------------------------------------------------------- a fuzz campaign (last)
 
@@ -629,6 +635,10 @@ def main():
     if os.environ.get("PROXY_BOOTSTRAP"):
         print("e2e: elect-leaders proxy at %s (--deny-unclean --protect-topic %s)"
               % (os.environ["PROXY_BOOTSTRAP"], test_proxy.PROTECTED))
+    if os.environ.get("TLS_BOOTSTRAP"):
+        print("e2e: TLS guards at %s (SASL_SSL, --allow-principal alice) and %s (mTLS, --allow-principal %s),"
+              " both --deny-unclean" % (os.environ["TLS_BOOTSTRAP"], os.environ["MTLS_BOOTSTRAP"],
+                                        os.environ["MTLS_PRINCIPAL"]))
     only = os.environ.get("E2E_ONLY")
     passed = failed = 0
     for t in TESTS:

@@ -43,6 +43,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * AdminTool produce  --bootstrap B --partition topic:N [--count N]
  * AdminTool delete   --bootstrap B --topic T ...
  * </pre>
+ *
+ * Every command also takes {@code --client-config FILE}: client properties (security.protocol,
+ * sasl.*, ssl.*) added to the Admin's or the producer's, for a TLS or SASL listener.
  */
 public final class AdminTool {
     private AdminTool() {}
@@ -59,11 +62,19 @@ public final class AdminTool {
             fail("--bootstrap is required");
         }
         String clientId = one(opts, "client-id", "e2e-java-setup");
+        Properties extra = new Properties();
+        String clientConfig = one(opts, "client-config", null);
+        if (clientConfig != null) {
+            try (java.io.Reader r = java.nio.file.Files.newBufferedReader(java.nio.file.Path.of(clientConfig))) {
+                extra.load(r);
+            }
+        }
         int code;
         if (cmd.equals("produce")) {
-            code = produce(bootstrap, clientId, opts);
+            code = produce(bootstrap, clientId, extra, opts);
         } else {
             Properties p = new Properties();
+            p.putAll(extra);
             p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
             p.put(AdminClientConfig.CLIENT_ID_CONFIG, clientId);
             p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "20000");
@@ -230,10 +241,12 @@ public final class AdminTool {
         return 0;
     }
 
-    static int produce(String bootstrap, String clientId, Map<String, List<String>> opts) throws Exception {
+    static int produce(String bootstrap, String clientId, Properties extra, Map<String, List<String>> opts)
+            throws Exception {
         TopicPartition t = tp(one(opts, "partition", null));
         int count = Integer.parseInt(one(opts, "count", "10"));
         Properties p = new Properties();
+        p.putAll(extra);
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
         p.put(ProducerConfig.ACKS_CONFIG, "1");
