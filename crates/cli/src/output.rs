@@ -37,17 +37,16 @@ pub fn write_frame(
     writeln!(out, "{}", to_hex(frame))
 }
 
-/// Standard output flushed at the end of every line when `live`: the input arrives as it is
-/// written (a capture piped in), and what was read of it must show at once, not when a
-/// buffer fills. Otherwise it is left to buffer.
+/// Standard output flushed at the end of every line, for live input: the input arrives as
+/// it is written (a capture piped in), and what was read of it must show at once, not when
+/// a buffer fills. Other input is written without it, left to buffer.
 pub struct LineFlushed<'a> {
     out: &'a mut dyn Write,
-    live: bool,
 }
 
 impl<'a> LineFlushed<'a> {
-    pub fn new(out: &'a mut dyn Write, live: bool) -> Self {
-        LineFlushed { out, live }
+    pub fn new(out: &'a mut dyn Write) -> Self {
+        LineFlushed { out }
     }
 }
 
@@ -58,7 +57,7 @@ impl Write for LineFlushed<'_> {
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.out.write_all(buf)?;
-        if self.live && buf.ends_with(b"\n") {
+        if buf.ends_with(b"\n") {
             self.out.flush()?;
         }
         Ok(())

@@ -28,8 +28,13 @@ use crate::traffic::{self, Item, What};
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let requests_source = Source::from_arg(&args.requests);
     // A capture piped in as it is written: each line shows as soon as it is found.
-    let mut flushed = LineFlushed::new(out, requests_source.is_live());
-    let out: &mut dyn Write = &mut flushed;
+    let mut flushed;
+    let out: &mut dyn Write = if requests_source.is_live() {
+        flushed = LineFlushed::new(out);
+        &mut flushed
+    } else {
+        out
+    };
     let requests_reader = match requests_source.open_any("scan", args.read.hex, Expect::Anything)? {
         Opened::Capture(capture) => {
             if args.responses.is_some() {

@@ -32,8 +32,13 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut bad_usage = false;
     for source in &sources {
         let name = source.name();
-        let mut flushed = LineFlushed::new(&mut *out, source.is_live());
-        let out: &mut dyn Write = &mut flushed;
+        let mut flushed;
+        let out: &mut dyn Write = if source.is_live() {
+            flushed = LineFlushed::new(&mut *out);
+            &mut flushed
+        } else {
+            &mut *out
+        };
         let kind = args.kind.kind_of(source);
         let reader = match source.open_any("inspect", args.read.hex, Expect::Frames) {
             Ok(Opened::Stream(reader)) => reader,
