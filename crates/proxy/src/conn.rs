@@ -97,7 +97,11 @@ pub struct Shared {
 impl Shared {
     /// What every connection of a guard run with `config` shares.
     pub fn new(config: &Config, audit: Audit) -> Shared {
-        let metrics = Metrics::new(audit.queued());
+        let metrics = if config.metrics_listen.is_some() {
+            Metrics::new(audit.queued())
+        } else {
+            Metrics::disabled()
+        };
         Shared {
             metrics,
             policy: RwLock::new(Arc::new(config.policy.clone())),

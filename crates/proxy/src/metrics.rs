@@ -83,6 +83,9 @@ pub enum Refused {
 
 /// The guard's metrics, shared by every connection.
 pub struct Metrics {
+    /// Whether anything is recorded: only when the metrics are served (a guard without
+    /// `--metrics-listen` pays nothing for them, and keeps no label set or last decision).
+    enabled: bool,
     registry: Registry,
     frames: Family<Traffic, Counter>,
     bytes: Family<Traffic, Counter>,
@@ -120,11 +123,20 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Metrics that record nothing: a guard that does not serve them.
+    pub fn disabled() -> Metrics {
+        Metrics {
+            enabled: false,
+            ..Metrics::new(Gauge::default())
+        }
+    }
+
     /// The metrics, with `audit_queue` (the audit log's queue depth, kept by the audit
     /// writer) among them.
     pub fn new(audit_queue: Gauge) -> Metrics {
         let mut registry = Registry::with_prefix("elect_leaders_guard");
         let metrics = Metrics {
+            enabled: true,
             frames: Family::default(),
             bytes: Family::default(),
             decisions: Family::default(),
@@ -216,6 +228,9 @@ impl Metrics {
 
     /// A frame of `api_key` in `direction` ("request" or "response"), `len` bytes.
     pub fn frame(&self, api_key: i16, direction: &'static str, len: usize) {
+        if !self.enabled {
+            return;
+        }
         let labels = Traffic {
             api: api_name(api_key),
             direction,
@@ -226,6 +241,9 @@ impl Metrics {
 
     /// The broker's answer to a request of `api_key`, `elapsed` after it was forwarded.
     pub fn round_trip(&self, api_key: i16, elapsed: Duration) {
+        if !self.enabled {
+            return;
+        }
         self.round_trip
             .get_or_create(&Api {
                 api: api_name(api_key),
@@ -235,11 +253,17 @@ impl Metrics {
 
     /// An answer whose broker addresses were rewritten.
     pub fn rewrote(&self) {
+        if !self.enabled {
+            return;
+        }
         self.rewrites.inc();
     }
 
     /// A decision on an ElectLeaders request, for the counters and the status page.
     pub fn decided(&self, decision: &Decision, recent: impl FnOnce() -> RecentDecision) {
+        if !self.enabled {
+            return;
+        }
         self.decisions
             .get_or_create(&VerdictLabel {
                 verdict: decision.verdict.name(),
@@ -279,12 +303,18 @@ impl Metrics {
 
     /// A client accepted: open until [`Metrics::closed`].
     pub fn accepted(&self) {
+        if !self.enabled {
+            return;
+        }
         self.connections_accepted.inc();
         self.connections_open.inc();
     }
 
     /// A client refused at once.
     pub fn refused(&self, why: Refused) {
+        if !self.enabled {
+            return;
+        }
         let reason = match why {
             Refused::MaxConnections => "max-connections",
             Refused::Descriptors => "descriptors",
@@ -296,6 +326,9 @@ impl Metrics {
 
     /// An accepted client's connection closed; `None`: its TLS handshake failed.
     pub fn closed(&self, reason: Option<CloseReason>) {
+        if !self.enabled {
+            return;
+        }
         self.connections_open.dec();
         let reason = reason.map_or("handshake", CloseReason::name);
         self.connections_closed
