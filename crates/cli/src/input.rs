@@ -309,9 +309,9 @@ pub enum ReadFailure {
 }
 
 /// Cuts a byte stream into frames, one at a time: the 4-byte size prefix, then that many
-/// bytes. Sizes over [`DEFAULT_MAX_FRAME_SIZE`](kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE)
-/// are refused (by the library's `split_frame`); a frame's buffer grows as its bytes
-/// arrive, never sized from the wire's count up front.
+/// bytes. Sizes over [`DEFAULT_MAX_FRAME_SIZE`] are refused (by the library's
+/// `split_frame`); a frame's buffer grows as its bytes arrive, never sized from the wire's
+/// count up front.
 pub struct FrameReader<R> {
     inner: R,
     offset: u64,

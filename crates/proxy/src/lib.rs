@@ -14,7 +14,7 @@
 //! - [`audit`]: one JSON line per decision.
 //! - [`Guard`]: the server, on tokio, from a [`Config`]: one listener per broker, answers in
 //!   request order per connection, bounded memory and connections.
-//! - [`file`]: the configuration file (TOML) that fills a [`Config`]; [`Reloader::apply`]
+//! - [`mod@file`]: the configuration file (TOML) that fills a [`Config`]; [`Reloader::apply`]
 //!   puts a new one's policy and certificates in force while the guard runs.
 //!
 //! # Example
