@@ -28,6 +28,10 @@
 #   SSL_PORTS, SASL_SSL_PORTS  "port,port": the ports they listen on (SSL_PORT_2, ... in
 #                state.env), for a guard started before the cluster that must know where to
 #                connect; default: free ones. The other ports are chosen free around them.
+#   OWN=1        adds a listener OWN on a free port per broker (OWN_PORT_2, OWN_PORT_3 in
+#                state.env), advertised as the address it listens on, as a broker advertises
+#                itself by default: nothing about it names a guard or a tap (for a guard
+#                that rewrites broker addresses, started after the cluster).
 #   KAFKA_HEAP   JVM heap per node (default 256m)
 #
 # Each broker has two listeners: CLIENT (advertised as $ADVERTISE) for clients, INTERNAL for
@@ -139,13 +143,18 @@ write_props() { # node-id role -> props file
             fi
             local ssl_var="SSL_PORT_$id" ssl_adv_var="SSL_ADVERTISED_$id"
             local sasl_var="SASL_SSL_PORT_$id" sasl_adv_var="SASL_SSL_ADVERTISED_$id"
+            local own_var="OWN_PORT_$id"
+            if [[ -n "${!own_var:-}" ]]; then
+                extra="$extra,OWN://127.0.0.1:${!own_var}"
+                extra_adv="$extra_adv,OWN://127.0.0.1:${!own_var}"
+            fi
             if [[ -n "${TLS_DIR:-}" ]]; then
                 extra="$extra,SSL://127.0.0.1:${!ssl_var},SASL_SSL://127.0.0.1:${!sasl_var}"
                 extra_adv="$extra_adv,SSL://${!ssl_adv_var},SASL_SSL://${!sasl_adv_var}"
             fi
             echo "listeners=CLIENT://127.0.0.1:${!client_var},INTERNAL://127.0.0.1:${!internal_var}$extra"
             echo "advertised.listeners=CLIENT://${!adv_var},INTERNAL://127.0.0.1:${!internal_var}$extra_adv"
-            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,PROXY:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"
+            echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,PROXY:PLAINTEXT,OWN:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"
             echo "inter.broker.listener.name=INTERNAL"
             if [[ -n "${TLS_DIR:-}" ]]; then tls_props; fi
         fi
@@ -277,7 +286,7 @@ start() {
         SASL_SSL_ADVERTISED_2=${sadv[0]}; SASL_SSL_ADVERTISED_3=${sadv[1]}
     fi
     local ports
-    read -r -a ports <<<"$(free_ports 7 "${fixed[@]}")"
+    read -r -a ports <<<"$(free_ports 9 "${fixed[@]}")"
     CONTROLLER_PORT=${ports[0]}
     CLIENT_PORT_2=${ports[1]}; INTERNAL_PORT_2=${ports[2]}
     CLIENT_PORT_3=${ports[3]}; INTERNAL_PORT_3=${ports[4]}
@@ -289,6 +298,10 @@ start() {
             || die "PROXY_ADVERTISE must name ${#BROKERS[@]} host:port, one per broker (got '$PROXY_ADVERTISE')"
         PROXY_PORT_2=${ports[5]}; PROXY_PORT_3=${ports[6]}
         PROXY_ADVERTISED_2=${padv[0]}; PROXY_ADVERTISED_3=${padv[1]}
+    fi
+    OWN_PORT_2=""; OWN_PORT_3=""
+    if [[ "${OWN:-}" == 1 ]]; then
+        OWN_PORT_2=${ports[7]}; OWN_PORT_3=${ports[8]}
     fi
     local adv
     IFS=, read -r -a adv <<<"${ADVERTISE:-}"
@@ -314,6 +327,8 @@ PROXY_PORT_2=$PROXY_PORT_2
 PROXY_PORT_3=$PROXY_PORT_3
 PROXY_ADVERTISED_2=$PROXY_ADVERTISED_2
 PROXY_ADVERTISED_3=$PROXY_ADVERTISED_3
+OWN_PORT_2=$OWN_PORT_2
+OWN_PORT_3=$OWN_PORT_3
 TLS_DIR=${TLS_DIR:-}
 SSL_PORT_2=$SSL_PORT_2
 SSL_PORT_3=$SSL_PORT_3
@@ -345,6 +360,9 @@ EOF
     log "Kafka 4.4.0 KRaft cluster up in $((SECONDS - t0))s: controller 1 on 127.0.0.1:$CONTROLLER_PORT," \
         "broker 2 on 127.0.0.1:$CLIENT_PORT_2 (advertised $ADVERTISED_2)," \
         "broker 3 on 127.0.0.1:$CLIENT_PORT_3 (advertised $ADVERTISED_3)"
+    if [[ -n "$OWN_PORT_2" ]]; then
+        log "OWN listeners on 127.0.0.1:$OWN_PORT_2, 127.0.0.1:$OWN_PORT_3, advertised as themselves"
+    fi
     if [[ -n "${TLS_DIR:-}" ]]; then
         log "SSL listeners on 127.0.0.1:$SSL_PORT_2, 127.0.0.1:$SSL_PORT_3 (advertised $SSL_ADVERTISED_2," \
             "$SSL_ADVERTISED_3); SASL_SSL on 127.0.0.1:$SASL_SSL_PORT_2, 127.0.0.1:$SASL_SSL_PORT_3" \
@@ -376,6 +394,9 @@ status() {
     echo "broker 2: 127.0.0.1:$CLIENT_PORT_2 advertised $ADVERTISED_2"
     echo "broker 3: 127.0.0.1:$CLIENT_PORT_3 advertised $ADVERTISED_3"
     echo "bootstrap: $BOOTSTRAP"
+    if [[ -n "${OWN_PORT_2:-}" ]]; then
+        echo "OWN: 127.0.0.1:$OWN_PORT_2, 127.0.0.1:$OWN_PORT_3 (advertised as themselves)"
+    fi
     if [[ -n "${TLS_DIR:-}" ]]; then
         echo "SSL: 127.0.0.1:$SSL_PORT_2 advertised $SSL_ADVERTISED_2, 127.0.0.1:$SSL_PORT_3 advertised $SSL_ADVERTISED_3"
         echo "SASL_SSL: 127.0.0.1:$SASL_SSL_PORT_2 advertised $SASL_SSL_ADVERTISED_2," \

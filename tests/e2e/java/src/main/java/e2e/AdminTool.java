@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ElectLeadersOptions;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -42,6 +43,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * AdminTool describe --bootstrap B --topic T ...
  * AdminTool produce  --bootstrap B --partition topic:N [--count N]
  * AdminTool delete   --bootstrap B --topic T ...
+ * AdminTool cluster  --bootstrap B          (describeCluster: the nodes and the controller as told)
  * </pre>
  *
  * Every command also takes {@code --client-config FILE}: client properties (security.protocol,
@@ -52,7 +54,7 @@ public final class AdminTool {
 
     public static void main(String[] argv) throws Exception {
         if (argv.length == 0) {
-            System.err.println("usage: AdminTool elect|create|reassign|describe|produce|delete --bootstrap B ...");
+            System.err.println("usage: AdminTool elect|create|reassign|describe|produce|delete|cluster --bootstrap B ...");
             System.exit(2);
         }
         String cmd = argv[0];
@@ -86,6 +88,7 @@ public final class AdminTool {
                     case "reassign": code = reassign(admin, opts); break;
                     case "describe": code = describe(admin, opts); break;
                     case "delete": code = delete(admin, opts); break;
+                    case "cluster": code = cluster(admin); break;
                     default: fail("unknown command " + cmd); code = 2;
                 }
             }
@@ -239,6 +242,30 @@ public final class AdminTool {
         admin.deleteTopics(opts.getOrDefault("topic", List.of())).all().get(30, TimeUnit.SECONDS);
         System.out.println("{\"op\":\"delete\"}");
         return 0;
+    }
+
+    // cluster: {"op":"cluster","cluster_id":..,"controller":null|{"id","host","port"},
+    //           "nodes":[{"id","host","port"}]}  (nodes sorted by id)
+    static int cluster(Admin admin) throws Exception {
+        DescribeClusterResult r = admin.describeCluster();
+        List<Node> nodes = new ArrayList<>(r.nodes().get(30, TimeUnit.SECONDS));
+        nodes.sort((a, b) -> Integer.compare(a.id(), b.id()));
+        Node controller = r.controller().get(30, TimeUnit.SECONDS);
+        StringBuilder out = new StringBuilder("{\"op\":\"cluster\",\"cluster_id\":")
+                .append(q(r.clusterId().get(30, TimeUnit.SECONDS)))
+                .append(",\"controller\":").append(controller == null || controller.isEmpty() ? "null" : node(controller))
+                .append(",\"nodes\":[");
+        boolean first = true;
+        for (Node n : nodes) {
+            out.append(first ? "" : ",").append(node(n));
+            first = false;
+        }
+        System.out.println(out.append("]}"));
+        return 0;
+    }
+
+    static String node(Node n) {
+        return "{\"id\":" + n.id() + ",\"host\":" + q(n.host()) + ",\"port\":" + n.port() + "}";
     }
 
     static int produce(String bootstrap, String clientId, Properties extra, Map<String, List<String>> opts)
