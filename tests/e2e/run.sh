@@ -4,7 +4,9 @@
 # librdkafka, kafka-python), all through a passthrough tap whose recordings this crate then
 # decodes (examples/e2e_frames.rs); then the same clients through `elect-leaders proxy`: a
 # plaintext guard (test_proxy.py), and two with TLS on both sides, SASL (SCRAM, PLAIN) and
-# mTLS, keys and certificates made at start (test_tls.py, pki.sh). One command:
+# mTLS, keys and certificates made at start (test_tls.py, pki.sh); and one in front of
+# listeners that advertise the brokers' own addresses, which it rewrites (test_rewrite.py).
+# One command:
 #
 #   tests/e2e/run.sh                   build, start cluster + taps, test, stop everything
 #   tests/e2e/run.sh --update-corpus   also copy the small captures to corpus/captures/
@@ -37,6 +39,8 @@ TAP_PID=""
 PROXY_TAP_PID=""
 PROXY_PID=""
 GUARD_PIDS=()
+REWRITE_PID=""
+REWRITE_TRACER_PID=""
 CAP_PIDS=()
 CLEANED=0
 stop_captures() {
@@ -55,6 +59,9 @@ cleanup() {
     stop_pid "$PROXY_PID"
     local g
     for g in "${GUARD_PIDS[@]}"; do stop_pid "$g"; done
+    # The rewriting guard first, then strace, which ends with it (strace ignores TERM).
+    stop_pid "$REWRITE_PID"
+    stop_pid "$REWRITE_TRACER_PID"
     bash "$HERE/cluster.sh" stop >>"$RUN/cleanup.log" 2>&1 || true
     stop_pid "$TAP_PID"
     stop_pid "$PROXY_TAP_PID"
@@ -120,6 +127,19 @@ if ! command -v tcpdump >/dev/null 2>&1 || ! command -v dumpcap >/dev/null 2>&1;
         } >"$E2E_DIR/apt.log" 2>&1 || say "could not install tcpdump/tshark (see $E2E_DIR/apt.log); no captures"
     else
         say "tcpdump/dumpcap missing and cannot install them; no captures"
+    fi
+fi
+
+# 3a. strace, with which the rewriting guard runs (test_rewrite.py: which of its sockets
+# reached the brokers' own listeners).
+if ! command -v strace >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        say "installing strace"
+        { DEBIAN_FRONTEND=noninteractive apt-get update -qq
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; } >"$E2E_DIR/apt-strace.log" 2>&1 \
+            || say "could not install strace (see $E2E_DIR/apt-strace.log); the rewrite tests that need it fail"
+    else
+        say "strace missing and cannot install it; the rewrite tests that need it fail"
     fi
 fi
 
@@ -222,7 +242,7 @@ MTLS_BOOTSTRAP="$GUARD_BOOTSTRAP"
 T_CLUSTER=$SECONDS
 ADVERTISE="$ADVERTISE" PROXY_ADVERTISE="$PROXY_BOOTSTRAP" \
     TLS_DIR="$PKI" SSL_PORTS="$SSL_UP_2,$SSL_UP_3" SASL_SSL_PORTS="$SASL_UP_2,$SASL_UP_3" \
-    SSL_ADVERTISE="$MTLS_BOOTSTRAP" SASL_SSL_ADVERTISE="$TLS_BOOTSTRAP" bash "$HERE/cluster.sh" start \
+    SSL_ADVERTISE="$MTLS_BOOTSTRAP" SASL_SSL_ADVERTISE="$TLS_BOOTSTRAP" OWN=1 bash "$HERE/cluster.sh" start \
     >"$RUN/cluster-start.out" 2>"$RUN/cluster-start.log" \
     || { cat "$RUN/cluster-start.log" >&2; say "the cluster did not start"; exit 1; }
 say "cluster up in $((SECONDS - T_CLUSTER))s; clients bootstrap through the tap at $ADVERTISE," \
@@ -232,6 +252,55 @@ export TLS_AUDIT="$RUN/tls-guard-audit.jsonl" MTLS_AUDIT="$RUN/mtls-guard-audit.
 export TLS_DIRECT="127.0.0.1:$SASL_UP_2,127.0.0.1:$SASL_UP_3"
 export PROXY_BOOTSTRAP PROXY_PID PROXY_AUDIT="$RUN/proxy-audit.jsonl" PROXY_TAP_DIR="$RUN/proxy-tap"
 export PROXY_LOG="$RUN/proxy.log"
+
+# 4d. The rewriting guard (test_rewrite.py), started now that the brokers' OWN listeners are
+# up: they advertise the brokers' own addresses, and the guard tells its clients its own
+# instead (nothing advertised in advance). Every SYN to the OWN ports is captured from now
+# on (tcpdump, $RUN/own-syn.pcap), and the guard runs under strace, which records each of
+# its TCP sockets' addresses (setsockopt TCP_NODELAY after its connect): the test matches
+# the two. Its metrics on a port of its own.
+OWN_PORT_2="$(sed -n 's/^OWN_PORT_2=//p' "$E2E_DIR/cluster/state.env")"
+OWN_PORT_3="$(sed -n 's/^OWN_PORT_3=//p' "$E2E_DIR/cluster/state.env")"
+[[ -n "$OWN_PORT_2" && -n "$OWN_PORT_3" ]] || { say "the cluster has no OWN listeners"; exit 1; }
+if command -v tcpdump >/dev/null 2>&1; then
+    tcpdump -i lo -U -s 96 -w "$RUN/own-syn.pcap" \
+        "tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn and (dst port $OWN_PORT_2 or dst port $OWN_PORT_3)" \
+        >"$RUN/own-syn.pcap.log" 2>&1 &
+    CAP_PIDS+=($!)
+fi
+TRACE=()
+if command -v strace >/dev/null 2>&1; then
+    TRACE=(strace -f --seccomp-bpf -qq -e signal=none -yy -e trace=connect,setsockopt -o "$RUN/rewrite-guard.strace" --)
+fi
+"${TRACE[@]}" "$PROXY_BIN" proxy \
+    --listen 127.0.0.1:0 --upstream "127.0.0.1:$OWN_PORT_2" --listen 127.0.0.1:0 --upstream "127.0.0.1:$OWN_PORT_3" \
+    --deny-unclean --audit-log "$RUN/rewrite-guard-audit.jsonl" --metrics-listen 127.0.0.1:0 \
+    >"$RUN/rewrite-guard.out" 2>"$RUN/rewrite-guard.log" &
+if [[ ${#TRACE[@]} -gt 0 ]]; then
+    REWRITE_TRACER_PID=$!
+    for _ in $(seq 100); do  # the guard: strace's child
+        REWRITE_PID="$(cat /proc/"$REWRITE_TRACER_PID"/task/*/children 2>/dev/null | tr -s ' \n' ' ' | awk '{print $1}')"
+        [[ -n "$REWRITE_PID" ]] && break
+        sleep 0.05
+    done
+    [[ -n "$REWRITE_PID" ]] || { cat "$RUN/rewrite-guard.log" >&2; say "the rewriting guard did not start under strace"; exit 1; }
+else
+    REWRITE_PID=$!
+fi
+for _ in $(seq 100); do
+    grep -q '^metrics ' "$RUN/rewrite-guard.out" 2>/dev/null && break
+    kill -0 "$REWRITE_PID" 2>/dev/null || break
+    sleep 0.1
+done
+REWRITE_BOOTSTRAP="$(awk '/^listening/ {print $2}' "$RUN/rewrite-guard.out" | paste -sd, -)"
+REWRITE_METRICS="$(awk '/^metrics/ {print $2}' "$RUN/rewrite-guard.out")"
+[[ "$REWRITE_BOOTSTRAP" == *,* && -n "$REWRITE_METRICS" ]] \
+    || { cat "$RUN/rewrite-guard.log" >&2; say "the rewriting guard did not start"; exit 1; }
+say "the rewriting guard at $REWRITE_BOOTSTRAP (brokers' own listeners 127.0.0.1:$OWN_PORT_2," \
+    "127.0.0.1:$OWN_PORT_3), metrics at $REWRITE_METRICS${TRACE[*]:+, under strace}"
+export REWRITE_BOOTSTRAP REWRITE_METRICS REWRITE_PID OWN_PORTS="$OWN_PORT_2,$OWN_PORT_3"
+export REWRITE_AUDIT="$RUN/rewrite-guard-audit.jsonl" REWRITE_LOG="$RUN/rewrite-guard.log"
+export REWRITE_STRACE="${TRACE[*]:+$RUN/rewrite-guard.strace}" OWN_SYN_PCAP="$RUN/own-syn.pcap"
 
 export E2E_RUN="$RUN" BOOTSTRAP="$ADVERTISE" TAP_DIR="$RUN/tap" CLUSTER_SH="$HERE/cluster.sh"
 TAP_PORTS="$(echo "$ADVERTISE" | sed 's/127\.0\.0\.1://g')"

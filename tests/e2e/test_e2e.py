@@ -550,6 +550,12 @@ if os.environ.get("TLS_BOOTSTRAP"):
     import test_tls
     TESTS.extend(test_tls.TESTS)
 
+# ---------------------------------------------------------------- the guard rewriting broker addresses (test_rewrite.py)
+
+if os.environ.get("REWRITE_BOOTSTRAP"):
+    import test_rewrite
+    TESTS.extend(test_rewrite.TESTS)
+
 
 # ---------------------------------------------------------------- a fuzz campaign (last)
 
@@ -639,6 +645,10 @@ def main():
         print("e2e: TLS guards at %s (SASL_SSL, --allow-principal alice) and %s (mTLS, --allow-principal %s),"
               " both --deny-unclean" % (os.environ["TLS_BOOTSTRAP"], os.environ["MTLS_BOOTSTRAP"],
                                         os.environ["MTLS_PRINCIPAL"]))
+    if os.environ.get("REWRITE_BOOTSTRAP"):
+        print("e2e: a guard rewriting broker addresses at %s, in front of the brokers' own listeners"
+              " (ports %s), --deny-unclean, metrics at %s" % (os.environ["REWRITE_BOOTSTRAP"],
+                                                              os.environ["OWN_PORTS"], os.environ["REWRITE_METRICS"]))
     only = os.environ.get("E2E_ONLY")
     passed = failed = 0
     for t in TESTS:
