@@ -263,7 +263,7 @@ OWN_PORT_2="$(sed -n 's/^OWN_PORT_2=//p' "$E2E_DIR/cluster/state.env")"
 OWN_PORT_3="$(sed -n 's/^OWN_PORT_3=//p' "$E2E_DIR/cluster/state.env")"
 [[ -n "$OWN_PORT_2" && -n "$OWN_PORT_3" ]] || { say "the cluster has no OWN listeners"; exit 1; }
 if command -v tcpdump >/dev/null 2>&1; then
-    tcpdump -i lo -U -s 96 -w "$RUN/own-syn.pcap" \
+    tcpdump -i lo --immediate-mode -U -s 96 -w "$RUN/own-syn.pcap" \
         "tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn and (dst port $OWN_PORT_2 or dst port $OWN_PORT_3)" \
         >"$RUN/own-syn.pcap.log" 2>&1 &
     CAP_PIDS+=($!)
@@ -272,21 +272,20 @@ TRACE=()
 if command -v strace >/dev/null 2>&1; then
     TRACE=(strace -f --seccomp-bpf -qq -e signal=none -yy -e trace=connect,setsockopt -o "$RUN/rewrite-guard.strace" --)
 fi
-"${TRACE[@]}" "$PROXY_BIN" proxy \
+# The guard writes its own pid before it execs (strace forks a child of its own first, to
+# check seccomp: strace's first child is not always the guard).
+rm -f "$RUN/rewrite-guard.pid"
+"${TRACE[@]}" sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$RUN/rewrite-guard.pid" "$PROXY_BIN" proxy \
     --listen 127.0.0.1:0 --upstream "127.0.0.1:$OWN_PORT_2" --listen 127.0.0.1:0 --upstream "127.0.0.1:$OWN_PORT_3" \
     --deny-unclean --audit-log "$RUN/rewrite-guard-audit.jsonl" --metrics-listen 127.0.0.1:0 \
     >"$RUN/rewrite-guard.out" 2>"$RUN/rewrite-guard.log" &
-if [[ ${#TRACE[@]} -gt 0 ]]; then
-    REWRITE_TRACER_PID=$!
-    for _ in $(seq 100); do  # the guard: strace's child
-        REWRITE_PID="$(cat /proc/"$REWRITE_TRACER_PID"/task/*/children 2>/dev/null | tr -s ' \n' ' ' | awk '{print $1}')"
-        [[ -n "$REWRITE_PID" ]] && break
-        sleep 0.05
-    done
-    [[ -n "$REWRITE_PID" ]] || { cat "$RUN/rewrite-guard.log" >&2; say "the rewriting guard did not start under strace"; exit 1; }
-else
-    REWRITE_PID=$!
-fi
+if [[ ${#TRACE[@]} -gt 0 ]]; then REWRITE_TRACER_PID=$!; fi
+for _ in $(seq 100); do
+    [[ -s "$RUN/rewrite-guard.pid" ]] && break
+    sleep 0.05
+done
+REWRITE_PID="$(cat "$RUN/rewrite-guard.pid" 2>/dev/null || true)"
+[[ -n "$REWRITE_PID" ]] || { cat "$RUN/rewrite-guard.log" >&2; say "the rewriting guard did not start"; exit 1; }
 for _ in $(seq 100); do
     grep -q '^metrics ' "$RUN/rewrite-guard.out" 2>/dev/null && break
     kill -0 "$REWRITE_PID" 2>/dev/null || break
