@@ -115,14 +115,10 @@ impl Shared {
             budget: Budget::new(config.max_buffered_bytes),
             tls: None,
             addresses: Addresses::new(
-                config.routes.iter().map(|r| {
-                    let name = config
-                        .upstream_names
-                        .iter()
-                        .find(|(addr, _)| *addr == r.upstream)
-                        .map(|(_, name)| name.clone());
-                    (r.listen, r.upstream, name)
-                }),
+                config
+                    .routes
+                    .iter()
+                    .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
                 config.advertise_host.clone(),
                 None,
             ),
@@ -201,11 +197,6 @@ impl fmt::Display for Close {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
-}
-
-#[allow(non_snake_case)]
-fn Close(message: String) -> Close {
-    Close::new(message)
 }
 
 impl Close {
@@ -1021,7 +1012,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             Verdict::Trimmed => {
                 let mut trimmed = BytesMut::new();
                 answer::encode_trimmed(&policy, &decision, &view, &mut trimmed)
-                    .map_err(|e| Close(format!("cannot encode the trimmed request: {e}")))?;
+                    .map_err(|e| Close::new(format!("cannot encode the trimmed request: {e}")))?;
                 let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
                 let slot = Slot::Merge {
                     pending,
@@ -1183,7 +1174,9 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
             }
             Next::Slot(Some(slot)) => {
                 if let Some(pending) = slot.pending() {
-                    in_flight.push(pending).map_err(|e| Close(format!("{e}")))?;
+                    in_flight
+                        .push(pending)
+                        .map_err(|e| Close::new(format!("{e}")))?;
                 }
                 waiting.push_back(slot);
                 continue;
@@ -1237,7 +1230,9 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
             match slots.try_recv() {
                 Ok(slot) => {
                     if let Some(pending) = slot.pending() {
-                        in_flight.push(pending).map_err(|e| Close(format!("{e}")))?;
+                        in_flight
+                            .push(pending)
+                            .map_err(|e| Close::new(format!("{e}")))?;
                     }
                     waiting.push_back(slot);
                 }
@@ -1381,7 +1376,7 @@ async fn write_answer<W: AsyncWrite + Unpin>(
     };
     scratch.clear();
     answer::encode_refusal(&policy, &decision, &view, broker.as_ref(), scratch)
-        .map_err(|e| Close(format!("cannot encode the answer: {e}")))?;
+        .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))?;
     to_client
         .feed(scratch.split())
         .await
@@ -1401,7 +1396,7 @@ where
     tokio::select! {
         r = tokio::io::copy_bidirectional_with_sizes(
             client, upstream, WRITE_BOUNDARY, WRITE_BOUNDARY,
-        ) => r.map(|_| ()).map_err(|e| Close(format!("copying: {e}"))),
+        ) => r.map(|_| ()).map_err(|e| Close::new(format!("copying: {e}"))),
         _ = shutdown.wait_for(|stop| *stop) => Ok(()),
     }
 }

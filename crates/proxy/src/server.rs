@@ -102,6 +102,17 @@ pub struct Config {
     pub plain: bool,
 }
 
+impl Config {
+    /// The host name written for the broker at `upstream`, if any
+    /// ([`Config::upstream_names`]).
+    pub fn upstream_name(&self, upstream: SocketAddr) -> Option<String> {
+        self.upstream_names
+            .iter()
+            .find(|(addr, _)| *addr == upstream)
+            .map(|(_, name)| name.clone())
+    }
+}
+
 /// [`Config::idle_timeout`]'s default: Kafka's `connections.max.idle.ms`, 10 minutes.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// [`Config::frame_timeout`]'s default.
@@ -360,14 +371,9 @@ impl Guard {
         };
         let (open, opened) = tokio::sync::mpsc::unbounded_channel();
         let addresses = Addresses::new(
-            listeners.iter().map(|&(_, listen, upstream)| {
-                let name = config
-                    .upstream_names
-                    .iter()
-                    .find(|(addr, _)| *addr == upstream)
-                    .map(|(_, name)| name.clone());
-                (listen, upstream, name)
-            }),
+            listeners
+                .iter()
+                .map(|&(_, listen, upstream)| (listen, upstream, config.upstream_name(upstream))),
             config.advertise_host.clone(),
             config.dynamic_listen.map(|range| (range, open)),
         );
