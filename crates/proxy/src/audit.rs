@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_elect_leaders::ElectLeadersRequest;
-use serde_json::{json, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::policy::{Decision, Policy};
 
@@ -151,8 +151,7 @@ impl Audit {
         if self.failing.load(Ordering::Relaxed) {
             return Err(AuditError::Failing);
         }
-        let mut line = decision_json(conn, principal, policy, request, decision).to_string();
-        line.push('\n');
+        let line = DecisionRecord::new(conn, principal, policy, request, decision).line();
         // Counted before it is sent, so that the writer never takes it below zero.
         self.queued.inc();
         let sent = self.lines.try_send(Message::Line(line));
@@ -215,70 +214,191 @@ fn write_lines(
 
 /// A name as the tool's JSON writes it: a string when it is UTF-8, else `{"hex": ...}`,
 /// so that two different names never look the same.
-fn text(bytes: &[u8]) -> Value {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => Value::String(text.to_owned()),
-        Err(_) => {
-            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            json!({ "hex": hex })
+struct Name<'a>(&'a [u8]);
+
+impl Serialize for Name<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("hex", &Hex(self.0))?;
+                map.end()
+            }
         }
     }
 }
 
-/// The audit record of one decision.
-pub fn decision_json(
-    conn: &ConnInfo,
-    principal: Option<&str>,
-    policy: &Policy,
-    request: &ElectLeadersRequest<'_>,
-    decision: &Decision,
-) -> Value {
-    let topics = request.topic_partitions();
-    let list = |refused_only: bool| -> Value {
-        match topics {
-            None => Value::Null,
-            Some(list) => Value::Array(
-                list.iter()
-                    .filter(|t| !refused_only || decision.refuses_topic(policy, t.topic()))
-                    .map(|t| json!({"topic": text(t.topic()), "partitions": t.partitions().iter().collect::<Vec<i32>>()}))
-                    .collect(),
-            ),
+/// Bytes as lowercase hex digits, written as they are serialized.
+struct Hex<'a>(&'a [u8]);
+
+impl Serialize for Hex<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl std::fmt::Display for Hex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+/// The topics and partitions of a request, or of those the decision refuses: `null` for
+/// "every partition" (a null topic list), else `[{"topic", "partitions"}]`, read from the
+/// request's bytes as they are written.
+struct Topics<'a, 'r> {
+    request: &'a ElectLeadersRequest<'r>,
+    refused_only: Option<(&'a Policy, &'a Decision)>,
+}
+
+impl Serialize for Topics<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Some(list) = self.request.topic_partitions() else {
+            return s.serialize_none();
+        };
+        s.collect_seq(
+            list.iter()
+                .filter(|t| {
+                    self.refused_only
+                        .is_none_or(|(policy, decision)| decision.refuses_topic(policy, t.topic()))
+                })
+                .map(|t| Topic {
+                    topic: Name(t.topic()),
+                    partitions: Partitions(t.partitions()),
+                }),
+        )
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Topic<'a, P> {
+    topic: Name<'a>,
+    partitions: P,
+}
+
+/// A topic's partition indexes, read from the request as they are written.
+struct Partitions<L>(L);
+
+impl<L> Serialize for Partitions<L>
+where
+    L: IntoIterator<Item = i32> + Copy,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0)
+    }
+}
+
+/// The names of a decision's rules, in their fixed order.
+struct RuleList(crate::policy::Rules);
+
+impl Serialize for RuleList {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|r| r.name()))
+    }
+}
+
+/// A value written with its `Display`.
+struct Shown<T>(T);
+
+impl<T: std::fmt::Display> Serialize for Shown<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+/// The audit record of one decision, serialized straight from the request and the decision
+/// (nothing is copied into an intermediate JSON value). Its keys, in order: `time`,
+/// `listener`, `client`, `upstream`, `client_id`, `principal`, `principal_rules` (when a
+/// principal's own rules decided), `correlation_id`, `version`, `election_type` (its name,
+/// or the number when it has none), `partitions` (`null` for every partition),
+/// `partition_count`, `verdict`, `rules`, and for a refusal `refused`, `whole` and, for a
+/// whole refusal, `message`.
+pub struct DecisionRecord<'a, 'r> {
+    conn: &'a ConnInfo,
+    principal: Option<&'a str>,
+    policy: &'a Policy,
+    request: &'a ElectLeadersRequest<'r>,
+    decision: &'a Decision,
+}
+
+impl<'a, 'r> DecisionRecord<'a, 'r> {
+    /// The record of `decision`, taken under `policy` on `request`.
+    pub fn new(
+        conn: &'a ConnInfo,
+        principal: Option<&'a str>,
+        policy: &'a Policy,
+        request: &'a ElectLeadersRequest<'r>,
+        decision: &'a Decision,
+    ) -> Self {
+        DecisionRecord {
+            conn,
+            principal,
+            policy,
+            request,
+            decision,
         }
-    };
-    let election_type = request.election_type();
-    let mut record = json!({
-        "time": rfc3339_now(),
-        "listener": conn.listener.to_string(),
-        "client": conn.client.to_string(),
-        "upstream": conn.upstream.to_string(),
-        "client_id": request.header().client_id().map_or(Value::Null, text),
-        "principal": principal,
-        "correlation_id": request.correlation_id(),
-        "version": request.version(),
-        "election_type": election_type.name().map_or_else(|| json!(election_type.0), |n| json!(n)),
-        "partitions": list(false),
-        "partition_count": decision.requested,
-        "verdict": decision.verdict.name(),
-        "rules": decision.rules.iter().map(|r| r.name()).collect::<Vec<_>>(),
-    });
-    if let Some(map) = record.as_object_mut() {
+    }
+
+    /// The record as one line of JSON, with its newline.
+    pub fn line(&self) -> String {
+        let mut line = Vec::with_capacity(256);
+        // Writing into a Vec cannot fail, nor can any of the record's values.
+        if serde_json::to_writer(&mut line, self).is_err() {
+            line.clear();
+        }
+        line.push(b'\n');
+        // serde_json writes UTF-8 only.
+        String::from_utf8(line).unwrap_or_default()
+    }
+}
+
+impl Serialize for DecisionRecord<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (request, decision) = (self.request, self.decision);
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("time", &rfc3339_now())?;
+        map.serialize_entry("listener", &Shown(self.conn.listener))?;
+        map.serialize_entry("client", &Shown(self.conn.client))?;
+        map.serialize_entry("upstream", &Shown(self.conn.upstream))?;
+        map.serialize_entry("client_id", &request.header().client_id().map(Name))?;
+        map.serialize_entry("principal", &self.principal)?;
         if let Some(name) = decision.rules_of() {
-            map.insert("principal_rules".into(), Value::String(name.to_owned()));
+            map.serialize_entry("principal_rules", name)?;
         }
+        map.serialize_entry("correlation_id", &request.correlation_id())?;
+        map.serialize_entry("version", &request.version())?;
+        let election_type = request.election_type();
+        match election_type.name() {
+            Some(name) => map.serialize_entry("election_type", name)?,
+            None => map.serialize_entry("election_type", &election_type.0)?,
+        }
+        let all = Topics {
+            request,
+            refused_only: None,
+        };
+        map.serialize_entry("partitions", &all)?;
+        map.serialize_entry("partition_count", &decision.requested)?;
+        map.serialize_entry("verdict", decision.verdict.name())?;
+        map.serialize_entry("rules", &RuleList(decision.rules))?;
+        let refused = Topics {
+            request,
+            refused_only: Some((self.policy, decision)),
+        };
         match &decision.refusal {
             crate::policy::Refusal::Nothing => {}
             crate::policy::Refusal::Whole { message } => {
-                map.insert("refused".into(), list(true));
-                map.insert("whole".into(), Value::Bool(true));
-                map.insert("message".into(), Value::String(message.clone()));
+                map.serialize_entry("refused", &refused)?;
+                map.serialize_entry("whole", &true)?;
+                map.serialize_entry("message", message)?;
             }
             crate::policy::Refusal::Partitions { .. } => {
-                map.insert("refused".into(), list(true));
-                map.insert("whole".into(), Value::Bool(false));
+                map.serialize_entry("refused", &refused)?;
+                map.serialize_entry("whole", &false)?;
             }
         }
+        map.end()
     }
-    record
 }
 
 /// Diagnostic lines waiting for stderr, at most; past it they are dropped and counted.
@@ -377,9 +497,78 @@ mod tests {
     /// so two different names could look the same in the audit log.
     #[test]
     fn names_that_are_not_utf8_are_written_losslessly() {
-        assert_eq!(text(b"payments"), json!("payments"));
-        assert_eq!(text(b"pay\xffments"), json!({"hex": "706179ff6d656e7473"}));
+        let text = |name: &[u8]| serde_json::to_string(&Name(name)).unwrap();
+        assert_eq!(text(b"payments"), r#""payments""#);
+        assert_eq!(text(b"pay\xffments"), r#"{"hex":"706179ff6d656e7473"}"#);
         assert_ne!(text(b"pay\xffments"), text(b"pay\xfements"));
+    }
+
+    /// The whole record of a partial refusal, read back as JSON: every key with its value,
+    /// the names as the tool writes them, only the protected topic under `refused`.
+    #[test]
+    fn a_decision_record_reads_back_as_the_decision() {
+        use kafka_elect_leaders::{
+            parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt,
+            TopicPartitionsData,
+        };
+        const VERSION: i16 = 2;
+        let (orders, bad) = ([0, 5, -1], [7]);
+        let topics = [
+            TopicPartitionsData::new(b"orders", &orders),
+            TopicPartitionsData::new(b"pay\xffments", &bad),
+        ];
+        let frame = ElectLeadersRequestData {
+            correlation_id: 41,
+            client_id: Some(b"ops\xfe"),
+            election_type: ElectionType::PREFERRED,
+            topic_partitions: Some(&topics),
+            ..Default::default()
+        }
+        .encode_to_vec(VERSION)
+        .unwrap();
+        let request = parse_request(&frame).unwrap();
+        let policy = Policy {
+            protected_topics: [b"pay\xffments".to_vec().into_boxed_slice()].into(),
+            ..Default::default()
+        };
+        let decision = policy.decide(&request);
+        let conn = ConnInfo {
+            client: "127.0.0.1:5000".parse().unwrap(),
+            listener: "127.0.0.1:19092".parse().unwrap(),
+            local: "127.0.0.1:19092".parse().unwrap(),
+            upstream: "10.0.0.2:9092".parse().unwrap(),
+        };
+        let line = DecisionRecord::new(&conn, Some("alice"), &policy, &request, &decision).line();
+        assert!(
+            line.ends_with('\n') && line.matches('\n').count() == 1,
+            "{line:?}"
+        );
+        let mut got: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let time = got.as_object_mut().unwrap().remove("time").unwrap();
+        assert!(time.as_str().unwrap().ends_with('Z'), "{time}");
+        let pay = serde_json::json!({"hex": "706179ff6d656e7473"});
+        assert_eq!(
+            got,
+            serde_json::json!({
+                "listener": "127.0.0.1:19092",
+                "client": "127.0.0.1:5000",
+                "upstream": "10.0.0.2:9092",
+                "client_id": {"hex": "6f7073fe"},
+                "principal": "alice",
+                "correlation_id": 41,
+                "version": VERSION,
+                "election_type": "PREFERRED",
+                "partitions": [
+                    {"topic": "orders", "partitions": [0, 5, -1]},
+                    {"topic": pay.clone(), "partitions": [7]},
+                ],
+                "partition_count": 4,
+                "verdict": decision.verdict.name(),
+                "rules": ["protect-topic"],
+                "refused": [{"topic": pay, "partitions": [7]}],
+                "whole": false,
+            })
+        );
     }
 
     #[test]
