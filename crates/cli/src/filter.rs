@@ -1,4 +1,5 @@
-//! Which frames `decode` prints: `--api`, `--topic`, `--client-id`, `--errors-only`.
+//! Which frames `decode` prints, `scan` lists and `summary` counts: `--api`, `--topic`,
+//! `--client-id`, `--errors-only`.
 //!
 //! The content filters (topic, client id, errors) look into ElectLeaders frames; frames of
 //! other APIs carry none of these as this tool reads them, so with a content filter they
@@ -22,6 +23,23 @@ pub struct Filter {
     /// Per connection, the frame numbers of the ElectLeaders requests that matched
     /// `--client-id` and wait for their responses, oldest first.
     matched: HashMap<u32, VecDeque<u64>>,
+}
+
+/// What a request matched, for [`Filter::pair`].
+#[derive(Clone, Copy, Debug)]
+pub struct Asked {
+    client: bool,
+    topic: bool,
+}
+
+/// Whether a response has an error code other than NONE, top level or a partition's.
+pub fn has_error(r: &ElectLeadersResponse<'_>) -> bool {
+    r.error_code().is_error()
+        || r.replica_election_results().iter().any(|t| {
+            t.partition_result()
+                .iter()
+                .any(|p| p.error_code().is_error())
+        })
 }
 
 /// An API key from `--api`: Kafka's name (any case) or the key's number.
@@ -133,13 +151,7 @@ impl Filter {
             || r.replica_election_results()
                 .iter()
                 .any(|t| self.topics.iter().any(|w| w == t.topic()));
-        let errors = !self.errors_only
-            || r.error_code().is_error()
-            || r.replica_election_results().iter().any(|t| {
-                t.partition_result()
-                    .iter()
-                    .any(|p| p.error_code().is_error())
-            });
+        let errors = !self.errors_only || has_error(r);
         client && topic && errors
     }
 
@@ -160,6 +172,44 @@ impl Filter {
             self.matched.remove(&conn);
         }
         found
+    }
+
+    /// What a request says for [`Filter::pair`]: whether it matches `--client-id` and
+    /// `--topic` (`--api` and `--errors-only` are decided with the response).
+    pub fn asked(&self, r: &ElectLeadersRequest<'_>) -> Asked {
+        Asked {
+            client: self.client_ids.is_empty()
+                || self
+                    .client_ids
+                    .iter()
+                    .any(|c| Some(&c[..]) == r.header().client_id()),
+            topic: self.topics.is_empty()
+                || r.topic_partitions().is_none_or(|list| {
+                    list.iter()
+                        .any(|t| self.topics.iter().any(|w| w == t.topic()))
+                }),
+        }
+    }
+
+    /// Whether a request and its response, listed together (`scan`), are shown: the
+    /// request is from a `--client-id` given, the request or the response names a `--topic`
+    /// given, and with `--errors-only` the response has an error code other than NONE.
+    /// `asked` is `None` for a response whose request was not found, `response` for a
+    /// request not answered.
+    pub fn pair(&self, asked: Option<Asked>, response: Option<&ElectLeadersResponse<'_>>) -> bool {
+        if !self.shows_elect_leaders() {
+            return false;
+        }
+        let client = asked.map_or(self.client_ids.is_empty(), |a| a.client);
+        let topic = asked.is_some_and(|a| a.topic)
+            || self.topics.is_empty()
+            || response.is_some_and(|r| {
+                r.replica_election_results()
+                    .iter()
+                    .any(|t| self.topics.iter().any(|w| w == t.topic()))
+            });
+        let errors = !self.errors_only || response.is_some_and(has_error);
+        client && topic && errors
     }
 
     /// A connection ended: nothing of it is awaited any more.

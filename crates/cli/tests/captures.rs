@@ -1548,3 +1548,94 @@ fn decode_filters_by_topic_client_id_api_and_errors() {
         .unwrap()
         .ends_with("response-v0-errors.bin"));
 }
+
+/// Issue 26: `scan` takes decode's filters, with the same meaning; a request listed with its
+/// response is listed as a pair.
+#[test]
+fn scan_filters_by_topic_client_id_api_and_errors() {
+    let scanned = |extra: &[&str]| {
+        let mut args = vec!["scan", "--json"];
+        args.extend_from_slice(extra);
+        args.push(PCAP);
+        ok_lines(&run(&args, b""))
+    };
+    // decode's answers, read independently: the pairs scan lists must be those.
+    let decoded = ok_lines(&run(&["decode", PCAP], b""));
+    let requests_of = |client: &str| {
+        decoded
+            .iter()
+            .filter(|o| o["kind"] == "request" && o["client_id"] == client)
+            .count()
+    };
+    let all = scanned(&[]);
+    assert_eq!(all.len(), 6);
+    for client in ["e2e-confluent", "e2e-java-admin", "e2e-kafka-python"] {
+        let mine = scanned(&["--client-id", client]);
+        assert_eq!(mine.len(), requests_of(client), "{client}");
+        assert!(mine.iter().all(|p| p["request"]["client_id"] == client));
+        assert!(mine.iter().all(|p| p["response"].is_object()));
+    }
+    assert!(scanned(&["--client-id", "nobody"]).is_empty());
+    assert_eq!(scanned(&["--topic", "capture"]), all);
+    assert!(scanned(&["--topic", "other"]).is_empty());
+    assert!(scanned(&["--api", "Metadata"]).is_empty());
+    assert_eq!(scanned(&["--api", "ElectLeaders"]), all);
+    // The failed elections, each with its request.
+    let failed = scanned(&["--errors-only"]);
+    let errors = decoded
+        .iter()
+        .filter(|o| o["kind"] == "response")
+        .filter(|o| o["replica_election_results"][0]["partition_result"][0]["error_code"] != 0)
+        .count();
+    assert_eq!(failed.len(), errors);
+    for pair in &failed {
+        assert_eq!(pair["request"]["kind"], "request");
+        let p = &pair["response"]["replica_election_results"][0]["partition_result"][0];
+        assert_eq!(p["error_name"], "ELECTION_NOT_NEEDED");
+    }
+    let failed_mine = scanned(&["--errors-only", "--client-id", "e2e-kafka-python"]);
+    assert_eq!(failed_mine.len(), 1);
+    // The text listing: lines filtered as decode filters its objects.
+    let text = run(&["scan", "--errors-only", PCAP], b"");
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(text.matches("response offset=").count(), errors, "{text}");
+    assert_eq!(text.matches("request  offset=").count(), 0, "{text}");
+    let output = run(&["scan", "--api", "Bogus", PCAP], b"");
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// `scan`'s filters on raw files, alone and with the responses' file.
+#[test]
+fn scan_filters_raw_files() {
+    let corpus = captures_dir().join("..");
+    let scan = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .arg("scan")
+            .args(args)
+            .current_dir(&corpus)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let pair = ["request-v2-min.bin", "response-v2-min.bin"];
+    let all = scan(&pair);
+    assert!(all.contains("response offset=0"), "{all}");
+    // The sample's client id and topic are both "": an empty --client-id matches it.
+    let mine = scan(&[&["--client-id", ""][..], &pair].concat());
+    assert_eq!(mine, all);
+    let none = scan(&[&["--client-id", "x"][..], &pair].concat());
+    assert!(!none.contains("offset="), "{none}");
+    assert!(
+        none.contains("0 ElectLeaders requests listed (of 1 found)"),
+        "{none}"
+    );
+    // The sample response has no error: --errors-only lists nothing.
+    let failed = scan(&[&["--errors-only"][..], &pair].concat());
+    assert!(!failed.contains("offset="), "{failed}");
+    let alone = scan(&["--topic", "x", "request-v2-min.bin"]);
+    assert!(!alone.contains("offset="), "{alone}");
+    let alone = scan(&["--topic", "", "request-v2-min.bin"]);
+    assert!(alone.contains("request  offset=0"), "{alone}");
+}

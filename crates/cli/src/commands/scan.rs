@@ -18,6 +18,7 @@ use kafka_elect_leaders::{
 
 use crate::capture::Capture;
 use crate::fail::Failure;
+use crate::filter::{Asked, Filter};
 use crate::flags::ScanArgs;
 use crate::input::{to_hex, Expect, Opened, Source};
 use crate::json::print::{Message, Place};
@@ -26,6 +27,7 @@ use crate::traffic::{self, Item, What};
 
 /// `scan REQUESTS_FILE [RESPONSES_FILE]`, or `scan CAPTURE`.
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("scan", e))?;
     let requests_source = Source::from_arg(&args.requests);
     // A capture piped in as it is written: each line shows as soon as it is found.
     let mut flushed;
@@ -43,7 +45,7 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     "a capture holds both directions of its connections: give it alone",
                 ));
             }
-            return scan_capture(args, &requests_source.name(), *capture, out);
+            return scan_capture(args, filter, &requests_source.name(), *capture, out);
         }
         Opened::Stream(reader) => reader,
     };
@@ -74,6 +76,14 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             }
             consumed = consumed.max(start + request.frame().len());
             let offset = base + start as u64;
+            // Alone, a request is listed as decode would print it; with its response, the
+            // pair is decided when the response is found.
+            let asked = filter.asked(&request);
+            let shown = if streaming {
+                filter.request(&request, None)
+            } else {
+                filter.pair(Some(asked), None)
+            };
             line.clear();
             if args.json {
                 line.push_str("{\"request\":");
@@ -86,8 +96,10 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     line.push('}');
                 }
                 line.push('\n');
-                if let Err(e) = out.write_all(line.as_bytes()) {
-                    failed.get_or_insert(e);
+                if shown {
+                    if let Err(e) = out.write_all(line.as_bytes()) {
+                        failed.get_or_insert(e);
+                    }
                 }
                 line.clear();
             }
@@ -96,6 +108,8 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 version: request.version(),
                 text: std::mem::take(&mut line),
                 answer: None,
+                asked,
+                shown,
             });
         }
         if let Some(stop) = scanner.stopped_at().filter(|&stop| stop < limit) {
@@ -113,14 +127,21 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     // still waiting for one.
     let responses = match (responses_reader, &responses_source) {
         (Some(reader), Some(source)) => {
-            let len = pair_stream(reader, &mut found, args.json, &source.name(), &mut skipped)
-                .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
+            let len = pair_stream(
+                reader,
+                &mut found,
+                &filter,
+                args.json,
+                &source.name(),
+                &mut skipped,
+            )
+            .map_err(|e| Failure::Input(format!("{}: {e}", source.name())))?;
             Some((source.name(), len))
         }
         _ => None,
     };
     if responses.is_some() {
-        for request in &found {
+        for request in found.iter().filter(|f| f.shown) {
             if args.json {
                 let response = request.answer.as_deref().unwrap_or("null");
                 writeln!(out, "{},\"response\":{response}}}", request.text)?;
@@ -140,15 +161,22 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     if args.json {
         return skipped.finish(&requests_source.name());
     }
-    let count = match found.len() {
+    let listed = found.iter().filter(|f| f.shown).count();
+    let mut count = match listed {
         1 => "1 ElectLeaders request".to_owned(),
         n => format!("{n} ElectLeaders requests"),
     };
+    if listed < found.len() {
+        count.push_str(&format!(" listed (of {} found)", found.len()));
+    }
     let name = requests_source.name();
     match responses {
         None => writeln!(out, "{count} in {name} ({requests_len} bytes)")?,
         Some((responses_name, responses_len)) => {
-            let answered = found.iter().filter(|f| f.answer.is_some()).count();
+            let answered = found
+                .iter()
+                .filter(|f| f.shown && f.answer.is_some())
+                .count();
             writeln!(
                 out,
                 "{count} in {name} ({requests_len} bytes); {answered} answered in \
@@ -206,6 +234,10 @@ struct Found {
     text: String,
     /// Its response's line (or JSON object), once found.
     answer: Option<String>,
+    /// What it matched of the filters.
+    asked: Asked,
+    /// Whether the filters show it (with its response, once found).
+    shown: bool,
 }
 
 /// How much of a raw file is read at a time.
@@ -261,6 +293,7 @@ fn incomplete_request(window: &[u8]) -> usize {
 fn pair_stream(
     reader: impl Read,
     found: &mut [Found],
+    filter: &Filter,
     json: bool,
     name: &str,
     skipped: &mut Skipped,
@@ -303,6 +336,7 @@ fn pair_stream(
                                 waiting.remove(&id);
                             }
                             let offset = base + at as u64;
+                            found[i].shown = filter.pair(Some(found[i].asked), Some(&response));
                             let text = if json {
                                 Message::Response(response).text(Some(&Place::Raw { offset }))
                             } else {
@@ -330,12 +364,14 @@ fn pair_stream(
 /// response as it comes, paired by the connection's own bookkeeping.
 fn scan_capture<R: Read>(
     args: &ScanArgs,
+    mut filter: Filter,
     name: &str,
     capture: Capture<R>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    // With --json, a request waits (as its JSON text) for its response, per connection.
-    let mut waiting: HashMap<(u32, i32), VecDeque<String>> = HashMap::new();
+    // With --json, a request waits (as its JSON text, with what it matched of the filters)
+    // for its response, per connection.
+    let mut waiting: HashMap<(u32, i32), VecDeque<(String, Asked)>> = HashMap::new();
     let mut requests = 0u64;
     let mut answered = 0u64;
     let mut bad_frames = 0u64;
@@ -344,10 +380,15 @@ fn scan_capture<R: Read>(
         let found = match item {
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Closed(conn) => {
+                filter.closed(conn.0);
                 let mut left: Vec<_> = waiting.keys().filter(|k| k.0 == conn.0).copied().collect();
                 left.sort_unstable();
                 for key in left {
-                    for request in waiting.remove(&key).unwrap_or_default() {
+                    for (request, asked) in waiting.remove(&key).unwrap_or_default() {
+                        if !filter.pair(Some(asked), None) {
+                            continue;
+                        }
+                        requests += 1;
                         out.write_all(
                             format!("{{\"request\":{request},\"response\":null}}\n").as_bytes(),
                         )?;
@@ -362,8 +403,8 @@ fn scan_capture<R: Read>(
         match found.what {
             What::ElectRequest => match parse_request(&found.frame) {
                 Ok(request) => {
-                    requests += 1;
                     if args.json {
+                        let asked = filter.asked(&request);
                         let text = Message::Request(request).text(Some(&Place::Capture {
                             origin: o,
                             request: found.request,
@@ -372,8 +413,9 @@ fn scan_capture<R: Read>(
                         waiting
                             .entry((o.conn.0, request.correlation_id()))
                             .or_default()
-                            .push_back(text);
-                    } else {
+                            .push_back((text, asked));
+                    } else if filter.request(&request, Some((o.conn.0, o.index))) {
+                        requests += 1;
                         writeln!(
                             out,
                             "{}  packet {} {place}",
@@ -389,7 +431,6 @@ fn scan_capture<R: Read>(
             },
             What::ElectResponse { version } => match parse_response(&found.frame, version) {
                 Ok(response) => {
-                    answered += 1;
                     if args.json {
                         let text = Message::Response(response).text(Some(&Place::Capture {
                             origin: o,
@@ -402,11 +443,18 @@ fn scan_capture<R: Read>(
                         if waiting.get(&key).is_some_and(VecDeque::is_empty) {
                             waiting.remove(&key);
                         }
-                        let request = request.unwrap_or_else(|| "null".to_owned());
+                        if !filter.pair(request.as_ref().map(|r| r.1), Some(&response)) {
+                            return Ok(());
+                        }
+                        answered += 1;
+                        requests += u64::from(request.is_some());
+                        let request = request.map_or_else(|| "null".to_owned(), |r| r.0);
                         out.write_all(
                             format!("{{\"request\":{request},\"response\":{text}}}\n").as_bytes(),
                         )?;
-                    } else {
+                    } else if filter.response(&response, found.request.map(|a| (o.conn.0, a.index)))
+                    {
+                        answered += 1;
                         writeln!(
                             out,
                             "  {}  packet {} {place}",

@@ -163,7 +163,7 @@ pub struct OthersFlag {
     pub all: bool,
 }
 
-/// Which frames to print (decode).
+/// Which frames to print (decode), list (scan) or count (summary).
 #[derive(Args, Debug)]
 pub struct FilterFlags {
     /// Only frames of this API, by Kafka's name (Metadata, ApiVersions...) or key
@@ -275,6 +275,8 @@ pub struct EncodeArgs {
 pub struct ScanArgs {
     #[command(flatten)]
     pub read: ReadFlags,
+    #[command(flatten)]
+    pub filter: FilterFlags,
     /// One JSON object per request: {"request":{...},"response":{...}}, each as 'decode'
     /// prints it with its "source"; "response" is null when none was found
     #[arg(long)]

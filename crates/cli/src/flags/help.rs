@@ -174,7 +174,13 @@ and exits with status 1.
 
 A pcap or pcapng CAPTURE (recognised by its magic number, given as REQUESTS_FILE alone)
 is read as a stream instead, connection by connection, as 'decode' reads it: one line per
-ElectLeaders request and per response, as they come, with the packet and the connection.";
+ElectLeaders request and per response, as they come, with the packet and the connection.
+
+Filters, as on 'decode': --topic, --client-id, --errors-only and --api NAME (scan lists
+ElectLeaders frames only: --api without ElectLeaders lists nothing). A request listed with
+its response (RESPONSES_FILE, or a capture with --json) is listed when the request is from
+a --client-id given, the request or the response names a --topic given, and with
+--errors-only the response has an error code other than NONE.";
 
 pub const GEN_ABOUT: &str = "Valid random frames, the same for the same seed";
 
