@@ -45,6 +45,7 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Decode(args) => commands::decode::run(&args, out),
         Command::Encode(args) => commands::encode::run(&args, out),
         Command::Scan(args) => commands::scan::run(&args, out),
+        Command::Summary(args) => commands::summary::run(&args, out),
         Command::Gen(args) => commands::gen::run(&args, out),
         Command::Mutate(args) => commands::mutate::run(&args, out),
         Command::Fuzz(args) => commands::fuzz::run(&args, out),

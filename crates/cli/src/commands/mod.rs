@@ -10,3 +10,5 @@ pub mod mutate;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 pub mod scan;
+pub mod summary;
+pub mod summary_html;

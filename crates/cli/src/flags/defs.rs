@@ -61,6 +61,12 @@ pub enum Command {
     )]
     Scan(ScanArgs),
     #[command(
+        about = help::SUMMARY_ABOUT,
+        long_about = fill(help::SUMMARY_LONG),
+        help_template = help::TEMPLATE,
+    )]
+    Summary(SummaryArgs),
+    #[command(
         about = help::GEN_ABOUT,
         long_about = fill(help::GEN_LONG),
         help_template = help::TEMPLATE,
@@ -298,6 +304,27 @@ impl ScanArgs {
         }
         Ok(())
     }
+}
+
+/// `summary`.
+#[derive(Args, Debug)]
+pub struct SummaryArgs {
+    #[command(flatten)]
+    pub kind: KindFlags,
+    #[command(flatten)]
+    pub read: ReadFlags,
+    #[command(flatten)]
+    pub filter: FilterFlags,
+    /// One JSON object instead of text (its members are described in docs/JSON.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Write the summary as one self-contained HTML page to FILE (no text on standard
+    /// output then, unless --json)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// A capture or a file of frames; - or none for standard input
+    #[arg(value_name = "FILE")]
+    pub file: Option<OsString>,
 }
 
 /// What `gen` and `mutate` write.

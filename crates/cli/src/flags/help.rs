@@ -182,6 +182,32 @@ its response (RESPONSES_FILE, or a capture with --json) is listed when the reque
 a --client-id given, the request or the response names a --topic given, and with
 --errors-only the response has an error code other than NONE.";
 
+pub const SUMMARY_ABOUT: &str =
+    "What a capture or a file of frames holds, counted: elections, outcomes, latency, anomalies";
+
+pub const SUMMARY_LONG: &str = "\
+Reads FILE (or standard input) as 'decode' reads it, a capture or frames, and prints what
+it holds, counted: the connections; the client ids, with their requests and connections;
+the APIs, with their requests and responses; the ElectLeaders requests by election type
+and by topic; the outcomes, partitions by error code, overall and per topic; the
+partitions that failed, with their error messages; the latency of the paired ElectLeaders
+responses (p50, p90, p99 and max, in microseconds, nearest rank); and the anomalies:
+requests never answered, responses whose request was not seen, malformed frames, gaps and
+other notes. The notes are also reported on stderr as 'decode' reports them, and the exit
+status is 1 when some traffic could not be read (the summary is then partial, and says so).
+
+--json prints one JSON object (docs/JSON.md, \"summary --json\"). --html FILE writes one
+self-contained HTML page (no script, nothing fetched): the same tables, a timeline of the
+elections per topic coloured by outcome, and a histogram of the latencies.
+
+Filters, as on 'decode --all' (--api, --topic, --client-id, --errors-only): the summary
+counts the frames decode would print; the anomalies are counted whatever the filters.
+
+Memory: counts per distinct key (client id, API, topic, error code, failed partition),
+the requests waiting for an answer on each open connection, one number per paired
+ElectLeaders response (the latencies, kept for exact percentiles), and with --html one
+point per topic of each response, at most 100000.";
+
 pub const GEN_ABOUT: &str = "Valid random frames, the same for the same seed";
 
 pub const GEN_LONG: &str = "\

@@ -148,13 +148,13 @@ fn source<W: fmt::Write + ?Sized>(o: &mut W, place: &Place<'_>) -> fmt::Result {
 
 /// Microseconds since the Unix epoch: exact in the doubles of JSON readers (`jq`) for any
 /// date before the year 2255, where nanoseconds would not be.
-fn epoch_us(t: Timestamp) -> u128 {
+pub fn epoch_us(t: Timestamp) -> u128 {
     u128::from(t.secs) * 1_000_000 + u128::from(t.nanos / 1_000)
 }
 
 /// From `request` to `response`, in whole microseconds (towards zero); negative when the
 /// capture timed the response first (packets reordered, or two capture interfaces).
-fn latency_us(request: Timestamp, response: Timestamp) -> i128 {
+pub fn latency_us(request: Timestamp, response: Timestamp) -> i128 {
     let ns = |t: Timestamp| i128::from(t.secs) * 1_000_000_000 + i128::from(t.nanos);
     (ns(response) - ns(request)) / 1_000
 }

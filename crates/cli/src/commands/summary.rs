@@ -1,0 +1,849 @@
+//! `summary`: what a capture, a recorded connection or a file of frames holds, counted:
+//! connections, client ids, APIs, ElectLeaders elections by type, topic and outcome, the
+//! partitions that failed, latency percentiles and everything unusual. Text, `--json`, or
+//! one self-contained HTML page (`--html FILE`, [`super::summary_html`]).
+//!
+//! It reads the input as `decode` does (the same `input` and `traffic` paths, the same
+//! notes on stderr) and counts exactly the frames `decode --all` would print with the same
+//! filters ([`Filter`]); anomalies are counted whatever the filters.
+//!
+//! Memory: counts per distinct key (client id, API, election type, topic, error code,
+//! failed partition and message), per open connection its requests waiting for an answer
+//! (at most [`IN_FLIGHT`], as the capture reader keeps), one `i64` per paired ElectLeaders
+//! response for the latency percentiles (exact, nearest rank: ElectLeaders is an admin
+//! API, its responses are few, and a fixed-bucket histogram would blur the percentiles),
+//! and with `--html` one point per topic of each response for the timeline, at most
+//! [`TIMELINE_POINTS`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Write;
+
+use kafka_elect_leaders::{
+    is_known_request, parse_request, parse_response, peek_request, ElectLeadersRequest,
+    ElectLeadersResponse, ErrorCode, API_KEY,
+};
+use serde_json::{json, Value};
+
+use crate::capture::Capture;
+use crate::fail::{frame_failure, malformed, Failure};
+use crate::filter::Filter;
+use crate::flags::SummaryArgs;
+use crate::input::{to_hex, Expect, FrameReader, Kind, Opened, ReadFailure, Source};
+use crate::json::print::{epoch_us, latency_us};
+use crate::traffic::{self, api_label, Item, Note, Role, What, IN_FLIGHT};
+
+/// Timeline points kept for `--html`, at most; past this they are counted, not drawn.
+pub const TIMELINE_POINTS: usize = 100_000;
+
+/// `summary [FILE]`.
+pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
+    let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("summary", e))?;
+    let source = Source::from_arg_or_stdin(args.file.as_deref());
+    let name = source.name();
+    let mut tally = Tally::new(&name, args.html.is_some());
+    let mut notes = traffic::Reporter::default();
+    let read = match source.open_any("summary", args.read.hex, Expect::Frames)? {
+        Opened::Capture(capture) => {
+            tally.capture = true;
+            summarize_capture(args, &mut filter, &name, *capture, &mut tally, &mut notes)
+        }
+        Opened::Stream(reader) => {
+            let kind = args.kind.kind_of(&source);
+            summarize_stream(&mut filter, &name, kind, reader, &mut tally)
+        }
+    };
+    // What was read is summarized even when the input could not be read to its end.
+    let fatal = match read {
+        Ok(()) => None,
+        Err(Failure::Input(message)) => {
+            tally.anomalies.error = Some(message.clone());
+            Some(Failure::Input(message))
+        }
+        Err(other) => return Err(other),
+    };
+    tally.finish();
+    if let Some(path) = &args.html {
+        let page = super::summary_html::page(&tally);
+        std::fs::write(path, page).map_err(|e| {
+            Failure::Output(std::io::Error::new(
+                e.kind(),
+                format!("summary: cannot write {}: {e}", path.display()),
+            ))
+        })?;
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&tally.json()).unwrap_or_default();
+        writeln!(out, "{text}")?;
+    } else if args.html.is_none() {
+        tally.text(out)?;
+    }
+    if let Some(fatal) = fatal {
+        out.flush()?;
+        return Err(fatal);
+    }
+    notes.finish(out, &name, tally.anomalies.partial)
+}
+
+/// A capture, walked as `decode` walks it.
+fn summarize_capture<R: std::io::Read>(
+    args: &SummaryArgs,
+    filter: &mut Filter,
+    name: &str,
+    capture: Capture<R>,
+    tally: &mut Tally,
+    notes: &mut traffic::Reporter,
+) -> Result<(), Failure> {
+    let mut stderr = std::io::sink();
+    let walked = traffic::walk(name, capture, &args.read, &mut |item| {
+        let found = match item {
+            Item::Note(note) => {
+                tally.note(&note);
+                return Ok(notes.report(&mut stderr, name, &note)?);
+            }
+            Item::Closed(conn) => {
+                filter.closed(conn.0);
+                tally.closed(conn.0);
+                return Ok(());
+            }
+            Item::Frame(found) => found,
+        };
+        let o = &found.origin;
+        let conn = o.conn.0;
+        // Unanswered requests, whatever the filters.
+        match found.what {
+            What::ElectRequest => tally.asked(conn, o.index, API_KEY),
+            What::Other {
+                role: Role::Requests,
+                api_key,
+                ..
+            } => tally.asked(conn, o.index, api_key),
+            What::Unpaired { .. } => tally.anomalies.unpaired += 1,
+            _ => {}
+        }
+        if let Some(asked) = found.request {
+            tally.answered(conn, asked.index);
+        }
+        match found.what {
+            What::ElectRequest => match parse_request(&found.frame) {
+                Ok(r) => {
+                    if filter.request(&r, Some((conn, o.index))) {
+                        tally.counted(conn);
+                        tally.elect_request(&r, Some(conn));
+                    }
+                }
+                Err(e) => {
+                    let note = traffic::bad_frame(o, &e);
+                    tally.note(&note);
+                    notes.report(&mut stderr, name, &note)?;
+                }
+            },
+            What::ElectResponse { version } => match parse_response(&found.frame, version) {
+                Ok(r) => {
+                    let request = found.request.map(|asked| (conn, asked.index));
+                    if filter.response(&r, request) {
+                        tally.counted(conn);
+                        let at = epoch_us(o.time);
+                        let latency = found.request.map(|a| latency_us(a.time, o.time));
+                        tally.elect_response(&r, Some((at, conn)), latency);
+                    }
+                }
+                Err(e) => {
+                    let note = traffic::bad_frame(o, &e);
+                    tally.note(&note);
+                    notes.report(&mut stderr, name, &note)?;
+                }
+            },
+            What::Other {
+                role,
+                api_key,
+                api_version,
+                ..
+            } => {
+                if filter.shows_other(Some(api_key), true) {
+                    tally.counted(conn);
+                    match role {
+                        Role::Requests => {
+                            tally.api(api_key).requests += 1;
+                            if let Some(client) = client_id_of(&found.frame, api_key, api_version) {
+                                tally.client(client, Some(conn));
+                            }
+                        }
+                        Role::Responses => tally.api(api_key).responses += 1,
+                    }
+                }
+            }
+            What::Unpaired { .. } => {
+                if filter.shows_other(None, true) {
+                    tally.counted(conn);
+                    tally.frames += 1;
+                }
+            }
+        }
+        Ok(())
+    });
+    walked.map(|_| ())
+}
+
+/// Frames back to back: requests of any API (a recorded connection), or ElectLeaders
+/// responses of one version. A malformed frame ends the stream (its boundaries are lost):
+/// it is counted, and its error returned.
+fn summarize_stream(
+    filter: &mut Filter,
+    name: &str,
+    kind: Kind,
+    reader: Box<dyn std::io::Read + Send>,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let mut frames = FrameReader::new(reader);
+    let mut index = 0;
+    loop {
+        let frame = match frames.next_frame() {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(()),
+            Err(ReadFailure::Io(e)) => return Err(Failure::Input(format!("{name}: {e}"))),
+            Err(ReadFailure::Size { offset, error, .. }) => {
+                tally.anomalies.malformed += 1;
+                tally.anomalies.partial += 1;
+                return Err(Failure::Input(malformed(name, index + 1, offset, &error)));
+            }
+        };
+        index += 1;
+        let failed = match kind {
+            Kind::Request => match peek_request(&frame.bytes) {
+                Ok(peek)
+                    if peek.api_key != API_KEY
+                        && is_known_request(peek.api_key, peek.api_version) =>
+                {
+                    if filter.shows_other(Some(peek.api_key), true) {
+                        tally.api(peek.api_key).requests += 1;
+                        if let Some(client) =
+                            client_id_of(&frame.bytes, peek.api_key, peek.api_version)
+                        {
+                            tally.client(client, None);
+                        }
+                    }
+                    continue;
+                }
+                _ => match parse_request(&frame.bytes) {
+                    Ok(r) => {
+                        if filter.request(&r, None) {
+                            tally.elect_request(&r, None);
+                        }
+                        continue;
+                    }
+                    Err(e) => e,
+                },
+            },
+            Kind::Response(version) => match parse_response(&frame.bytes, version) {
+                Ok(r) => {
+                    if filter.response(&r, None) {
+                        tally.elect_response(&r, None, None);
+                    }
+                    continue;
+                }
+                Err(e) => e,
+            },
+        };
+        tally.anomalies.malformed += 1;
+        tally.anomalies.partial += 1;
+        return Err(Failure::Input(frame_failure(
+            name,
+            index,
+            frame.offset,
+            frame.bytes.len(),
+            &failed,
+        )));
+    }
+}
+
+/// A request header's client id (`Some(None)`: null), read off the frame: after the size
+/// prefix, API key, version and correlation id, an int16 length and that many bytes, in
+/// every header version but 0 (ControlledShutdown v0 alone). `None` when it cannot be read.
+fn client_id_of(frame: &[u8], api_key: i16, api_version: i16) -> Option<Option<&[u8]>> {
+    const CONTROLLED_SHUTDOWN: i16 = 7;
+    if api_key == CONTROLLED_SHUTDOWN && api_version == 0 {
+        return None;
+    }
+    let len = i16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    if len == -1 {
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    frame.get(14..14 + len).map(Some)
+}
+
+/// Requests and responses of one API.
+#[derive(Default)]
+pub struct ApiCount {
+    pub requests: u64,
+    pub responses: u64,
+}
+
+/// Requests of one client id.
+#[derive(Default)]
+pub struct ClientCount {
+    pub requests: u64,
+    pub connections: u64,
+}
+
+/// Requests naming one topic.
+#[derive(Default)]
+pub struct TopicCount {
+    pub requests: u64,
+    pub partitions: u64,
+}
+
+/// What a response said of one topic, for the timeline's colour.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// Every partition NONE.
+    Elected,
+    /// Errors, all ELECTION_NOT_NEEDED.
+    NotNeeded,
+    /// Another error.
+    Failed,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Elected => "elected",
+            Outcome::NotNeeded => "not needed",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// One response's result for one topic, on the timeline.
+pub struct Point {
+    pub epoch_us: u128,
+    pub topic: usize,
+    pub outcome: Outcome,
+    pub connection: u32,
+    pub partitions: u64,
+}
+
+/// What is unusual, counted whatever the filters.
+#[derive(Default)]
+pub struct Anomalies {
+    /// Requests never answered, by API key.
+    pub unanswered: BTreeMap<i16, u64>,
+    /// Responses whose request was not seen.
+    pub unpaired: u64,
+    /// Frames the library refused.
+    pub malformed: u64,
+    /// Bytes missing from the capture.
+    pub gaps: u64,
+    /// Notes of other kinds (cut capture, connections let go, ...).
+    pub other_notes: u64,
+    /// Every note reported on stderr.
+    pub notes: u64,
+    /// Notes (and failures) that make the summary partial.
+    pub partial: u64,
+    /// The error that ended the reading early.
+    pub error: Option<String>,
+}
+
+/// A connection being read.
+#[derive(Default)]
+struct Open {
+    /// Whether a frame of it was counted.
+    counted: bool,
+    /// The client ids counted on it.
+    clients: Vec<Option<Vec<u8>>>,
+    /// Its requests waiting for an answer: frame number and API key.
+    waiting: VecDeque<(u64, i16)>,
+}
+
+/// Everything counted.
+pub struct Tally {
+    pub name: String,
+    pub capture: bool,
+    pub frames: u64,
+    pub connections: u64,
+    pub clients: BTreeMap<Option<Vec<u8>>, ClientCount>,
+    pub apis: BTreeMap<i16, ApiCount>,
+    pub elect_requests: u64,
+    pub elect_responses: u64,
+    pub by_type: BTreeMap<i8, u64>,
+    /// Requests for every partition (a null topic list).
+    pub all_partitions: u64,
+    pub by_topic: BTreeMap<Vec<u8>, TopicCount>,
+    pub top_level: BTreeMap<i16, u64>,
+    /// Partitions by error code.
+    pub outcomes: BTreeMap<i16, u64>,
+    pub outcomes_by_topic: BTreeMap<Vec<u8>, BTreeMap<i16, u64>>,
+    /// Failed partitions: (topic, partition, error code, message) and how often.
+    pub failed: BTreeMap<(Vec<u8>, i32, i16, Option<Vec<u8>>), u64>,
+    /// Latencies of the paired ElectLeaders responses, sorted by `finish`.
+    pub latencies: Vec<i64>,
+    pub anomalies: Anomalies,
+    /// For `--html`: the timeline, its topics' names, and the points not kept.
+    pub timeline: Option<Vec<Point>>,
+    pub timeline_topics: Vec<Vec<u8>>,
+    timeline_ids: HashMap<Vec<u8>, usize>,
+    pub timeline_dropped: u64,
+    open: HashMap<u32, Open>,
+}
+
+impl Tally {
+    fn new(name: &str, timeline: bool) -> Tally {
+        Tally {
+            name: name.to_owned(),
+            capture: false,
+            frames: 0,
+            connections: 0,
+            clients: BTreeMap::new(),
+            apis: BTreeMap::new(),
+            elect_requests: 0,
+            elect_responses: 0,
+            by_type: BTreeMap::new(),
+            all_partitions: 0,
+            by_topic: BTreeMap::new(),
+            top_level: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
+            outcomes_by_topic: BTreeMap::new(),
+            failed: BTreeMap::new(),
+            latencies: Vec::new(),
+            anomalies: Anomalies::default(),
+            timeline: timeline.then(Vec::new),
+            timeline_topics: Vec::new(),
+            timeline_ids: HashMap::new(),
+            timeline_dropped: 0,
+            open: HashMap::new(),
+        }
+    }
+
+    fn api(&mut self, key: i16) -> &mut ApiCount {
+        self.frames += 1;
+        self.apis.entry(key).or_default()
+    }
+
+    /// A frame of `conn` was counted.
+    fn counted(&mut self, conn: u32) {
+        let open = self.open.entry(conn).or_default();
+        if !open.counted {
+            open.counted = true;
+            self.connections += 1;
+        }
+    }
+
+    fn client(&mut self, client: Option<&[u8]>, conn: Option<u32>) {
+        let client = client.map(<[u8]>::to_vec);
+        let count = self.clients.entry(client.clone()).or_default();
+        count.requests += 1;
+        match conn {
+            Some(conn) => {
+                let open = self.open.entry(conn).or_default();
+                if !open.clients.contains(&client) {
+                    open.clients.push(client);
+                    count.connections += 1;
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// A request of `conn` (frame `index`) waits for its answer.
+    fn asked(&mut self, conn: u32, index: u64, api_key: i16) {
+        let waiting = &mut self.open.entry(conn).or_default().waiting;
+        if waiting.len() == IN_FLIGHT {
+            // The capture reader forgets it too, and says so in a note.
+            waiting.pop_front();
+        }
+        waiting.push_back((index, api_key));
+    }
+
+    /// The request `index` of `conn` was answered: it, and any older one still waiting
+    /// (Kafka answers in order), are no longer waiting.
+    fn answered(&mut self, conn: u32, index: u64) {
+        let Some(open) = self.open.get_mut(&conn) else {
+            return;
+        };
+        while let Some(&(i, api)) = open.waiting.front() {
+            if i > index {
+                break;
+            }
+            open.waiting.pop_front();
+            if i < index {
+                *self.anomalies.unanswered.entry(api).or_default() += 1;
+            }
+        }
+    }
+
+    fn closed(&mut self, conn: u32) {
+        if let Some(open) = self.open.remove(&conn) {
+            for (_, api) in open.waiting {
+                *self.anomalies.unanswered.entry(api).or_default() += 1;
+            }
+        }
+    }
+
+    fn note(&mut self, note: &Note) {
+        let a = &mut self.anomalies;
+        a.notes += 1;
+        a.partial += u64::from(note.partial);
+        let m = &note.message;
+        if m.contains("missing from the capture") {
+            a.gaps += 1;
+        } else if m.contains(" at frame byte ") || m.contains(": not a frame: ") {
+            a.malformed += 1;
+        } else if m.contains("its request was not seen") {
+            // Counted as an unpaired response, from its frame.
+        } else {
+            a.other_notes += 1;
+        }
+    }
+
+    fn elect_request(&mut self, r: &ElectLeadersRequest<'_>, conn: Option<u32>) {
+        self.api(API_KEY).requests += 1;
+        self.elect_requests += 1;
+        self.client(r.header().client_id(), conn);
+        *self.by_type.entry(r.election_type().0).or_default() += 1;
+        match r.topic_partitions() {
+            None => self.all_partitions += 1,
+            Some(list) => {
+                for t in list.iter() {
+                    let count = self.by_topic.entry(t.topic().to_vec()).or_default();
+                    count.requests += 1;
+                    count.partitions += t.partitions().len() as u64;
+                }
+            }
+        }
+    }
+
+    /// A response; `at` its capture time (µs since 1970) and connection.
+    fn elect_response(
+        &mut self,
+        r: &ElectLeadersResponse<'_>,
+        at: Option<(u128, u32)>,
+        latency: Option<i128>,
+    ) {
+        self.api(API_KEY).responses += 1;
+        self.elect_responses += 1;
+        *self.top_level.entry(r.error_code().0).or_default() += 1;
+        if let Some(latency) = latency {
+            self.latencies
+                .push(i64::try_from(latency).unwrap_or(i64::MAX));
+        }
+        for t in r.replica_election_results().iter() {
+            let topic = t.topic();
+            let by_code = self.outcomes_by_topic.entry(topic.to_vec()).or_default();
+            let mut outcome = Outcome::Elected;
+            let mut partitions = 0;
+            for p in t.partition_result().iter() {
+                partitions += 1;
+                let code = p.error_code();
+                *by_code.entry(code.0).or_default() += 1;
+                *self.outcomes.entry(code.0).or_default() += 1;
+                if code.is_error() {
+                    outcome = match (outcome, code) {
+                        (Outcome::Failed, _) => Outcome::Failed,
+                        (_, ErrorCode::ELECTION_NOT_NEEDED) => Outcome::NotNeeded,
+                        _ => Outcome::Failed,
+                    };
+                    let key = (
+                        topic.to_vec(),
+                        p.partition_id(),
+                        code.0,
+                        p.error_message().map(<[u8]>::to_vec),
+                    );
+                    *self.failed.entry(key).or_default() += 1;
+                }
+            }
+            if let (Some(points), Some((epoch_us, connection))) = (&mut self.timeline, at) {
+                if points.len() == TIMELINE_POINTS {
+                    self.timeline_dropped += 1;
+                    continue;
+                }
+                let next = self.timeline_topics.len();
+                let id = *self.timeline_ids.entry(topic.to_vec()).or_insert(next);
+                if id == next {
+                    self.timeline_topics.push(topic.to_vec());
+                }
+                points.push(Point {
+                    epoch_us,
+                    topic: id,
+                    outcome,
+                    connection,
+                    partitions,
+                });
+            }
+        }
+    }
+
+    /// The end of the input: connections still open are closed, latencies sorted.
+    fn finish(&mut self) {
+        let open: Vec<u32> = self.open.keys().copied().collect();
+        for conn in open {
+            self.closed(conn);
+        }
+        self.latencies.sort_unstable();
+    }
+
+    /// The latency at percentile `p` (nearest rank), in µs.
+    pub fn percentile(&self, p: u64) -> Option<i64> {
+        let n = self.latencies.len() as u64;
+        if n == 0 {
+            return None;
+        }
+        let rank = (p * n).div_ceil(100).max(1);
+        self.latencies.get((rank - 1) as usize).copied()
+    }
+
+    pub fn unanswered(&self) -> u64 {
+        self.anomalies.unanswered.values().sum()
+    }
+
+    /// The summary as text.
+    fn text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let kind = if self.capture { "capture" } else { "frames" };
+        writeln!(out, "summary of {} ({kind})", self.name)?;
+        writeln!(out, "frames counted: {}", self.frames)?;
+        if self.capture {
+            writeln!(out, "connections: {}", self.connections)?;
+        }
+        writeln!(out, "client ids: {}", self.clients.len())?;
+        for (client, c) in &self.clients {
+            write!(
+                out,
+                "  {:<24} {} requests",
+                shown(client.as_deref()),
+                c.requests
+            )?;
+            if self.capture {
+                write!(out, ", {} connections", c.connections)?;
+            }
+            writeln!(out)?;
+        }
+        writeln!(out, "APIs (requests / responses):")?;
+        for (key, a) in &self.apis {
+            let label = format!("{} ({key})", api_label(*key));
+            writeln!(out, "  {label:<24} {} / {}", a.requests, a.responses)?;
+        }
+        writeln!(
+            out,
+            "ElectLeaders: {} requests, {} responses",
+            self.elect_requests, self.elect_responses
+        )?;
+        let types: Vec<String> = self
+            .by_type
+            .iter()
+            .map(|(t, n)| format!("{} {n}", election_name(*t)))
+            .collect();
+        writeln!(out, "  by election type: {}", list(&types))?;
+        writeln!(out, "  by topic (requests, partitions asked):")?;
+        if self.all_partitions > 0 {
+            writeln!(out, "    (every partition)  {}", self.all_partitions)?;
+        }
+        for (topic, t) in &self.by_topic {
+            writeln!(
+                out,
+                "    {}  {}, {}",
+                shown(Some(topic)),
+                t.requests,
+                t.partitions
+            )?;
+        }
+        let top: Vec<String> = self
+            .top_level
+            .iter()
+            .map(|(c, n)| format!("{} {n}", code_name(*c)))
+            .collect();
+        writeln!(out, "  responses by top-level error code: {}", list(&top))?;
+        let codes: Vec<String> = self
+            .outcomes
+            .iter()
+            .map(|(c, n)| format!("{} {n}", code_name(*c)))
+            .collect();
+        writeln!(out, "  partitions by error code: {}", list(&codes))?;
+        for (topic, codes) in &self.outcomes_by_topic {
+            let codes: Vec<String> = codes
+                .iter()
+                .map(|(c, n)| format!("{} {n}", code_name(*c)))
+                .collect();
+            writeln!(out, "    {}  {}", shown(Some(topic)), list(&codes))?;
+        }
+        writeln!(
+            out,
+            "failed partitions: {}",
+            self.failed.values().sum::<u64>()
+        )?;
+        for ((topic, partition, code, message), n) in &self.failed {
+            writeln!(
+                out,
+                "  {} partition {partition}  {} ({code})  x{n}  message {}",
+                shown(Some(topic)),
+                code_name(*code),
+                shown(message.as_deref())
+            )?;
+        }
+        match (
+            self.percentile(50),
+            self.percentile(90),
+            self.percentile(99),
+            self.latencies.last(),
+        ) {
+            (Some(p50), Some(p90), Some(p99), Some(max)) => writeln!(
+                out,
+                "latency (us, {} paired ElectLeaders responses): p50 {p50}, p90 {p90}, p99 \
+                 {p99}, max {max}",
+                self.latencies.len()
+            )?,
+            _ => writeln!(out, "latency: no paired ElectLeaders response")?,
+        }
+        let a = &self.anomalies;
+        writeln!(out, "anomalies:")?;
+        let unanswered: Vec<String> = a
+            .unanswered
+            .iter()
+            .map(|(k, n)| format!("{} {n}", api_label(*k)))
+            .collect();
+        writeln!(
+            out,
+            "  unanswered requests: {}{}",
+            self.unanswered(),
+            if unanswered.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", unanswered.join(", "))
+            }
+        )?;
+        writeln!(
+            out,
+            "  responses whose request was not seen: {}",
+            a.unpaired
+        )?;
+        writeln!(out, "  malformed frames: {}", a.malformed)?;
+        writeln!(out, "  gaps: {}", a.gaps)?;
+        writeln!(out, "  other notes: {}", a.other_notes)?;
+        writeln!(out, "  notes on stderr: {}", a.notes)?;
+        if let Some(error) = &a.error {
+            writeln!(out, "  reading stopped: {error}")?;
+        }
+        Ok(())
+    }
+
+    /// The summary as one JSON value (docs/JSON.md, "summary --json").
+    pub fn json(&self) -> Value {
+        let codes = |map: &BTreeMap<i16, u64>, what: &str| -> Value {
+            map.iter()
+                .map(|(c, n)| json!({"error_code": c, "error_name": ErrorCode(*c).name(), what: n}))
+                .collect()
+        };
+        let a = &self.anomalies;
+        let latency = |v: Option<i64>| v.map_or(Value::Null, Value::from);
+        json!({
+            "input": {
+                "name": self.name,
+                "format": if self.capture { "capture" } else { "frames" },
+            },
+            "frames": self.frames,
+            "connections": if self.capture { Value::from(self.connections) } else { Value::Null },
+            "client_ids": self.clients.iter().map(|(client, c)| json!({
+                "client_id": bytes(client.as_deref()),
+                "requests": c.requests,
+                "connections": if self.capture { Value::from(c.connections) } else { Value::Null },
+            })).collect::<Value>(),
+            "apis": self.apis.iter().map(|(key, c)| json!({
+                "api_key": key,
+                "api_name": kafka_elect_leaders::api_name(*key),
+                "requests": c.requests,
+                "responses": c.responses,
+            })).collect::<Value>(),
+            "elect_leaders": {
+                "requests": self.elect_requests,
+                "responses": self.elect_responses,
+                "by_election_type": self.by_type.iter().map(|(t, n)| json!({
+                    "election_type": t,
+                    "election_name": kafka_elect_leaders::ElectionType(*t).name(),
+                    "requests": n,
+                })).collect::<Value>(),
+                "all_partitions_requests": self.all_partitions,
+                "by_topic": self.by_topic.iter().map(|(topic, t)| json!({
+                    "topic": bytes(Some(topic)),
+                    "requests": t.requests,
+                    "partitions": t.partitions,
+                })).collect::<Value>(),
+                "top_level_errors": codes(&self.top_level, "responses"),
+                "outcomes": codes(&self.outcomes, "partitions"),
+                "outcomes_by_topic": self.outcomes_by_topic.iter().map(|(topic, c)| json!({
+                    "topic": bytes(Some(topic)),
+                    "outcomes": codes(c, "partitions"),
+                })).collect::<Value>(),
+                "failed_partitions": self.failed.iter().map(|((topic, p, code, message), n)| json!({
+                    "topic": bytes(Some(topic)),
+                    "partition_id": p,
+                    "error_code": code,
+                    "error_name": ErrorCode(*code).name(),
+                    "error_message": bytes(message.as_deref()),
+                    "count": n,
+                })).collect::<Value>(),
+            },
+            "latency_us": {
+                "paired": self.latencies.len(),
+                "p50": latency(self.percentile(50)),
+                "p90": latency(self.percentile(90)),
+                "p99": latency(self.percentile(99)),
+                "max": latency(self.latencies.last().copied()),
+            },
+            "anomalies": {
+                "unanswered_requests": self.unanswered(),
+                "unanswered_by_api": a.unanswered.iter().map(|(k, n)| json!({
+                    "api_key": k,
+                    "api_name": kafka_elect_leaders::api_name(*k),
+                    "requests": n,
+                })).collect::<Value>(),
+                "unpaired_responses": a.unpaired,
+                "malformed_frames": a.malformed,
+                "gaps": a.gaps,
+                "other_notes": a.other_notes,
+                "notes": a.notes,
+                "partial": a.partial > 0 || a.error.is_some(),
+                "error": a.error,
+            },
+        })
+    }
+}
+
+/// A byte string as docs/JSON.md writes it: text, `{"hex":...}` when not UTF-8, or null.
+fn bytes(b: Option<&[u8]>) -> Value {
+    match b {
+        None => Value::Null,
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => Value::from(s),
+            Err(_) => json!({ "hex": to_hex(b) }),
+        },
+    }
+}
+
+/// A byte string for text: quoted, `null`, or `hex:...` when not UTF-8.
+pub fn shown(b: Option<&[u8]>) -> String {
+    match b {
+        None => "null".to_owned(),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => format!("{s:?}"),
+            Err(_) => format!("hex:{}", to_hex(b)),
+        },
+    }
+}
+
+pub fn code_name(code: i16) -> String {
+    ErrorCode(code)
+        .name()
+        .map_or_else(|| code.to_string(), str::to_owned)
+}
+
+pub fn election_name(t: i8) -> String {
+    kafka_elect_leaders::ElectionType(t)
+        .name()
+        .map_or_else(|| t.to_string(), str::to_owned)
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
