@@ -1,7 +1,8 @@
 //! The tool's outputs, pinned byte for byte: `decode`, `decode --all`, `scan --json` and
-//! `inspect` on every corpus frame and every real capture, `gen` and `mutate` for fixed
-//! seeds. Each case keeps its exit status, standard output and standard error in one file
-//! of `tests/golden/tool/`; binary output is kept as hex.
+//! `inspect` on every corpus frame and every real capture, `summary` and `summary --json`
+//! on the captures, `gen` and `mutate` for fixed seeds. Each case keeps its exit status,
+//! standard output and standard error in one file of `tests/golden/tool/`; binary output is
+//! kept as hex.
 //!
 //! These files hold the tool still while its code moves between crates: a change of output
 //! shows up here as a diff to review. After a deliberate change, rewrite them with
@@ -117,6 +118,16 @@ fn cases() -> Vec<Case> {
             format!("capture-scan-json-{ext}"),
             &captures,
             &["scan", "--json", file],
+        ));
+        cases.push(case(
+            format!("capture-summary-{ext}"),
+            &captures,
+            &["summary", file],
+        ));
+        cases.push(case(
+            format!("capture-summary-json-{ext}"),
+            &captures,
+            &["summary", "--json", file],
         ));
         cases.push(case(
             format!("capture-inspect-{ext}"),
