@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The guard's status page in a real headless Chromium (tests/browser/status_page.py).
+# The tool's pages in a real headless Chromium: the guard's status page
+# (tests/browser/status_page.py) and the page of `summary --html` (summary_page.py).
 #
-#   tests/browser/run.sh        build the tool, make a venv with Selenium, run the test
+#   tests/browser/run.sh        build the tool, make a venv with Selenium, run the tests
 #
 # Needs Chromium and its driver (Debian: chromium, chromium-driver; .ci/run installs them).
 # Without them it says so in one line and exits 0: the README's test command does not need
@@ -24,5 +25,7 @@ if ! "$VENV/bin/python" -c "import selenium" 2>/dev/null; then
 fi
 (cd "$ROOT" && cargo build -q -p elect-leaders --bin elect-leaders)
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-ELECT_LEADERS_BIN="$TARGET_DIR/debug/elect-leaders" CHROMEDRIVER="$DRIVER" CHROME_BIN="$BROWSER" \
-    "$VENV/bin/python" -u "$HERE/status_page.py"
+for test in status_page summary_page; do
+    ELECT_LEADERS_BIN="$TARGET_DIR/debug/elect-leaders" CHROMEDRIVER="$DRIVER" CHROME_BIN="$BROWSER" \
+        "$VENV/bin/python" -u "$HERE/$test.py"
+done
