@@ -272,6 +272,9 @@ fn client_id_of(frame: &[u8], api_key: i16, api_version: i16) -> Option<Option<&
     frame.get(14..14 + len).map(Some)
 }
 
+/// A failed partition: topic, partition, error code, message.
+pub type FailedKey = (Vec<u8>, i32, i16, Option<Vec<u8>>);
+
 /// Requests and responses of one API.
 #[derive(Default)]
 pub struct ApiCount {
@@ -374,7 +377,7 @@ pub struct Tally {
     pub outcomes: BTreeMap<i16, u64>,
     pub outcomes_by_topic: BTreeMap<Vec<u8>, BTreeMap<i16, u64>>,
     /// Failed partitions: (topic, partition, error code, message) and how often.
-    pub failed: BTreeMap<(Vec<u8>, i32, i16, Option<Vec<u8>>), u64>,
+    pub failed: BTreeMap<FailedKey, u64>,
     /// Latencies of the paired ElectLeaders responses, sorted by `finish`.
     pub latencies: Vec<i64>,
     pub anomalies: Anomalies,
@@ -432,15 +435,12 @@ impl Tally {
         let client = client.map(<[u8]>::to_vec);
         let count = self.clients.entry(client.clone()).or_default();
         count.requests += 1;
-        match conn {
-            Some(conn) => {
-                let open = self.open.entry(conn).or_default();
-                if !open.clients.contains(&client) {
-                    open.clients.push(client);
-                    count.connections += 1;
-                }
+        if let Some(conn) = conn {
+            let open = self.open.entry(conn).or_default();
+            if !open.clients.contains(&client) {
+                open.clients.push(client);
+                count.connections += 1;
             }
-            None => {}
         }
     }
 

@@ -74,11 +74,11 @@ fn write_page(h: &mut String, t: &Tally) -> std::fmt::Result {
             t.connections
         )?;
     }
-    write!(
+    writeln!(
         h,
         "<span>ElectLeaders requests <b id=\"elect-requests\">{}</b></span>\
          <span>responses <b id=\"elect-responses\">{}</b></span>\
-         <span>failed partitions <b id=\"failed-partitions\">{}</b></span></p>\n",
+         <span>failed partitions <b id=\"failed-partitions\">{}</b></span></p>",
         t.elect_requests,
         t.elect_responses,
         t.failed.values().sum::<u64>()
