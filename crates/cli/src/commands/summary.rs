@@ -15,7 +15,7 @@
 //! and with `--html` one point per topic of each response for the timeline, at most
 //! [`TIMELINE_POINTS`].
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::Write;
 
 use kafka_elect_leaders::{
@@ -353,7 +353,7 @@ struct Open {
     /// Whether a frame of it was counted.
     counted: bool,
     /// The client ids counted on it.
-    clients: Vec<Option<Vec<u8>>>,
+    clients: HashSet<Option<Vec<u8>>>,
     /// Its requests waiting for an answer: frame number and API key.
     waiting: VecDeque<(u64, i16)>,
 }
@@ -437,8 +437,7 @@ impl Tally {
         count.requests += 1;
         if let Some(conn) = conn {
             let open = self.open.entry(conn).or_default();
-            if !open.clients.contains(&client) {
-                open.clients.push(client);
+            if open.clients.insert(client) {
                 count.connections += 1;
             }
         }
