@@ -345,7 +345,7 @@ fn histogram(h: &mut String, sorted: &[i64]) -> std::fmt::Result {
         h,
         "<svg id=\"latency-histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">",
         bar * bins as f64 + 40.0,
-        height + 40.0
+        height + 50.0
     )?;
     for (i, &n) in counts.iter().enumerate() {
         let lo = i128::from(min) + width_of * i as i128;
@@ -355,7 +355,7 @@ fn histogram(h: &mut String, sorted: &[i64]) -> std::fmt::Result {
         writeln!(
             h,
             "<rect class=\"bar\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{bh}\"><title>{lo} to {hi} µs: {n}</title></rect>",
-            height + 10.0 - bh,
+            height + 20.0 - bh,
             bar - 4.0
         )?;
         if n > 0 {
@@ -363,16 +363,16 @@ fn histogram(h: &mut String, sorted: &[i64]) -> std::fmt::Result {
                 h,
                 "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{n}</text>",
                 x + (bar - 4.0) / 2.0,
-                height + 6.0 - bh
+                height + 16.0 - bh
             )?;
         }
     }
     writeln!(
         h,
         "<text x=\"10\" y=\"{}\">{min} µs</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{max} µs</text></svg>",
-        height + 28.0,
+        height + 38.0,
         10.0 + bar * bins as f64,
-        height + 28.0
+        height + 38.0
     )
 }
 
