@@ -258,14 +258,16 @@ fn summarize_stream(
 
 /// A request header's client id (`Some(None)`: null), read off the frame: after the size
 /// prefix, API key, version and correlation id, an int16 length and that many bytes, in
-/// every header version but 0 (ControlledShutdown v0 alone). `None` when it cannot be read.
+/// every header version but 0 (ControlledShutdown v0 alone), flexible ones included.
+/// `None` when it cannot be read (the frame ends first).
 fn client_id_of(frame: &[u8], api_key: i16, api_version: i16) -> Option<Option<&[u8]>> {
     const CONTROLLED_SHUTDOWN: i16 = 7;
     if api_key == CONTROLLED_SHUTDOWN && api_version == 0 {
         return None;
     }
     let len = i16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
-    if len == -1 {
+    // Kafka reads any negative length of a nullable string as null.
+    if len < 0 {
         return Some(None);
     }
     let len = usize::try_from(len).ok()?;
@@ -844,5 +846,45 @@ fn list(items: &[String]) -> String {
         "none".to_owned()
     } else {
         items.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{client_id_of, Tally};
+
+    /// A request header up to its client id: size, API key 3 (Metadata) v12, correlation id.
+    fn header(client: &[u8]) -> Vec<u8> {
+        let mut frame = vec![0, 0, 0, 0, 0, 3, 0, 12, 0, 0, 0, 9];
+        frame.extend_from_slice(client);
+        frame
+    }
+
+    #[test]
+    fn client_ids_read_off_request_headers() {
+        assert_eq!(
+            client_id_of(&header(b"\x00\x03abc"), 3, 12),
+            Some(Some(&b"abc"[..]))
+        );
+        assert_eq!(client_id_of(&header(b"\xff\xff"), 3, 12), Some(None));
+        // Any negative length is null, as Kafka reads it.
+        assert_eq!(client_id_of(&header(b"\xff\xfe"), 3, 12), Some(None));
+        assert_eq!(client_id_of(&header(b"\x00\x05ab"), 3, 12), None);
+        assert_eq!(client_id_of(&header(b"\x00"), 3, 12), None);
+        // ControlledShutdown v0's header has no client id.
+        assert_eq!(client_id_of(&header(b"\x00\x03abc"), 7, 0), None);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut t = Tally::new("t", false);
+        assert_eq!(t.percentile(50), None);
+        t.latencies = (1..=10).rev().collect();
+        t.finish();
+        assert_eq!(t.percentile(50), Some(5));
+        assert_eq!(t.percentile(90), Some(9));
+        assert_eq!(t.percentile(99), Some(10));
+        t.latencies = vec![7];
+        assert_eq!(t.percentile(1), Some(7));
     }
 }
