@@ -272,6 +272,10 @@ fn a_cut_capture_counts_its_unanswered_requests_and_is_partial() {
     assert!(s["anomalies"]["notes"].as_u64().unwrap() >= 1);
     let err = String::from_utf8(output.stderr).unwrap();
     assert!(err.contains("the output is partial"), "{err}");
+    let text = run(&["summary", "-"], &cut);
+    assert_eq!(text.status.code(), Some(1));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("the summary is partial"), "{text}");
 }
 
 /// A file of frames: a malformed frame is counted, what came before summarized, status 1.

@@ -722,6 +722,12 @@ impl Tally {
         if let Some(error) = &a.error {
             writeln!(out, "  reading stopped: {error}")?;
         }
+        if a.partial > 0 || a.error.is_some() {
+            writeln!(
+                out,
+                "the summary is partial: some traffic could not be read (see stderr)"
+            )?;
+        }
         Ok(())
     }
 

@@ -173,7 +173,7 @@ pub struct OthersFlag {
 #[derive(Args, Debug)]
 pub struct FilterFlags {
     /// Only frames of this API, by Kafka's name (Metadata, ApiVersions...) or key
-    /// (repeatable; default: ElectLeaders, and every API with --all)
+    /// (repeatable; default: ElectLeaders, and every API with decode --all and summary)
     #[arg(long, value_name = "NAME")]
     pub api: Vec<String>,
     /// Only ElectLeaders requests naming this topic (or every partition) and responses
