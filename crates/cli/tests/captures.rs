@@ -562,6 +562,13 @@ fn decode(capture: &[u8], extra: &[&str]) -> (Vec<Value>, String, Option<i32>) {
     )
 }
 
+/// `summary --json` of a capture given on standard input: (the summary, exit status).
+fn summarized(capture: &[u8]) -> (Value, Option<i32>) {
+    let output = run(&["summary", "--json", "-"], capture);
+    let summary = serde_json::from_slice(&output.stdout).unwrap();
+    (summary, output.status.code())
+}
+
 #[track_caller]
 fn assert_clean(capture: &[u8], extra: &[&str], what: &str) -> Vec<Value> {
     let (objects, err, status) = decode(capture, extra);
@@ -706,6 +713,15 @@ fn a_lost_segment_is_reported_and_decoding_resumes() {
     assert!(err.contains("output is partial"), "{err}");
     // Requests 2 and 4 and their responses; 3's response has no request to pair with.
     assert_eq!(summary(&objects), expected(&[2, 4]), "{err}");
+    // summary counts the gap and the unpaired response, and is partial too.
+    let (s, status) = summarized(&ethernet_capture(&segs, 9092));
+    assert_eq!(status, Some(1));
+    let a = &s["anomalies"];
+    assert_eq!(a["gaps"], 1, "{s:#}");
+    assert_eq!(a["unpaired_responses"], 1, "{s:#}");
+    assert_eq!(a["partial"], true);
+    assert_eq!(s["elect_leaders"]["requests"], 2);
+    assert_eq!(s["elect_leaders"]["responses"], 2);
 }
 
 #[test]
@@ -942,6 +958,13 @@ fn a_malformed_elect_leaders_frame_in_a_capture_is_reported_and_the_rest_decoded
     let mut want = expected(&[2, 3, 4]);
     want.remove(2);
     assert_eq!(summary(&objects), want, "{err}");
+    let (s, status) = summarized(&ethernet_capture(&segs, 9092));
+    assert_eq!(status, Some(1));
+    assert_eq!(s["anomalies"]["malformed_frames"], 1, "{s:#}");
+    assert_eq!(s["anomalies"]["gaps"], 0, "{s:#}");
+    assert_eq!(s["anomalies"]["unanswered_requests"], 0, "{s:#}");
+    assert_eq!(s["elect_leaders"]["requests"], 2);
+    assert_eq!(s["elect_leaders"]["responses"], 3);
 }
 
 #[test]
@@ -1143,6 +1166,10 @@ fn a_response_whose_request_never_comes_is_named() {
     let (objects, err, status) = decode(&ethernet_capture(&segs, 9092), &[]);
     assert_eq!(status, Some(1), "{err}");
     assert_eq!(summary(&objects), expected(&[2, 4]), "{err}");
+    let (s, status) = summarized(&ethernet_capture(&segs, 9092));
+    assert_eq!(status, Some(1));
+    assert_eq!(s["anomalies"]["unpaired_responses"], 1, "{s:#}");
+    assert_eq!(s["anomalies"]["malformed_frames"], 0, "{s:#}");
     assert!(
         err.lines().any(
             |l| l.contains("connection 1 (10.0.0.2:9092 -> 10.0.0.1:50123)")
