@@ -373,3 +373,19 @@ fn the_page_of_a_capture_is_self_contained() {
     assert_eq!(page.matches("<circle class=\"not-needed\"").count(), 3);
     assert!(page.contains("<svg id=\"latency-histogram\""));
 }
+
+/// A page that cannot be written is said at once, naming its path, before the input is read.
+#[test]
+fn an_html_path_that_cannot_be_created_is_a_usage_error() {
+    let output = run(
+        &["summary", "--html", "/nonexistent-dir/page.html", PCAP],
+        b"",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        err.contains("cannot create /nonexistent-dir/page.html"),
+        "{err}"
+    );
+}

@@ -38,6 +38,17 @@ pub const TIMELINE_POINTS: usize = 100_000;
 /// `summary [FILE]`.
 pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("summary", e))?;
+    // The page's file is made first: a path that cannot be written is said before a long
+    // capture is read.
+    let html = match &args.html {
+        Some(path) => Some((
+            path,
+            std::fs::File::create(path).map_err(|e| {
+                Failure::cannot_open(format!("summary: cannot create {}: {e}", path.display()))
+            })?,
+        )),
+        None => None,
+    };
     let source = Source::from_arg_or_stdin(args.file.as_deref());
     let name = source.name();
     let mut tally = Tally::new(&name, args.html.is_some());
@@ -62,14 +73,13 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
         Err(other) => return Err(other),
     };
     tally.finish();
-    if let Some(path) = &args.html {
+    if let Some((path, mut file)) = html {
         let page = super::summary_html::page(&tally);
-        std::fs::write(path, page).map_err(|e| {
-            Failure::Output(std::io::Error::new(
-                e.kind(),
-                format!("summary: cannot write {}: {e}", path.display()),
-            ))
-        })?;
+        file.write_all(page.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| {
+                Failure::Input(format!("summary: cannot write {}: {e}", path.display()))
+            })?;
     }
     if args.json {
         let text = serde_json::to_string_pretty(&tally.json()).unwrap_or_default();
