@@ -573,4 +573,49 @@ mod tests {
             );
         }
     }
+
+    /// A broker that answers with ever new addresses the guard has no route for: each is
+    /// warned about once, and what is remembered for that stops at WARNED_MAX, however many
+    /// answers come.
+    #[test]
+    fn unrouted_brokers_remembered_for_warnings_are_bounded() {
+        const VERSION: i16 = 12;
+        let upstream: SocketAddr = "10.0.0.1:9092".parse().unwrap();
+        let listen: SocketAddr = "127.0.0.1:19092".parse().unwrap();
+        let addresses = Addresses::new([(listen, upstream, None)], None, None);
+        let conn = ConnInfo {
+            client: "127.0.0.1:50000".parse().unwrap(),
+            listener: listen,
+            local: listen,
+            upstream,
+        };
+        let header_version = MetadataResponse::header_version(VERSION);
+        let mut node = 0;
+        for _ in 0..3 {
+            let mut answer = MetadataResponse::default();
+            answer.brokers = (0..WARNED_MAX)
+                .map(|_| {
+                    node += 1;
+                    MetadataResponseBroker::default()
+                        .with_node_id(BrokerId(node))
+                        .with_host(StrBytes::from_string(format!("broker-{node}.example")))
+                        .with_port(9092)
+                })
+                .collect();
+            let mut frame = BytesMut::new();
+            frame.put_i32(0);
+            ResponseHeader::default()
+                .encode(&mut frame, header_version)
+                .unwrap();
+            answer.encode(&mut frame, VERSION).unwrap();
+            let size = (frame.len() - 4) as i32;
+            frame[..4].copy_from_slice(&size.to_be_bytes());
+            // Nothing to rewrite (no broker is the route's), so the answer goes as it is.
+            let _ = addresses.rewrite(&frame, METADATA, VERSION, &conn);
+            let warned = addresses.warned.lock().unwrap().len();
+            assert!(warned > 0, "no broker was remembered as warned about");
+            assert!(warned <= WARNED_MAX, "{warned} remembered");
+        }
+        assert_eq!(addresses.warned.lock().unwrap().len(), WARNED_MAX);
+    }
 }
