@@ -1206,6 +1206,33 @@ fn an_answer_written_with_the_brokers_close_reaches_the_client() {
     }
 }
 
+/// The broker answers, then sends what cannot be read: a frame with a negative size, or
+/// the start of a frame and a close. The answer before it reaches the client, then the
+/// guard closes the connection.
+#[test]
+fn an_answer_before_a_broken_frame_from_the_broker_reaches_the_client() {
+    for tail in [(-5i32).to_be_bytes().to_vec(), vec![0, 0, 0, 40, 0, 0]] {
+        let fake = FakeUpstream::start(move |_, mut s| {
+            if let Ok(f) = read_frame(&mut s) {
+                let mut bytes = response(request_correlation_id(&f), b"answer");
+                bytes.extend_from_slice(&tail);
+                // One write: the answer and what follows arrive together.
+                let _ = s.write_all(&bytes);
+            }
+        });
+        let proxy = Proxy::start(fake.addr, &[]);
+        for round in 0..5 {
+            let mut c = proxy.connect();
+            c.write_all(&request(3, 1, 7, &[0xff, 0xff, 0xff, 0xff]))
+                .unwrap();
+            let answer = read_frame(&mut c)
+                .unwrap_or_else(|e| panic!("round {round}: the answer was lost: {e}"));
+            assert_eq!(answer, response(7, b"answer"));
+            assert!(closed(&mut c));
+        }
+    }
+}
+
 #[test]
 fn log_only_forwards_and_audits_what_would_be_refused() {
     let (fake, got) = FakeUpstream::answering(b"upstream");

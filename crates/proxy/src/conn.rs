@@ -1193,7 +1193,13 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                     ),
                 ));
             }
-            Next::Frame(Some(Err(e))) => return Err(Close::upstream_read(e)),
+            Next::Frame(Some(Err(e))) => {
+                // The whole answers the broker sent before what could not be read (a
+                // malformed frame, a close inside one, a reset) go out first, as before a
+                // clean close; the error stays the reason the connection is closed.
+                let _ = flush(&mut to_client).await;
+                return Err(Close::upstream_read(e));
+            }
             Next::Frame(Some(Ok(frame))) => {
                 activity.touch();
                 frame
