@@ -660,7 +660,7 @@ fn response_op<'a>(
     scratch: &'a [u8],
 ) -> Mutation {
     let results = m.replica_election_results.len();
-    match rng.below(11) {
+    match rng.below(13) {
         0 => {
             m.correlation_id = rng.pick(&I32_EDGES);
             ok("CorrelationId", "boundary value")
@@ -757,6 +757,52 @@ fn response_op<'a>(
         9 => {
             m.fit_to_version(another_version(m.version, rng));
             ok("version", "another version")
+        }
+        11 => {
+            // Any code Kafka names (not only the boundaries): what a client maps to its
+            // exception types, one by one.
+            let code = rng.pick(ErrorCode::ALL);
+            let parts: Vec<(usize, usize)> = m
+                .replica_election_results
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| (0..r.partition_result.len()).map(move |j| (i, j)))
+                .collect();
+            if parts.is_empty() || (m.version >= 1 && rng.chance(4)) {
+                m.error_code = code;
+                return ok(field::ERROR_CODE, "a known error code");
+            }
+            let (i, j) = rng.pick(&parts);
+            m.replica_election_results[i].partition_result[j].error_code = code;
+            ok(field::PARTITION_ERROR_CODE, "a known error code")
+        }
+        12 => {
+            // A result for a topic the request did not name, with partitions in it.
+            let topic = match rng.below(3) {
+                0 => &b"not-asked-for"[..],
+                1 => b"__consumer_offsets",
+                _ => scratch,
+            };
+            let partition_result = (0..1 + rng.below(3))
+                .map(|k| ArbitraryPartitionResult {
+                    partition_id: k as i32,
+                    error_code: rng.pick(ErrorCode::ALL),
+                    ..Default::default()
+                })
+                .collect();
+            let at = rng.below(results + 1);
+            m.replica_election_results.insert(
+                at,
+                ArbitraryReplicaElectionResult {
+                    topic,
+                    partition_result,
+                    tagged_fields: Vec::new(),
+                },
+            );
+            ok(
+                field::REPLICA_ELECTION_RESULTS,
+                "a result for a topic not asked for",
+            )
         }
         _ => {
             m.correlation_id = m.correlation_id.wrapping_add(1);

@@ -256,6 +256,55 @@ fn response_mutants_round_trip_or_are_refused_by_name() {
     assert!(tally[0] > 1000 && tally[2] > 100, "{tally:?}");
 }
 
+/// What a hostile broker needs from the mutator: error codes beyond the boundaries (any
+/// code Kafka names), and results for topics the request did not name.
+#[test]
+fn response_mutants_carry_known_error_codes_and_topics_not_asked_for() {
+    let frame = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/response-v2-multi.bin"),
+    )
+    .unwrap();
+    let boundaries = [0i16, -1, 1, i16::MAX, i16::MIN, 35, 41, 84];
+    let original = parse_response(&frame, 2).unwrap();
+    let asked: Vec<Vec<u8>> = original
+        .replica_election_results()
+        .iter()
+        .map(|r| r.topic().to_vec())
+        .collect();
+    let mut out = vec![0u8; 70_000];
+    let (mut codes, mut strangers) = (std::collections::BTreeSet::new(), 0);
+    for seed in 0..4000 {
+        let mutant = mutate_response(&frame, 2, seed, &mut out).unwrap();
+        let Ok(r) = parse_response(&out[..mutant.len], mutant.version) else {
+            continue;
+        };
+        if mutant.mutation.change == "a known error code" {
+            codes.insert(r.error_code().0);
+            for t in r.replica_election_results() {
+                for p in t.partition_result() {
+                    codes.insert(p.error_code().0);
+                }
+            }
+        }
+        if mutant.mutation.change == "a result for a topic not asked for"
+            && r.replica_election_results()
+                .iter()
+                .any(|t| !asked.contains(&t.topic().to_vec()))
+        {
+            strangers += 1;
+        }
+    }
+    let beyond = codes.iter().filter(|c| !boundaries.contains(c)).count();
+    assert!(
+        beyond > 50,
+        "only {beyond} codes beyond the boundaries: {codes:?}"
+    );
+    assert!(
+        strangers > 20,
+        "{strangers} results for topics not asked for"
+    );
+}
+
 /// Mutants of mutants: the mutator keeps working on its own output, in a small buffer too.
 #[test]
 fn chains_of_mutants_stay_bounded() {

@@ -31,9 +31,9 @@ struct Options {
 }
 
 impl Options {
-    fn new(args: &FuzzArgs) -> Options {
+    fn new(args: &FuzzArgs, target: SocketAddr) -> Options {
         Options {
-            target: args.target,
+            target,
             count: args.count,
             seed: args.seed,
             rate: args.rate,
@@ -64,10 +64,29 @@ struct Conn {
     max_version: i16,
 }
 
-fn connect(o: &Options) -> io::Result<Conn> {
-    let stream = TcpStream::connect_timeout(&o.target, o.timeout)?;
-    stream.set_read_timeout(Some(o.timeout))?;
-    stream.set_write_timeout(Some(o.timeout))?;
+/// Why a connection could not be started.
+enum ConnectError {
+    /// No TCP connection.
+    Unreachable(io::Error),
+    /// Connected, but ApiVersions got no answer in time (or the connection closed).
+    NoApiVersions(io::Error),
+}
+
+/// How long the next wait may last: the timeout, cut to what is left of the duration;
+/// `None` when the duration is over.
+fn wait_for(o: &Options, started: Instant) -> Option<Duration> {
+    let left = o.duration.checked_sub(started.elapsed())?;
+    (!left.is_zero()).then(|| o.timeout.min(left))
+}
+
+fn connect(o: &Options, wait: Duration) -> Result<Conn, ConnectError> {
+    let stream = TcpStream::connect_timeout(&o.target, wait).map_err(ConnectError::Unreachable)?;
+    start(stream, wait).map_err(ConnectError::NoApiVersions)
+}
+
+fn start(stream: TcpStream, wait: Duration) -> io::Result<Conn> {
+    stream.set_read_timeout(Some(wait))?;
+    stream.set_write_timeout(Some(wait))?;
     stream.set_nodelay(true)?;
     let mut conn = Conn {
         stream,
@@ -99,6 +118,14 @@ fn connect(o: &Options) -> io::Result<Conn> {
         }
     }
     Ok(conn)
+}
+
+/// A read that waited its whole timeout (Linux says `WouldBlock`, "os error 11").
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// One whole frame (size prefix included); `None` when the peer closed before its first byte.
@@ -172,27 +199,61 @@ fn asked(frame: &[u8]) -> Option<BTreeSet<(Vec<u8>, i32)>> {
 
 /// `fuzz`.
 pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let o = Options::new(args);
+    let target = match (args.serve, args.target) {
+        (Some(listen), _) => return super::serve::run(args, listen, out),
+        (None, Some(target)) => target,
+        (None, None) => return Err(Failure::usage("fuzz", "--target or --serve is required")),
+    };
+    let o = Options::new(args, target);
     let started = Instant::now();
     let mut tally = Tally::default();
     let mut conn: Option<Conn> = None;
     let mut previous = Vec::new();
     let mut n = 0;
+    // Every wait is cut to what is left of the duration: the campaign ends on time, and a
+    // wait cut short that way is not an anomaly.
+    let mut out_of_time = false;
     while n < o.count && started.elapsed() < o.duration {
         if let Some(rate) = o.rate {
-            let due = started + Duration::from_secs_f64(n as f64 / rate);
+            let due =
+                (started + Duration::from_secs_f64(n as f64 / rate)).min(started + o.duration);
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
         }
+        let Some(limit) = wait_for(&o, started) else {
+            break;
+        };
         let c = match conn.as_mut() {
             Some(c) => c,
-            None => match connect(&o) {
+            None => match connect(&o, limit) {
                 Ok(c) => conn.insert(c),
-                Err(e) => {
+                Err(ConnectError::Unreachable(e)) => {
                     tally
                         .anomalies
                         .push(("unreachable", format!("{}: {e}", o.target)));
+                    break;
+                }
+                Err(ConnectError::NoApiVersions(e)) => {
+                    if limit < o.timeout {
+                        out_of_time = true;
+                    } else {
+                        let what = if is_timeout(&e) {
+                            format!(
+                                "{}: connected, but no answer to ApiVersions within {} ms",
+                                o.target,
+                                o.timeout.as_millis()
+                            )
+                        } else {
+                            format!("{}: connected, but ApiVersions failed: {e}", o.target)
+                        };
+                        let kind = if is_timeout(&e) {
+                            "timeout"
+                        } else {
+                            "no-answer"
+                        };
+                        tally.anomalies.push((kind, what));
+                    }
                     break;
                 }
             },
@@ -217,9 +278,9 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
         // A malformed request may be one the broker waits on for ever (a size prefix that
         // promises more): it gets a short wait, then the connection is dropped.
         let wait = if well_formed {
-            o.timeout
+            limit
         } else {
-            o.timeout.min(Duration::from_millis(500))
+            limit.min(Duration::from_millis(500))
         };
         let sent = c
             .stream
@@ -296,16 +357,21 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 conn = None;
                 tally.reconnects += 1;
             }
+            Err(e) if is_timeout(&e) && wait < o.timeout => {
+                // The duration ended while waiting: not the broker's fault.
+                out_of_time = true;
+                break;
+            }
             Err(e) => {
-                let kind = if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) {
-                    "timeout"
+                let (kind, what) = if is_timeout(&e) {
+                    (
+                        "timeout",
+                        format!("no answer within {} ms", o.timeout.as_millis()),
+                    )
                 } else {
-                    "no-answer"
+                    ("no-answer", e.to_string())
                 };
-                problem(kind, e.to_string());
+                problem(kind, what);
                 conn = None;
                 tally.reconnects += 1;
             }
@@ -324,7 +390,7 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
             format!(
                 "fuzz: {} sent ({} malformed), {} answered, {} malformed refused by closing, \
                  {} reconnects, {} with non-UTF-8 topic names (not compared), {} anomalies, \
-                 {:.1}s\n",
+                 {:.1}s{}\n",
                 tally.sent,
                 tally.malformed_sent,
                 tally.answered,
@@ -332,7 +398,12 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 tally.reconnects,
                 tally.renamed,
                 tally.anomalies.len(),
-                started.elapsed().as_secs_f64()
+                started.elapsed().as_secs_f64(),
+                if out_of_time {
+                    " (stopped at the duration, one answer not waited for)"
+                } else {
+                    ""
+                }
             ),
         )
     };

@@ -10,5 +10,6 @@ pub mod mutate;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 pub mod scan;
+pub mod serve;
 pub mod summary;
 pub mod summary_html;

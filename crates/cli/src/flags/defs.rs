@@ -394,12 +394,28 @@ impl MutateArgs {
 #[derive(Args, Debug)]
 pub struct FuzzArgs {
     /// The broker (the only address connected to)
-    #[arg(long, value_name = "HOST:PORT", value_parser = values::address)]
-    pub target: SocketAddr,
-    /// Requests to send
+    #[arg(long, value_name = "HOST:PORT", value_parser = values::address,
+          required_unless_present = "serve", conflicts_with = "serve")]
+    pub target: Option<SocketAddr>,
+    /// Be a hostile broker instead: listen here (port 0: any free one, printed as
+    /// "fuzz: serving on ADDR") and answer ElectLeaders with mutated responses
+    #[arg(long, value_name = "LISTEN", value_parser = values::address)]
+    pub serve: Option<SocketAddr>,
+    /// With --serve: write one JSON line per request answered or refused to FILE (each
+    /// ElectLeaders response with its seed, mutation and bytes)
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub record: Option<std::path::PathBuf>,
+    /// With --serve: answer every ElectLeaders request with this one frame (hex, size
+    /// prefix included), its correlation id set to the request's
+    #[arg(long, value_name = "HEX", requires = "serve")]
+    pub replay: Option<String>,
+    /// With --replay: leave the frame's correlation id as it is
+    #[arg(long, requires = "replay")]
+    pub keep_correlation_id: bool,
+    /// Requests to send (with --serve: ElectLeaders responses to serve)
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub count: u64,
-    /// The seed: the same seed sends the same requests
+    /// The seed: the same seed sends (serves) the same requests (responses)
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
     /// At most R requests a second (default: as fast as the broker answers)

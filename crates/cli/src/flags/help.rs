@@ -251,9 +251,27 @@ Prints one line per anomaly, then a summary. Anomalies:
   partitions     an answer (ErrorCode NONE) whose partitions are not the ones asked for
   unreachable    the broker cannot be connected to (the campaign stops)
 A malformed request that the broker answers by closing the connection is counted, not an
-anomaly.";
+anomaly. Every wait is cut to what is left of SECS: the campaign ends within SECS (plus the
+time to print), and a wait cut short that way is not an anomaly.
 
-pub const FUZZ_AFTER: &str = "Exit status: 0 no anomaly, 1 anomalies, 2 usage error.";
+With --serve LISTEN it is the broker instead, a hostile one, for fuzzing clients. It prints
+'fuzz: serving on ADDR', answers ApiVersions (it advertises ApiVersions 0-3, Metadata 4,
+ElectLeaders 0-2) and Metadata (itself the only broker, node 1, and the controller; each
+topic asked for with one partition), and each ElectLeaders request with the response a
+broker that did every election would give (its topics and partitions, at its version),
+changed by the structure-aware mutator (see 'mutate'): unusual values, every error code,
+null, empty, long and non-UTF-8 strings, unknown tagged fields, results missing or for
+topics not asked for, lengths that lie, truncation, trailing bytes. One response in ten is
+served unchanged. The Nth response's seed is derived from S and N alone: a client sending
+the same requests gets the same responses. Any other request is recorded and its connection
+closed. Stops after N ElectLeaders responses or SECS seconds. --record FILE writes one JSON
+line per request (n, conn, correlation_id, request_version, seed, mutation, malformed,
+response_version, request and response hex, ms); --replay HEX serves one recorded response
+to every ElectLeaders request: a finding's one-line reproduction.";
+
+pub const FUZZ_AFTER: &str =
+    "Exit status: 0 no anomaly (--serve: served), 1 anomalies (--serve: the record \
+could not be written), 2 usage error.";
 
 #[cfg(feature = "proxy")]
 pub const PROXY_ABOUT: &str = "\

@@ -1,0 +1,455 @@
+//! `elect-leaders fuzz --serve` (the hostile broker) against a small client written here,
+//! and `fuzz --target` against brokers that misbehave in time: one that accepts and never
+//! answers, one that answers ApiVersions and then nothing.
+//!
+//! Every server listens on 127.0.0.1, on a free port; a child process is killed by pid when
+//! its test ends, also on failure.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kafka_elect_leaders::ArbitraryTopicPartitions;
+use kafka_elect_leaders::{parse_response, ArbitraryRequest, ElectionType, EncodeRequest};
+
+/// Kills the child when dropped (a failed assertion included).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz_serve");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}-{}", std::process::id()))
+}
+
+/// Starts `fuzz --serve 127.0.0.1:0` with `extra` flags; returns it and its address.
+fn serve(extra: &[&str]) -> (Killed, String, BufReader<std::process::ChildStdout>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["fuzz", "--serve", "127.0.0.1:0", "--duration", "60"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let child = Killed(child);
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("fuzz: serving on ")
+        .unwrap_or_else(|| panic!("first line {line:?}"))
+        .to_string();
+    (child, addr, stdout)
+}
+
+fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size)?;
+    let len = i32::from_be_bytes(size);
+    assert!((0..1 << 20).contains(&len), "size prefix {len}");
+    let mut f = vec![0u8; 4 + len as usize];
+    f[..4].copy_from_slice(&size);
+    s.read_exact(&mut f[4..])?;
+    Ok(f)
+}
+
+/// A request frame: header v1 (api key, version, correlation id, client id), then `body`.
+fn request(api: i16, version: i16, id: i32, body: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&api.to_be_bytes());
+    f.extend_from_slice(&version.to_be_bytes());
+    f.extend_from_slice(&id.to_be_bytes());
+    f.extend_from_slice(&4i16.to_be_bytes());
+    f.extend_from_slice(b"test");
+    f.extend_from_slice(body);
+    let mut framed = (f.len() as i32).to_be_bytes().to_vec();
+    framed.extend_from_slice(&f);
+    framed
+}
+
+const API_VERSIONS: i16 = 18;
+const API_VERSIONS_V0: i16 = 0;
+const METADATA: i16 = 3;
+const METADATA_VERSION: i16 = 4;
+
+/// ApiVersions v0, then Metadata v4 naming topic "t": both answers parsed here, by hand.
+fn handshake(s: &mut TcpStream) {
+    s.write_all(&request(API_VERSIONS, API_VERSIONS_V0, 1, &[]))
+        .unwrap();
+    let a = read_frame(s).unwrap();
+    assert_eq!(&a[4..8], &1i32.to_be_bytes(), "correlation id");
+    assert_eq!(&a[8..10], &[0, 0], "ApiVersions error code");
+    let count = i32::from_be_bytes(a[10..14].try_into().unwrap()) as usize;
+    assert_eq!(
+        a.len(),
+        14 + 6 * count,
+        "ApiVersions v0 is exactly its list"
+    );
+    let entries: Vec<[i16; 3]> = a[14..]
+        .chunks(6)
+        .map(|e| [0, 2, 4].map(|i| i16::from_be_bytes([e[i], e[i + 1]])))
+        .collect();
+    assert!(entries.contains(&[
+        kafka_elect_leaders::API_KEY,
+        kafka_elect_leaders::MIN_VERSION,
+        kafka_elect_leaders::MAX_VERSION
+    ]));
+    assert!(entries.contains(&[METADATA, METADATA_VERSION, METADATA_VERSION]));
+
+    let mut body = 1i32.to_be_bytes().to_vec();
+    body.extend_from_slice(&1i16.to_be_bytes());
+    body.push(b't');
+    body.push(0); // allow_auto_topic_creation
+    s.write_all(&request(METADATA, METADATA_VERSION, 2, &body))
+        .unwrap();
+    let m = read_frame(s).unwrap();
+    let mut r = Reader(&m[4..]);
+    assert_eq!(r.i32(), 2, "correlation id");
+    assert_eq!(r.i32(), 0, "throttle time");
+    assert_eq!(r.i32(), 1, "one broker");
+    let node = r.i32();
+    let host = r.string();
+    let port = r.i32();
+    assert_eq!(r.i16(), -1, "rack null");
+    assert_eq!(
+        format!("{host}:{port}"),
+        s.peer_addr().unwrap().to_string(),
+        "it advertises itself"
+    );
+    assert_eq!(r.string(), "elect-leaders-fuzz");
+    assert_eq!(r.i32(), node, "the controller is the broker");
+    assert_eq!(r.i32(), 1, "one topic");
+    assert_eq!(r.i16(), 0);
+    assert_eq!(r.string(), "t");
+    assert_eq!(
+        r.0.len(),
+        1 + 4 + 2 + 4 + 4 + 8 + 8,
+        "one partition, nothing after it"
+    );
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> &[u8] {
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        a
+    }
+    fn i16(&mut self) -> i16 {
+        i16::from_be_bytes(self.take(2).try_into().unwrap())
+    }
+    fn i32(&mut self) -> i32 {
+        i32::from_be_bytes(self.take(4).try_into().unwrap())
+    }
+    fn string(&mut self) -> String {
+        let n = self.i16() as usize;
+        String::from_utf8(self.take(n).to_vec()).unwrap()
+    }
+}
+
+/// ElectLeaders request `k` of the test: versions and topics vary with `k`.
+fn elect_request(k: i32) -> Vec<u8> {
+    let version = kafka_elect_leaders::nth_version(k as u64);
+    let topics = vec![
+        ArbitraryTopicPartitions {
+            topic: b"t",
+            partitions: vec![0, k],
+            tagged_fields: Vec::new(),
+        },
+        ArbitraryTopicPartitions {
+            topic: b"other",
+            partitions: vec![3],
+            tagged_fields: Vec::new(),
+        },
+    ];
+    let mut r = ArbitraryRequest {
+        version,
+        correlation_id: 100 + k,
+        client_id: Some(b"test"),
+        header_tagged_fields: Vec::new(),
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: if k % 5 == 4 { None } else { Some(topics) },
+        timeout_ms: 1000,
+        tagged_fields: Vec::new(),
+    };
+    r.fit_to_version(version);
+    let mut buf = vec![0u8; r.encoded_len(version).unwrap()];
+    r.encode(version, &mut buf).unwrap();
+    buf
+}
+
+/// One connection per ElectLeaders request, so that a response whose size prefix lies
+/// cannot shift the next one; returns what came back for each (or the read error).
+fn client_run(addr: &str, count: i32) -> Vec<Result<Vec<u8>, String>> {
+    (0..count)
+        .map(|k| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            handshake(&mut s);
+            s.write_all(&elect_request(k)).unwrap();
+            read_frame(&mut s).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+/// The record's lines without their timing (`ms`).
+fn record_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("ms").expect("timed");
+            v
+        })
+        .collect()
+}
+
+fn wait_exit(child: &mut Killed) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop after --count"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_same_seed_serves_the_same_responses() {
+    const COUNT: i32 = 40;
+    let mut runs = Vec::new();
+    for run in 0..2 {
+        let record = scratch(&format!("record-{run}"));
+        let count = COUNT.to_string();
+        let (mut child, addr, mut stdout) = serve(&[
+            "--seed",
+            "7",
+            "--count",
+            &count,
+            "--record",
+            record.to_str().unwrap(),
+        ]);
+        let answers = client_run(&addr, COUNT);
+        assert_eq!(wait_exit(&mut child), 0);
+        let mut summary = String::new();
+        stdout.read_to_string(&mut summary).unwrap();
+        assert!(
+            summary.contains(&format!("served {COUNT} ElectLeaders responses")),
+            "{summary}"
+        );
+        let lines = record_lines(&record);
+        let served: Vec<&serde_json::Value> =
+            lines.iter().filter(|l| l.get("seed").is_some()).collect();
+        assert_eq!(served.len(), COUNT as usize);
+        // What the client read is what the record says was served (when it could be read
+        // as one frame: a size prefix that promises more is not).
+        let mut mutated = 0;
+        let mut malformed = 0;
+        for (line, answer) in served.iter().zip(&answers) {
+            let hex = line["response"].as_str().unwrap();
+            if let Ok(a) = answer {
+                let got: String = a.iter().map(|b| format!("{b:02x}")).collect();
+                assert!(hex.starts_with(&got), "{line}");
+            }
+            mutated += usize::from(line["mutation"] != "none");
+            malformed += usize::from(line["malformed"] == true);
+        }
+        assert!(mutated > COUNT as usize / 2, "{mutated} mutated");
+        assert!(malformed > 0, "no malformed response in {COUNT}");
+        runs.push(lines);
+    }
+    assert_eq!(runs[0], runs[1]);
+    // Another seed serves other responses.
+    let record = scratch("record-other");
+    let (mut child, addr, _) = serve(&[
+        "--seed",
+        "8",
+        "--count",
+        "5",
+        "--record",
+        record.to_str().unwrap(),
+    ]);
+    client_run(&addr, 5);
+    assert_eq!(wait_exit(&mut child), 0);
+    let other = record_lines(&record);
+    let responses = |lines: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        lines
+            .iter()
+            .filter_map(|l| l.get("response").cloned())
+            .take(5)
+            .collect()
+    };
+    assert_ne!(responses(&other), responses(&runs[0]));
+}
+
+#[test]
+fn unmutated_responses_answer_what_was_asked() {
+    // Served unchanged (mutation "none"): the partitions asked for, error NONE, at the
+    // request's version.
+    let record = scratch("plain");
+    let (mut child, addr, _) = serve(&["--count", "60", "--record", record.to_str().unwrap()]);
+    client_run(&addr, 60);
+    assert_eq!(wait_exit(&mut child), 0);
+    let mut plain = 0;
+    for line in record_lines(&record) {
+        if line.get("mutation") != Some(&serde_json::json!("none")) {
+            continue;
+        }
+        plain += 1;
+        let hex = line["response"].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        let version = line["request_version"].as_i64().unwrap() as i16;
+        let r = parse_response(&bytes, version).unwrap();
+        assert_eq!(i64::from(r.correlation_id()), line["correlation_id"]);
+        let names: Vec<&[u8]> = r
+            .replica_election_results()
+            .iter()
+            .map(|t| t.topic())
+            .collect();
+        assert!(
+            names == [&b"t"[..], b"other"] || names == [&b"fuzz-all"[..]],
+            "{names:?}"
+        );
+    }
+    assert!(plain > 0, "no response served unchanged in 60");
+}
+
+#[test]
+fn replay_serves_one_frame_with_the_request_s_correlation_id() {
+    // A response whose partition count runs past the end of the frame.
+    let bad = "0000001300000000000000000000000100017400000005";
+    let record = scratch("replay");
+    let (mut child, addr, _) = serve(&[
+        "--count",
+        "2",
+        "--replay",
+        bad,
+        "--record",
+        record.to_str().unwrap(),
+    ]);
+    for k in 0..2 {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        handshake(&mut s);
+        let req = elect_request(k);
+        s.write_all(&req).unwrap();
+        let mut got = vec![0u8; bad.len() / 2];
+        s.read_exact(&mut got).unwrap();
+        assert_eq!(&got[4..8], &req[8..12], "the request's correlation id");
+        assert_eq!(
+            got[8..]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+            bad[16..]
+        );
+    }
+    assert_eq!(wait_exit(&mut child), 0);
+    let lines = record_lines(&record);
+    assert_eq!(
+        lines.iter().filter(|l| l["mutation"] == "replayed").count(),
+        2
+    );
+}
+
+#[test]
+fn other_requests_close_the_connection_and_are_recorded() {
+    let record = scratch("other-api");
+    let (child, addr, _) = serve(&["--record", record.to_str().unwrap()]);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // DescribeCluster (60) v0: not advertised.
+    s.write_all(&request(60, 0, 9, &[0])).unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(s.read(&mut buf).unwrap(), 0, "closed without an answer");
+    drop(child);
+    let lines = record_lines(&record);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["api"] == 60 && l["action"].as_str().unwrap().starts_with("closed")),
+        "{lines:?}"
+    );
+}
+
+fn fuzz_target(args: &[&str]) -> (i32, String, Duration) {
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .arg("fuzz")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn a_broker_that_accepts_and_never_answers_is_a_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    // Accepts, holds each connection open, never writes.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().take(8) {
+            held.push(s);
+        }
+        std::thread::sleep(Duration::from_secs(60));
+    });
+    let (code, out, _) = fuzz_target(&["--target", &target, "--timeout", "300", "--count", "3"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("anomaly timeout:"), "{out}");
+    assert!(
+        out.contains("no answer to ApiVersions within 300 ms"),
+        "{out}"
+    );
+    assert!(!out.contains("unreachable"), "{out}");
+    assert!(!out.contains("os error"), "{out}");
+}
+
+#[test]
+fn the_duration_ends_the_campaign_before_the_timeout_does() {
+    // Answers ApiVersions (v0, an empty list), then reads and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().take(8) {
+            let Ok(mut s) = s else { continue };
+            if read_frame(&mut s).is_ok() {
+                let mut answer = 10i32.to_be_bytes().to_vec();
+                answer.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+                let _ = s.write_all(&answer);
+            }
+            held.push(s);
+        }
+        std::thread::sleep(Duration::from_secs(60));
+    });
+    let (code, out, took) =
+        fuzz_target(&["--target", &target, "--timeout", "60000", "--duration", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("stopped at the duration"), "{out}");
+    assert!(!out.contains("anomaly"), "{out}");
+    // Generous slack for a loaded machine; the timeout (60 s) must not have won.
+    assert!(took < Duration::from_secs(2 + 3), "took {took:?}");
+}
