@@ -1,0 +1,80 @@
+package e2e;
+
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ElectLeadersOptions;
+import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * The Java child of tests/fuzz-clients/driver.py: a loop of Admin.electLeaders calls
+ * against `elect-leaders fuzz --serve`.
+ *
+ * <pre>FuzzElect BOOTSTRAP CALLS TIMEOUT_MS</pre>
+ *
+ * Before each call it prints {"call": k}, after it {"call": k, "outcome": "accepted",
+ * "results": N} or {"call": k, "outcome": "exception", "kind": "class", "message": ".."}
+ * (the cause of an ExecutionException), one line each, flushed. Per-partition errors are
+ * part of an accepted answer.
+ */
+public final class FuzzElect {
+    private FuzzElect() {
+    }
+
+    static void say(String json) {
+        System.out.println(json);
+        System.out.flush();
+    }
+
+    public static void main(String[] argv) throws Exception {
+        String bootstrap = argv[0];
+        int calls = Integer.parseInt(argv[1]);
+        int timeoutMs = Integer.parseInt(argv[2]);
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.CLIENT_ID_CONFIG, "fuzz-java");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, Integer.toString(timeoutMs));
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Integer.toString(timeoutMs));
+        p.put(AdminClientConfig.RETRIES_CONFIG, "0");
+        p.put(AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, "10");
+        p.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "50");
+        Set<TopicPartition> parts = new HashSet<>();
+        parts.add(new TopicPartition("fuzz-a", 0));
+        parts.add(new TopicPartition("fuzz-a", 1));
+        parts.add(new TopicPartition("fuzz-b", 7));
+        try (Admin admin = Admin.create(p)) {
+            for (int k = 0; k < calls; k++) {
+                say("{\"call\":" + k + "}");
+                ElectLeadersOptions o = new ElectLeadersOptions().timeoutMs(timeoutMs);
+                try {
+                    Map<TopicPartition, Optional<Throwable>> r = admin
+                            .electLeaders(ElectionType.PREFERRED, parts, o)
+                            .partitions().get(timeoutMs + 5000L, TimeUnit.MILLISECONDS);
+                    say("{\"call\":" + k + ",\"outcome\":\"accepted\",\"results\":" + r.size() + "}");
+                } catch (ExecutionException e) {
+                    report(k, e.getCause() == null ? e : e.getCause());
+                } catch (Exception e) {
+                    report(k, e);
+                }
+            }
+        }
+        System.exit(0);
+    }
+
+    static void report(int k, Throwable t) {
+        String message = String.valueOf(t.getMessage());
+        if (message.length() > 300) {
+            message = message.substring(0, 300);
+        }
+        say("{\"call\":" + k + ",\"outcome\":\"exception\",\"kind\":" + AdminTool.q(t.getClass().getName())
+                + ",\"message\":" + AdminTool.q(message) + "}");
+    }
+}
