@@ -435,7 +435,7 @@ fn api_versions(id: i32, version: i16) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&id.to_be_bytes());
     let flexible = version == API_VERSIONS_MAX;
-    if version > API_VERSIONS_MAX || version < 0 {
+    if !(0..=API_VERSIONS_MAX).contains(&version) {
         b.extend_from_slice(&UNSUPPORTED_VERSION.to_be_bytes());
     } else {
         b.extend_from_slice(&0i16.to_be_bytes());
