@@ -12,12 +12,14 @@ not exceptions here (a hostile broker answers any code): the call is accepted.
 """
 import json
 import sys
+import time
 
 # The partitions asked for: two topics, one of them with two partitions.
 ASKED = {"fuzz-a": [0, 1], "fuzz-b": [7]}
 
 
 def say(**kw):
+    kw["t"] = int(time.time() * 1000)  # the wall clock, ms: the driver attributes by it
     sys.stdout.write(json.dumps(kw) + "\n")
     sys.stdout.flush()
 

@@ -201,7 +201,9 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                 child = Child(child_argv(client, server.addr, DEAD_AFTER + 2 if replay else 1000000,
                                          opts.timeout_ms, opts), log)
                 current = None
-                mark = len(server.served)
+                # Responses are attributed by time: the server records each one (with its
+                # wall clock, unix_ms) before writing it, the child stamps each line (t).
+                mark = now_ms()
                 child_first = mark
                 made_a_call = False
                 quiet = 0
@@ -243,7 +245,7 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
             if "noise" in line:
                 continue
             if "outcome" not in line:
-                current, mark = line["call"], len(server.served)
+                current, mark = line["call"], line["t"]
                 continue
             if line["call"] < 0:
                 # The client could not even be made: a harness failure, unless repeated
@@ -255,7 +257,7 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                     raise RuntimeError("%s: cannot start: %s %s" % (client, line.get("kind"),
                                                                      line.get("message")))
                 continue
-            entry = attribute(client, line, classify(client, line), server, mark)
+            entry = attribute(client, line, classify(client, line), server, mark, line["t"])
             if not entry["responses"] and entry["outcome"] in ("rejected", "client-timeout"):
                 # Ended before its ElectLeaders request went out (a JVM still starting,
                 # Metadata not yet in): nothing of the fuzzing in it.
@@ -278,9 +280,10 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
             # response this child was served); before any, the harness failed.
             if quiet >= DEAD_AFTER:
                 del calls[-quiet:]
-                if made_a_call and len(server.served) > child_first:
-                    dead = attribute(client, line, "dead", server, len(server.served) - 1)
-                    dead["message"] = "every call fails without a request: %s" % line.get("message")
+                if made_a_call:
+                    dead = attribute(client, line, "dead", server, child_first, line["t"])
+                    dead["message"] = "every call fails without a request: %s" % (
+                        line.get("message") or line["outcome"])
                     calls.append(dead)
                 else:
                     starts_without_call += 1
@@ -293,7 +296,6 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                     break
                 continue
             current = None
-            mark = len(server.served)
         return calls, server.lines
     finally:
         if child is not None:
@@ -301,9 +303,14 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
         server.stop()
 
 
-def attribute(client, line, outcome, server, mark):
-    """The call's outcome with the responses served during it; the last is the culprit."""
-    during = server.served[mark:]
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def attribute(client, line, outcome, server, since, until=None):
+    """The call's outcome with the responses served during it (by the server's clock,
+    between the child's stamps since and until, both in ms); the last is the culprit."""
+    during = [r for r in server.served if since <= r["unix_ms"] and (until is None or r["unix_ms"] <= until)]
     entry = {"client": client, "outcome": outcome, "kind": line.get("kind"),
              "message": line.get("message") or line.get("detail"), "responses": len(during)}
     if during:

@@ -202,14 +202,16 @@ fn client_run(addr: &str, count: i32) -> Vec<Result<Vec<u8>, String>> {
         .collect()
 }
 
-/// The record's lines without their timing (`ms`).
+/// The record's lines without their timing (`ms`, `unix_ms`).
 fn record_lines(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| {
             let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v.as_object_mut().unwrap().remove("ms").expect("timed");
+            let o = v.as_object_mut().unwrap();
+            o.remove("ms").expect("timed");
+            o.remove("unix_ms").expect("timed");
             v
         })
         .collect()

@@ -65,6 +65,11 @@ struct Shared {
 impl Shared {
     fn record(&self, mut line: serde_json::Value) {
         line["ms"] = json!(self.started.elapsed().as_millis() as u64);
+        // The wall clock too: a driver matches it against its client's own stamps.
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        line["unix_ms"] = json!(unix);
         if let Ok(mut guard) = self.record.lock() {
             if let Some(w) = guard.as_mut() {
                 // A record that cannot be written stops the server: findings must not be

@@ -266,8 +266,9 @@ served unchanged. The Nth response's seed is derived from S and N alone: a clien
 the same requests gets the same responses. Any other request is recorded and its connection
 closed. Stops after N ElectLeaders responses or SECS seconds. --record FILE writes one JSON
 line per request (n, conn, correlation_id, request_version, seed, mutation, malformed,
-response_version, request and response hex, ms); --replay HEX serves one recorded response
-to every ElectLeaders request: a finding's one-line reproduction.";
+response_version, request and response hex, ms since the start, unix_ms), each before its
+answer is sent; --replay HEX serves one recorded response to every ElectLeaders request: a
+finding's one-line reproduction.";
 
 pub const FUZZ_AFTER: &str =
     "Exit status: 0 no anomaly (--serve: served), 1 anomalies (--serve: the record \
