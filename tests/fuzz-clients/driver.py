@@ -28,7 +28,8 @@ frame reproduces it, and printed with its one-line reproduction command.
     driver.py --bin ... --self-test    a partition count past the end of the frame must be
                                        each client's rejection, not a harness failure
 
-The table and the findings go to standard output and OUT/summary.json. Exit status: 0 when
+The table and the findings go to standard output and OUT/summary.json; every call, with
+the response it is attributed to, to OUT/calls.jsonl. Exit status: 0 when
 every client ran (findings do not fail the run unless --fail-on-findings), 1 when the
 harness failed (no server, a client that never starts, a self-test outcome not a rejection).
 """
@@ -465,6 +466,10 @@ def main():
             print("  FINDING %s %s: %s (response %d, %s; reproduced alone: %s)\n    %s" % (
                 f["outcome"], f["kind"], (f["message"] or "")[:200], f["response"]["n"],
                 f["response"]["mutation"], "yes" if f["reproduced"] else "no", f["command"]))
+    with open(os.path.join(opts.out, "calls.jsonl"), "w") as f:
+        for r in results.values():
+            for c in r["calls"]:
+                f.write(json.dumps(c) + "\n")
     with open(os.path.join(opts.out, "summary.json"), "w") as f:
         json.dump({c: {k: v for k, v in r.items() if k != "calls"} for c, r in results.items()},
                   f, indent=1)
