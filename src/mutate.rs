@@ -119,20 +119,92 @@ const TAG_EDGES: [u32; 8] = [0, 1, 63, 127, 128, 16383, 16384, u32::MAX];
 /// The longest string Kafka reads or writes.
 static LONGEST: [u8; 32767] = [b'x'; 32767];
 
+/// Picks an index by weight: `weights[i]` chances in the sum of them for `i`.
+fn weighted(rng: &mut Rng, weights: &[usize]) -> usize {
+    let total: usize = weights.iter().sum();
+    let mut at = rng.below(total);
+    for (i, &w) in weights.iter().enumerate() {
+        if at < w {
+            return i;
+        }
+        at -= w;
+    }
+    weights.len() - 1
+}
+
+/// An int32 for a field: a boundary Kafka cares about, a value next to one, a small one, or
+/// any. The boundaries are an eighth of the draws: a few values drawn again and again
+/// would make most of a seed's mutants repeat one another.
+fn i32_value(rng: &mut Rng) -> i32 {
+    match rng.below(8) {
+        0 => rng.pick(&I32_EDGES),
+        1 => rng.pick(&I32_EDGES).wrapping_add(rng.below(9) as i32 - 4),
+        2 | 3 => rng.below(1 << 16) as i32,
+        _ => rng.next() as i32,
+    }
+}
+
+/// An error code: a boundary, any code Kafka names, a small unnamed one, or any int16.
+fn i16_value(rng: &mut Rng) -> i16 {
+    match rng.below(8) {
+        0 => rng.pick(&I16_EDGES),
+        1 | 2 => rng.pick(ErrorCode::ALL).0,
+        3 | 4 => rng.below(512) as i16,
+        _ => rng.next() as i16,
+    }
+}
+
+/// An election type: a boundary, or any int8.
+fn i8_value(rng: &mut Rng) -> i8 {
+    if rng.chance(6) {
+        rng.pick(&I8_EDGES)
+    } else {
+        rng.next() as i8
+    }
+}
+
 /// A small mutation of `bytes`, for strings.
 fn mutated_string(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
+    // An empty string has little to change: start from a name.
+    let bytes = if bytes.is_empty() {
+        &b"topic"[..]
+    } else {
+        bytes
+    };
     let mut s = bytes.to_vec();
-    match rng.below(5) {
-        0 if !s.is_empty() => {
-            let i = rng.below(s.len());
-            s[i] ^= 1 << rng.below(8);
+    // One edit or two, bytes of any value the likeliest: a short name has few bits to flip
+    // and fewer places to cut, and a seed's strings should seldom repeat.
+    for _ in 0..1 + rng.below(2) {
+        match weighted(rng, &[2, 1, 1, 2, 4, 1, 1]) {
+            0 if !s.is_empty() => {
+                let i = rng.below(s.len());
+                s[i] ^= 1 << rng.below(8);
+            }
+            1 if !s.is_empty() => {
+                s.remove(rng.below(s.len()));
+            }
+            2 => {
+                // Not UTF-8: a lone continuation after a lead byte, anywhere.
+                let at = rng.below(s.len() + 1);
+                s.splice(at..at, [0xc3, 0x28]);
+            }
+            3 => {
+                let any = rng.next() as u8;
+                let byte = rng.pick(&[0u8, b'.', b'/', 0xff, b'-', b'_', any]);
+                s.insert(rng.below(s.len() + 1), byte);
+            }
+            5 if !s.is_empty() => s.truncate(rng.below(s.len())),
+            6 => {
+                for _ in 0..1 + rng.below(8) {
+                    s.extend_from_slice(bytes);
+                }
+            }
+            _ => {
+                // Bytes of any value, a few to a few dozen.
+                let n = 1 + rng.below(48);
+                s.extend((0..n).map(|_| rng.next() as u8));
+            }
         }
-        1 if !s.is_empty() => {
-            s.remove(rng.below(s.len()));
-        }
-        2 => s.extend_from_slice(&[0xc3, 0x28]), // not UTF-8
-        3 => s.insert(rng.below(s.len() + 1), rng.pick(&[0u8, b'.', b'/', 0xff])),
-        _ => s.extend_from_slice(bytes),
     }
     s
 }
@@ -140,18 +212,23 @@ fn mutated_string(rng: &mut Rng, bytes: &[u8]) -> Vec<u8> {
 /// A string to put in place of another: one of the frame's own, a mutated one, empty, the
 /// longest allowed.
 fn new_string<'a>(rng: &mut Rng, donors: &[&'a [u8]], scratch: &'a [u8]) -> &'a [u8] {
-    match rng.below(6) {
+    // The fixed choices are rare: drawn again and again, they would repeat.
+    match rng.below(32) {
         0 => b"",
         1 => &LONGEST[..],
-        2 if !donors.is_empty() => rng.pick(donors),
-        3 => b"__consumer_offsets",
+        2 => b"__consumer_offsets",
+        3 if !donors.is_empty() => rng.pick(donors),
+        4..=7 => &LONGEST[..rng.below(LONGEST.len())],
         _ => scratch,
     }
 }
 
 fn list_op<T: Clone>(rng: &mut Rng, list: &mut Vec<T>, fresh: impl FnOnce() -> T) -> &'static str {
     let n = list.len();
-    match rng.below(5) {
+    // A new element the likeliest: in a short list, removing, duplicating or swapping one
+    // has few outcomes.
+    let fresh_weight = if n <= 2 { 12 } else { 4 };
+    match weighted(rng, &[1, 1, 1, 1, fresh_weight]) {
         0 if n > 0 => {
             list.remove(rng.below(n));
             "element removed"
@@ -163,7 +240,9 @@ fn list_op<T: Clone>(rng: &mut Rng, list: &mut Vec<T>, fresh: impl FnOnce() -> T
             "element duplicated"
         }
         2 if n > 1 => {
-            let (i, j) = (rng.below(n), rng.below(n));
+            // Two different places: swapping one with itself would change nothing.
+            let i = rng.below(n);
+            let j = (i + 1 + rng.below(n - 1)) % n;
             list.swap(i, j);
             "elements swapped"
         }
@@ -340,13 +419,33 @@ fn request_op<'a>(
     scratch: &'a [u8],
 ) -> Mutation {
     let topics = m.topic_partitions.as_ref().map_or(0, Vec::len);
-    match rng.below(12) {
+    // The arms below by weight, an arm that cannot apply to this message never: those
+    // with few outcomes (null or empty, another version) are drawn least, so that a seed's
+    // mutants seldom repeat one another.
+    let some_topics = usize::from(topics > 0);
+    let flexible = usize::from(m.version >= 2);
+    // ElectionType is an int8: drawn as often as the int32s, it would repeat itself.
+    let weights = [
+        24,
+        24,
+        12,
+        24,
+        1,
+        16,
+        64 * some_topics,
+        0,
+        32 * flexible,
+        0,
+        1,
+        2 * some_topics,
+    ];
+    match weighted(rng, &weights) {
         0 => {
-            m.correlation_id = rng.pick(&I32_EDGES);
-            ok("CorrelationId", "boundary value")
+            m.correlation_id = i32_value(rng);
+            ok("CorrelationId", "a boundary or any value")
         }
         1 => {
-            if rng.chance(4) {
+            if rng.chance(16) {
                 m.client_id = None;
                 ok("ClientId", "null")
             } else {
@@ -355,12 +454,12 @@ fn request_op<'a>(
             }
         }
         2 => {
-            m.election_type = ElectionType(rng.pick(&I8_EDGES));
-            ok(field::ELECTION_TYPE, "boundary value")
+            m.election_type = ElectionType(i8_value(rng));
+            ok(field::ELECTION_TYPE, "a boundary or any value")
         }
         3 => {
-            m.timeout_ms = rng.pick(&I32_EDGES);
-            ok(field::TIMEOUT_MS, "boundary value")
+            m.timeout_ms = i32_value(rng);
+            ok(field::TIMEOUT_MS, "a boundary or any value")
         }
         4 => {
             m.topic_partitions = match &m.topic_partitions {
@@ -373,7 +472,7 @@ fn request_op<'a>(
         5 => {
             let list = m.topic_partitions.get_or_insert_with(Vec::new);
             let name = new_string(rng, donors, scratch);
-            let edge = rng.pick(&I32_EDGES);
+            let edge = i32_value(rng);
             let change = list_op(rng, list, || ArbitraryTopicPartitions {
                 topic: name,
                 partitions: std::vec![edge],
@@ -388,11 +487,11 @@ fn request_op<'a>(
                 entry.topic = new_string(rng, donors, scratch);
                 return ok(field::TOPIC, "new bytes");
             }
-            let edge = rng.pick(&I32_EDGES);
+            let edge = i32_value(rng);
             if !entry.partitions.is_empty() && rng.chance(2) {
                 let j = rng.below(entry.partitions.len());
                 entry.partitions[j] = edge;
-                return ok(field::PARTITIONS, "boundary value");
+                return ok(field::PARTITIONS, "a boundary or any value");
             }
             let change = list_op(rng, &mut entry.partitions, || edge);
             ok(field::PARTITIONS, change)
@@ -464,13 +563,23 @@ fn raw_request(rng: &mut Rng, m: &ArbitraryRequest<'_>, out: &mut [u8]) -> Optio
     let mutation = match rng.below(7) {
         0 => {
             let step = (m.version - MIN_VERSION) as u64;
-            let v = rng.pick(&[
-                MAX_VERSION + 1,
-                -1,
-                i16::MAX,
-                nth_version(step + 1),
-                nth_version(step + 2),
-            ]);
+            let v = if !rng.chance(3) {
+                // Any version the codec does not know, but a known one written in place.
+                let v = rng.next() as i16;
+                if (MIN_VERSION..=MAX_VERSION).contains(&v) {
+                    MAX_VERSION + 1
+                } else {
+                    v
+                }
+            } else {
+                rng.pick(&[
+                    MAX_VERSION + 1,
+                    -1,
+                    i16::MAX,
+                    nth_version(step + 1),
+                    nth_version(step + 2),
+                ])
+            };
             frame[6..8].copy_from_slice(&v.to_be_bytes());
             bad("RequestApiVersion", "version changed in place")
         }
@@ -484,7 +593,8 @@ fn raw_request(rng: &mut Rng, m: &ArbitraryRequest<'_>, out: &mut [u8]) -> Optio
             lie_count(rng, frame, at, count, flexible);
             bad("array count", "count lies")
         }
-        3 if !tag_pairs.is_empty() => {
+        // As many outcomes as pairs of tagged fields: one time in three.
+        3 if !tag_pairs.is_empty() && rng.chance(3) => {
             let (a, b, c) = rng.pick(&tag_pairs);
             swap_adjacent(frame, a, b, c);
             bad(field::TAGS, "two tagged fields swapped (out of order)")
@@ -549,10 +659,18 @@ fn put_varint(frame: &mut [u8], at: usize, width: usize, value: u64) {
 fn lie_string_len(rng: &mut Rng, frame: &mut [u8], at: usize, len: usize, compact: bool) {
     if compact {
         let width = varint_width(len as u32 + 1);
-        let value = rng.pick(&[0u64, len as u64 + 2, 32769, u64::MAX]);
+        let value = match rng.below(4) {
+            // Past the string by any amount.
+            0 | 1 => len as u64 + 2 + rng.below(1 << 16) as u64,
+            _ => rng.pick(&[0u64, len as u64 + 2, 32769, u64::MAX]),
+        };
         put_varint(frame, at - width, width, value);
     } else {
-        let value = rng.pick(&[-2i16, len as i16 + 1, i16::MAX, i16::MIN]);
+        let value = match rng.below(5) {
+            0 => (len as i16).saturating_add(1 + rng.below(32767) as i16),
+            1 => -2 - rng.below(32766) as i16,
+            _ => rng.pick(&[-2i16, len as i16 + 1, i16::MAX, i16::MIN]),
+        };
         frame[at - 2..at].copy_from_slice(&value.to_be_bytes());
     }
 }
@@ -561,10 +679,17 @@ fn lie_string_len(rng: &mut Rng, frame: &mut [u8], at: usize, len: usize, compac
 fn lie_count(rng: &mut Rng, frame: &mut [u8], at: usize, count: usize, compact: bool) {
     if compact {
         let width = varint_width(count as u32 + 1);
-        let value = rng.pick(&[count as u64 + 2, count as u64, u64::MAX]);
+        let value = match rng.below(4) {
+            0 | 1 => count as u64 + 2 + rng.below(1 << 20) as u64,
+            _ => rng.pick(&[count as u64 + 2, count as u64, u64::MAX]),
+        };
         put_varint(frame, at, width, value);
     } else {
-        let value = rng.pick(&[-2i32, count as i32 + 1, i32::MAX, i32::MIN]);
+        let value = match rng.below(5) {
+            0 => (count as i32).saturating_add(1 + rng.below(1 << 20) as i32),
+            1 => rng.next() as i32 | i32::MIN,
+            _ => rng.pick(&[-2i32, count as i32 + 1, i32::MAX, i32::MIN]),
+        };
         frame[at..at + 4].copy_from_slice(&value.to_be_bytes());
     }
 }
@@ -573,11 +698,24 @@ fn lie_count(rng: &mut Rng, frame: &mut [u8], at: usize, count: usize, compact: 
 /// one, the body cut short, bytes left over.
 fn raw_frame(rng: &mut Rng, out: &mut [u8], len: usize, version: i16) -> Option<Mutant> {
     let size = i32::from_be_bytes([out[0], out[1], out[2], out[3]]);
-    let (len, change) = match rng.below(3) {
+    // A short frame has few places to cut: cutting is drawn less there.
+    let cut_weight = 1 + (len / 32).min(3);
+    let (len, change) = match weighted(rng, &[4, cut_weight * usize::from(len > 5), 4]) {
         0 => {
-            let delta = if rng.chance(2) { 1 } else { -1 };
+            // Off by one, or by a few (up to 64 either way).
+            let by = if rng.chance(8) {
+                1
+            } else {
+                1 + rng.below(64) as i32
+            };
+            let delta = if rng.chance(2) { by } else { -by };
             out[..4].copy_from_slice(&size.wrapping_add(delta).to_be_bytes());
-            (len, "size prefix off by one")
+            let change = if by == 1 {
+                "size prefix off by one"
+            } else {
+                "size prefix off by a few"
+            };
+            (len, change)
         }
         1 if len > 5 => {
             let cut = 4 + rng.below(len - 5) + 1;
@@ -585,11 +723,13 @@ fn raw_frame(rng: &mut Rng, out: &mut [u8], len: usize, version: i16) -> Option<
             (cut, "body cut short, size prefix fixed")
         }
         _ => {
-            let extra = 1 + rng.below(4);
+            let extra = 1 + rng.below(16);
             if len + extra > out.len() {
                 return None;
             }
-            out[len..len + extra].fill(0);
+            for b in &mut out[len..len + extra] {
+                *b = if rng.chance(2) { 0 } else { rng.next() as u8 };
+            }
             out[..4].copy_from_slice(&size.wrapping_add(extra as i32).to_be_bytes());
             (len + extra, "bytes left over, size prefix fixed")
         }
@@ -660,18 +800,48 @@ fn response_op<'a>(
     scratch: &'a [u8],
 ) -> Mutation {
     let results = m.replica_election_results.len();
-    match rng.below(13) {
+    // By weight, as in `request_op` (the last arm, plus one, only when another cannot
+    // apply).
+    let some_results = usize::from(results > 0);
+    let flexible = usize::from(m.version >= 2);
+    // With no partition result, a known error code can go only to the top level: ~120
+    // outcomes, drawn less.
+    let known_codes = if m
+        .replica_election_results
+        .iter()
+        .any(|r| !r.partition_result.is_empty())
+    {
+        24
+    } else {
+        6
+    };
+    let weights = [
+        24,
+        24,
+        24,
+        32,
+        80 * some_results,
+        0,
+        0,
+        32 * flexible,
+        0,
+        1,
+        0,
+        known_codes,
+        24,
+    ];
+    match weighted(rng, &weights) {
         0 => {
-            m.correlation_id = rng.pick(&I32_EDGES);
-            ok("CorrelationId", "boundary value")
+            m.correlation_id = i32_value(rng);
+            ok("CorrelationId", "a boundary or any value")
         }
         1 => {
-            m.throttle_time_ms = rng.pick(&I32_EDGES);
-            ok(field::THROTTLE_TIME_MS, "boundary value")
+            m.throttle_time_ms = i32_value(rng);
+            ok(field::THROTTLE_TIME_MS, "a boundary or any value")
         }
         2 => {
-            m.error_code = ErrorCode(rng.pick(&I16_EDGES));
-            ok(field::ERROR_CODE, "boundary value")
+            m.error_code = ErrorCode(i16_value(rng));
+            ok(field::ERROR_CODE, "a boundary or any value")
         }
         3 => {
             let name = new_string(rng, donors, scratch);
@@ -692,7 +862,7 @@ fn response_op<'a>(
             }
             let n = r.partition_result.len();
             if n == 0 || rng.chance(3) {
-                let edge = rng.pick(&I32_EDGES);
+                let edge = i32_value(rng);
                 let change = list_op(rng, &mut r.partition_result, || ArbitraryPartitionResult {
                     partition_id: edge,
                     ..Default::default()
@@ -700,14 +870,15 @@ fn response_op<'a>(
                 return ok(field::PARTITION_RESULT, change);
             }
             let p = &mut r.partition_result[rng.below(n)];
-            match rng.below(4) {
+            // A null message has one outcome per partition: drawn least.
+            match weighted(rng, &[4, 4, 1, 4]) {
                 0 => {
-                    p.partition_id = rng.pick(&I32_EDGES);
-                    ok(field::PARTITION_ID, "boundary value")
+                    p.partition_id = i32_value(rng);
+                    ok(field::PARTITION_ID, "a boundary or any value")
                 }
                 1 => {
-                    p.error_code = ErrorCode(rng.pick(&I16_EDGES));
-                    ok(field::PARTITION_ERROR_CODE, "boundary value")
+                    p.error_code = ErrorCode(i16_value(rng));
+                    ok(field::PARTITION_ERROR_CODE, "a boundary or any value")
                 }
                 2 => {
                     p.error_message = None;
@@ -854,7 +1025,8 @@ fn raw_response(rng: &mut Rng, m: &ArbitraryResponse<'_>, out: &mut [u8]) -> Opt
             lie_count(rng, frame, at, count, flexible);
             bad("array count", "count lies")
         }
-        3 if !tag_pairs.is_empty() => {
+        // As many outcomes as pairs of tagged fields: one time in three.
+        3 if !tag_pairs.is_empty() && rng.chance(3) => {
             let (a, b, c) = rng.pick(&tag_pairs);
             swap_adjacent(frame, a, b, c);
             bad(field::TAGS, "two tagged fields swapped (out of order)")
