@@ -17,7 +17,10 @@
 //!   marked with the version to parse them at; this crate parses nothing itself beyond the
 //!   headers: the frames go to `kafka_elect_leaders`' parsers.
 //!
-//! [`Traffic`] joins the two as one iterator.
+//! [`Traffic`] joins the two as one iterator. [`Packets`] takes the place of [`Capture`] when
+//! packets come one at a time rather than as a file (a live capture through libpcap): each
+//! with its link type and time, through the same decoding and reassembly, giving the same
+//! [`Event`]s for the [`Analyzer`].
 //!
 //! **Nothing is lost silently.** A gap, a cut packet, a frame that cannot be framed, a
 //! response whose request was not seen or a connection let go with data comes out as a
@@ -89,5 +92,7 @@ pub mod testing {
     pub use crate::decode::*;
 }
 
-pub use reader::{is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Limits, Timestamp};
+pub use reader::{
+    is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Limits, Packets, Timestamp,
+};
 pub use traffic::{Analyzer, Asked, Found, Item, Note, Origin, Role, Traffic, What};

@@ -1629,3 +1629,101 @@ fn capture_idle_connections_are_closed_at_the_timeout() {
     let (_, stats) = read_limited(&never_closed(10), Limits::default());
     assert_eq!(stats.idle_closed, 0);
 }
+
+// ---------------------------------------------------------------------------------------
+// Packets handed over one at a time (live capture)
+
+/// Every event of `packets`, fed one at a time (Ethernet), then finished.
+fn feed_all(frames: &[Vec<u8>], cut_last: usize) -> (Vec<Event>, CaptureStats) {
+    let mut packets = Packets::new();
+    let mut events = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let data = if i + 1 == frames.len() {
+            &f[..f.len() - cut_last]
+        } else {
+            &f[..]
+        };
+        let time = Timestamp {
+            secs: 1_000 + i as u64,
+            nanos: 0,
+        };
+        packets.packet(w::LINKTYPE_ETHERNET, time, data, f.len() as u32);
+        while let Some(event) = packets.next_event() {
+            events.push(event);
+        }
+    }
+    packets.finish();
+    while let Some(event) = packets.next_event() {
+        events.push(event);
+    }
+    // Finished: more packets change nothing.
+    packets.packet(w::LINKTYPE_ETHERNET, Timestamp::default(), &frames[0], 60);
+    assert_eq!(packets.next_event(), None);
+    check_invariants(&events);
+    (events, packets.stats())
+}
+
+#[test]
+fn packets_one_at_a_time_give_the_events_of_the_same_capture_file() {
+    let mut ip = handshake();
+    ip.push(c2s(CISN + 1, PSH | ACK, b"request"));
+    ip.push(s2c_ack(SISN + 1, CISN + 8, PSH | ACK, b"response"));
+    // A lost segment: the next client bytes start 5 bytes further.
+    ip.push(c2s(CISN + 13, PSH | ACK, b"after"));
+    ip.push(w::ipv4(
+        CLIENT,
+        SERVER,
+        17,
+        0,
+        0x4000,
+        &w::udp(1, 2, b"not tcp"),
+    ));
+    // A second connection, left open at the end.
+    ip.push(w::ipv4_tcp(
+        CLIENT,
+        SERVER,
+        CPORT + 1,
+        SPORT,
+        1,
+        0,
+        PSH | ACK,
+        b"open",
+    ));
+    let frames: Vec<Vec<u8>> = ip
+        .iter()
+        .map(|p| w::ethernet(&[], w::ETHERTYPE_IPV4, p))
+        .collect();
+    let (from_file, file_stats) = read(&eth_pcap(&ip));
+    let (fed, fed_stats) = feed_all(&frames, 0);
+    assert_eq!(fed, from_file);
+    assert_eq!(fed_stats, file_stats);
+    assert_eq!(stream(&fed, 1, client()), "request<gap 5>after");
+    assert_eq!(stream(&fed, 1, server()), "response");
+    assert_eq!(closes(&fed).len(), 2, "{fed:?}");
+    assert_eq!((fed_stats.not_tcp, fed_stats.connections), (1, 2));
+}
+
+#[test]
+fn packets_cut_by_the_snap_length_are_a_gap_and_an_unsupported_link_one_note() {
+    let mut ip = handshake();
+    ip.push(c2s(CISN + 1, PSH | ACK, b"0123456789"));
+    let frames: Vec<Vec<u8>> = ip
+        .iter()
+        .map(|p| w::ethernet(&[], w::ETHERTYPE_IPV4, p))
+        .collect();
+    let (fed, _) = feed_all(&frames, 4);
+    assert_eq!(stream(&fed, 1, client()), "012345<gap 4>");
+
+    let mut packets = Packets::new();
+    for _ in 0..3 {
+        packets.packet(147, Timestamp::default(), b"user link type", 14);
+    }
+    let mut events = Vec::new();
+    while let Some(event) = packets.next_event() {
+        events.push(event);
+    }
+    let notes = notes(&events);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].1.contains("link type 147"), "{notes:?}");
+    assert_eq!(packets.stats().unsupported_link, 3);
+}
