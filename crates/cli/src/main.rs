@@ -11,6 +11,7 @@ mod filter;
 mod flags;
 mod input;
 mod json;
+mod live;
 mod output;
 mod traffic;
 mod versions;

@@ -263,3 +263,36 @@ fn an_empty_input_is_said_and_exits_1() {
     }
     assert!(Path::new(empty).exists());
 }
+
+/// Built without the feature `live`, `--interface` says so, and how to get it, in one line.
+#[cfg(not(feature = "live"))]
+#[test]
+fn decode_interface_without_the_live_feature_says_how_to_get_it() {
+    let out = run(&["decode", "--interface", "lo"], b"");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("elect-leaders: --interface lo: this elect-leaders was built without live capture (build it with --features live"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// The live capture's options need --interface, and --interface takes no FILE.
+#[test]
+fn decode_live_options_need_an_interface_and_no_file() {
+    for args in [
+        &["decode", "--filter", "tcp"][..],
+        &["decode", "--count", "3"],
+        &["decode", "--duration", "1s"],
+        &["decode", "--interface", "lo", "x.pcap"],
+    ] {
+        let out = run(args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--interface"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -5,7 +5,6 @@ use std::io::Write;
 
 use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_request, API_KEY};
 
-use crate::capture::Capture;
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
 use crate::filter::Filter;
 use crate::flags::DecodeArgs;
@@ -18,7 +17,15 @@ use crate::traffic::{self, Item, Role, What};
 /// each object's `"source"` naming its `"file"`; a bad input is reported and the others
 /// still decoded, as `inspect` does, the exit status saying so at the end.
 pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
+    let filter = Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
+    if let Some(interface) = &args.live.interface {
+        // Live: each object flushed as it is printed.
+        let name = crate::live::name(interface);
+        let mut out = LineFlushed::new(out);
+        return decode_capture(args, filter, &name, None, &mut out, |each| {
+            crate::live::walk(&args.live, &args.read, each)
+        });
+    }
     let sources: Vec<Source> = if args.files.is_empty() {
         vec![Source::Stdin]
     } else {
@@ -75,7 +82,9 @@ fn decode_one(
     };
     let filter = Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
     match source.open_any("decode", args.read.hex, Expect::Frames)? {
-        Opened::Capture(capture) => decode_capture(args, filter, &name, file, *capture, out),
+        Opened::Capture(capture) => decode_capture(args, filter, &name, file, out, |each| {
+            traffic::walk(&name, *capture, &args.read, each)
+        }),
         Opened::Stream(reader) => decode_stream(args, filter, &name, file, kind, reader, out),
     }
 }
@@ -175,18 +184,18 @@ fn decode_stream(
 /// A pcap or pcapng capture: every connection's ElectLeaders frames, responses parsed with
 /// their requests' versions, each with its `"source"`. What cannot be decoded is reported on
 /// stderr as it is met, the rest is still decoded, and the exit status says the output is
-/// partial.
-fn decode_capture<R: std::io::Read>(
+/// partial. `walk` hands over the items: of a capture file, or of a live capture.
+fn decode_capture(
     args: &DecodeArgs,
     mut filter: Filter,
     name: &str,
     file: Option<&str>,
-    capture: Capture<R>,
     out: &mut dyn Write,
+    walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
 ) -> Result<(), Failure> {
     let mut bad_frames = 0u64;
     let mut notes = traffic::Reporter::default();
-    let summary = traffic::walk(name, capture, &args.read, &mut |item| {
+    let summary = walk(&mut |item| {
         let found = match item {
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Frame(found) => found,

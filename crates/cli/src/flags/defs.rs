@@ -253,9 +253,37 @@ pub struct DecodeArgs {
     pub others: OthersFlag,
     #[command(flatten)]
     pub filter: FilterFlags,
+    #[command(flatten)]
+    pub live: LiveFlags,
     /// Files of frames or captures, decoded in turn; - or none for standard input
     #[arg(value_name = "FILE")]
     pub files: Vec<OsString>,
+}
+
+/// A live capture (decode).
+#[derive(Args, Debug)]
+pub struct LiveFlags {
+    /// Capture live on this network interface (lo, eth0...) through libpcap instead of
+    /// reading files, until Ctrl-C or SIGTERM (or --count, --duration); needs root or the
+    /// CAP_NET_RAW capability, and a build with the feature `live`
+    #[arg(long, value_name = "IFACE", conflicts_with = "files")]
+    pub interface: Option<String>,
+    /// With --interface: only the packets this libpcap filter expression accepts
+    /// (tcpdump's syntax, e.g. 'tcp port 9092')
+    #[arg(
+        long = "filter",
+        id = "bpf",
+        value_name = "BPF",
+        requires = "interface"
+    )]
+    pub bpf: Option<String>,
+    /// With --interface: stop after this many packets (those the filter accepts)
+    #[arg(long, value_name = "N", requires = "interface",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// With --interface: stop after this long (30s, 5m...)
+    #[arg(long, value_name = "DURATION", requires = "interface", value_parser = values::duration)]
+    pub duration: Option<std::time::Duration>,
 }
 
 impl DecodeArgs {

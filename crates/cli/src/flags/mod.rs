@@ -10,6 +10,6 @@ mod values;
 pub use defs::ProxyArgs;
 pub use defs::{
     ColorWhen, Command, DecodeArgs, EncodeArgs, FilterFlags, FrameKind, FuzzArgs, GenArgs,
-    InspectArgs, MutateArgs, ReadFlags, ScanArgs, SummaryArgs,
+    InspectArgs, LiveFlags, MutateArgs, ReadFlags, ScanArgs, SummaryArgs,
 };
 pub use parse::{parse, Parsed};

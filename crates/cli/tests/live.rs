@@ -1,0 +1,291 @@
+//! `decode --interface lo`: a live capture through libpcap of a TCP exchange this test
+//! makes itself on 127.0.0.1 (a tiny listener, a client sending an ElectLeaders request
+//! written by the codec, the listener answering with a response), decoded as it happens.
+//! Capturing needs root or CAP_NET_RAW: without it, the test says so in one line and skips.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kafka_elect_leaders::{
+    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest, EncodeResponse,
+    ErrorCode, PartitionResultData, ReplicaElectionResultData, TopicPartitionsData,
+};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_elect-leaders");
+/// How long to wait for anything the capture should show, at most: a bound, not a timing
+/// asserted on.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn request(correlation_id: i32) -> Vec<u8> {
+    let partitions = [2, 0];
+    let topics = [TopicPartitionsData::new(b"live-topic", &partitions)];
+    let data = ElectLeadersRequestData {
+        correlation_id,
+        client_id: Some(b"live-test"),
+        election_type: ElectionType::UNCLEAN,
+        topic_partitions: Some(&topics),
+        timeout_ms: 12_345,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+fn response(correlation_id: i32) -> Vec<u8> {
+    let partitions = [
+        PartitionResultData {
+            partition_id: 2,
+            error_code: ErrorCode(0),
+            error_message: None,
+            tagged_fields: &[],
+        },
+        PartitionResultData {
+            partition_id: 0,
+            error_code: ErrorCode(84),
+            error_message: Some(b"Leader election not needed for topic partition."),
+            tagged_fields: &[],
+        },
+    ];
+    let results = [ReplicaElectionResultData {
+        topic: b"live-topic",
+        partition_result: &partitions,
+        tagged_fields: &[],
+    }];
+    let data = ElectLeadersResponseData {
+        correlation_id,
+        throttle_time_ms: 7,
+        replica_election_results: &results,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+/// The objects `decode` prints for these bytes read as a file (no capture), each without
+/// "source": what the live capture must print too.
+fn decoded_offline(frame: &[u8], args: &[&str]) -> Value {
+    let mut child = Command::new(BIN)
+        .arg("decode")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(frame).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The capturing process, killed when the test ends, also on failure.
+struct Capturing(Child);
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn live_capture_on_loopback_decodes_the_exchange_it_sees() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let filter = format!("tcp port {port}");
+    let port_arg = port.to_string();
+    let child = Command::new(BIN)
+        .args(["decode", "--interface", "lo", "--filter", &filter])
+        .args(["--port", &port_arg])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut capturing = Capturing(child);
+    let stderr = capturing.0.stderr.take().unwrap();
+    let stdout = capturing.0.stdout.take().unwrap();
+
+    // stderr, line by line, on a thread: the first line says whether it captures.
+    let (err_tx, err_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if err_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = err_rx
+        .recv_timeout(PATIENCE)
+        .expect("decode --interface says something on stderr");
+    if first.contains("cannot capture") {
+        eprintln!("skipped: cannot capture on lo here (needs root or CAP_NET_RAW): {first}");
+        return;
+    }
+    assert!(first.contains("interface lo: capturing"), "{first}");
+
+    // stdout, object by object, on a thread.
+    let (out_tx, out_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if out_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+
+    // The exchange: the request in two writes (reassembled), the response, both closed.
+    let (req, resp) = (request(41), response(41));
+    let server = {
+        let resp = resp.clone();
+        let want = req.len();
+        std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut got = vec![0; want];
+            conn.read_exact(&mut got).unwrap();
+            conn.write_all(&resp).unwrap();
+            got
+        })
+    };
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    client.set_nodelay(true).unwrap();
+    client.write_all(&req[..9]).unwrap();
+    client.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    client.write_all(&req[9..]).unwrap();
+    let mut answer = vec![0; resp.len()];
+    client.read_exact(&mut answer).unwrap();
+    assert_eq!(answer, resp);
+    assert_eq!(server.join().unwrap(), req);
+    drop(client);
+
+    // Both objects appear while the capture still runs (flushed per frame).
+    let mut objects = Vec::new();
+    while objects.len() < 2 {
+        let line = out_rx
+            .recv_timeout(PATIENCE)
+            .expect("two objects from the live capture");
+        objects.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+
+    // SIGTERM ends it cleanly: exit status 0, nothing more on stdout.
+    let pid = capturing.0.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let status = capturing.0.wait().unwrap();
+    let rest: Vec<String> = out_rx.try_iter().collect();
+    let errors: Vec<String> = err_rx.try_iter().collect();
+    assert!(status.success(), "{status:?}, stderr: {errors:?}");
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(errors.is_empty(), "{errors:?}");
+
+    // The objects are those of the frames sent, as decode reads them from a file, with
+    // where they were seen.
+    let mut expected = [
+        decoded_offline(&req, &[]),
+        decoded_offline(&resp, &["--response", "--version", "2"]),
+    ];
+    assert_eq!(expected[0]["correlation_id"], 41);
+    assert_eq!(expected[0]["client_id"], "live-test");
+    assert_eq!(
+        expected[1]["replica_election_results"][0]["topic"],
+        "live-topic"
+    );
+    for (object, want) in objects.iter().zip(expected.iter_mut()) {
+        let source = &object["source"];
+        assert_eq!(source["connection"], 1, "{object}");
+        let mut object = object.clone();
+        let got = object.as_object_mut().unwrap();
+        got.remove("source");
+        // Members a capture adds to a response (its request's API): compared as they are.
+        for key in ["api_key", "api_name"] {
+            if let (Some(v), Some(w)) = (got.get(key), want.get(key)) {
+                assert_eq!(v, w, "{key}");
+            }
+        }
+        let want = want.as_object_mut().unwrap();
+        for key in ["api_key", "api_name"] {
+            got.remove(key);
+            want.remove(key);
+        }
+        assert_eq!(&Value::Object(got.clone()), &Value::Object(want.clone()));
+    }
+    let (req_src, resp_src) = (&objects[0]["source"], &objects[1]["source"]);
+    assert_eq!(req_src["dst"], format!("127.0.0.1:{port}"));
+    assert_eq!(resp_src["src"], format!("127.0.0.1:{port}"));
+    assert_eq!(req_src["stream_offset"], 0);
+    assert_eq!(resp_src["request_frame"], 1, "{resp_src}");
+    assert!(resp_src["latency_us"].is_u64(), "{resp_src}");
+}
+
+#[test]
+fn a_bad_filter_names_the_option_and_libpcap_says_why() {
+    let out = Command::new(BIN)
+        .args(["decode", "--interface", "lo", "--filter", "tcp portt 9"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("cannot capture") {
+        eprintln!("skipped: cannot capture on lo here (needs root or CAP_NET_RAW): {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("elect-leaders: --filter 'tcp portt 9': "),
+        "{err}"
+    );
+    assert!(err.contains("syntax error"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn an_interface_that_does_not_exist_is_one_line_naming_it() {
+    let out = Command::new(BIN)
+        .args(["decode", "--interface", "no-such-if0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("elect-leaders: --interface no-such-if0: cannot capture"),
+        "{err}"
+    );
+}
+
+#[test]
+fn without_the_privilege_the_error_says_which_in_one_line() {
+    // Run as nobody, without capabilities: only possible from root, with setpriv.
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !root || !setpriv {
+        eprintln!("skipped: needs root and setpriv to drop the capture privilege");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .args([BIN, "decode", "--interface", "lo"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("elect-leaders: --interface lo: cannot capture (live capture needs root or the CAP_NET_RAW capability): "),
+        "{err}"
+    );
+}
