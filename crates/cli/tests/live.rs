@@ -174,9 +174,10 @@ fn live_capture_on_loopback_decodes_the_exchange_it_sees() {
         objects.push(serde_json::from_str::<Value>(&line).unwrap());
     }
 
-    // SIGTERM ends it cleanly: exit status 0, nothing more on stdout.
+    // Ctrl-C (SIGINT) ends it cleanly: exit status 0, nothing more on stdout. (The e2e
+    // test ends its capture with SIGTERM.)
     let pid = capturing.0.id().to_string();
-    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
     assert!(killed.success());
     let status = capturing.0.wait().unwrap();
     let rest: Vec<String> = out_rx.try_iter().collect();

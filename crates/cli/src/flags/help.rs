@@ -118,6 +118,13 @@ responses with an error code other than NONE), and with any of them frames of ot
 are not printed.
 
 \
+Live capture: --interface IFACE captures on a network interface through libpcap (root or
+CAP_NET_RAW needed; a build with the feature `live`) and decodes as packets come, each
+object written out at once, as a capture piped in is; --filter BPF is a libpcap filter
+expression ('tcp port 9092'). It ends on Ctrl-C or SIGTERM (the packets already captured
+are read, the connections still open closed as at the end of a file), after --count N
+packets or after --duration (30s, 5m); the exit status is as for a capture file.
+
 On a malformed frame of a file, prints the frames before it, then one line on stderr
 naming the field and the byte offset, and exits with status 1. With several FILEs, every
 object's \"source\" names its \"file\", and a bad FILE is reported and the others still
