@@ -135,7 +135,7 @@ mod imp {
                     seen += 1;
                     packets.packet(
                         linktype,
-                        time_of(&packet.header),
+                        time_of(packet.header),
                         packet.data,
                         packet.header.len,
                     );
@@ -171,7 +171,7 @@ mod imp {
                             seen += 1;
                             packets.packet(
                                 linktype,
-                                time_of(&packet.header),
+                                time_of(packet.header),
                                 packet.data,
                                 packet.header.len,
                             );
