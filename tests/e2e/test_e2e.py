@@ -450,6 +450,15 @@ def captures_decode():
              summary=lines[-1])
 
 
+# ---------------------------------------------------------------- live capture (test_live.py)
+
+# Before the frames' check, which then finds its elections in the tap's recordings too.
+# test_live uses this module's helpers: run as a script, it is __main__, not test_e2e.
+sys.modules.setdefault("test_e2e", sys.modules[__name__])
+import test_live  # noqa: E402 - after the helpers it uses
+TESTS.extend(test_live.TESTS)
+
+
 # ---------------------------------------------------------------- the frames, decoded by the crate
 
 @test
