@@ -1,8 +1,9 @@
 //! Live capture (`decode --interface IFACE`): packets from libpcap, each with its link type
-//! and time, through the capture crate's [`Packets`] (the same link, IP and TCP decoding and
-//! reassembly as a capture file) and [`Analyzer`], until Ctrl-C, SIGTERM, `--count` or
-//! `--duration`. Only with the feature `live` (which links libpcap); without it,
-//! `--interface` is a usage error that says so.
+//! and time, through the capture crate's
+//! [`Packets`](kafka_elect_leaders_capture::Packets) (the same link, IP and TCP decoding and
+//! reassembly as a capture file) and [`Analyzer`](kafka_elect_leaders_capture::Analyzer),
+//! until Ctrl-C, SIGTERM, `--count` or `--duration`. Only with the feature `live` (which
+//! links libpcap); without it, `--interface` is a usage error that says so.
 
 use crate::fail::Failure;
 use crate::flags::{LiveFlags, ReadFlags};
@@ -44,8 +45,8 @@ mod imp {
 
     use super::*;
 
-    /// How long libpcap waits for a packet before handing back control, so that a signal,
-    /// `--duration` or the end of the capture is seen: milliseconds.
+    /// libpcap's read timeout, in milliseconds: how long it may hold packets before handing
+    /// them over (immediate mode hands each over at once where the platform allows).
     const POLL_MS: i32 = 100;
     /// After Ctrl-C or SIGTERM, the packets already captured are still read, for this long at
     /// most (on a busy interface more keep coming).
@@ -75,9 +76,15 @@ mod imp {
         }
         let stop = Arc::new(AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(signal, Arc::clone(&stop)).map_err(|e| {
-                Failure::Input(format!("{name}: cannot handle signal {signal}: {e}"))
-            })?;
+            // The first signal ends the capture cleanly; a second one, while that takes
+            // long (standard output blocked...), ends the process at once (128 + signal).
+            signal_hook::flag::register_conditional_shutdown(
+                signal,
+                128 + signal,
+                Arc::clone(&stop),
+            )
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&stop)))
+            .map_err(|e| Failure::Input(format!("{name}: cannot handle signal {signal}: {e}")))?;
         }
         let linktype = capture.get_datalink().0 as u32;
         let until = flags.duration.map(|d| Instant::now() + d);

@@ -179,7 +179,17 @@ fn live_capture_on_loopback_decodes_the_exchange_it_sees() {
     let pid = capturing.0.id().to_string();
     let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
     assert!(killed.success());
-    let status = capturing.0.wait().unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = capturing.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the capture did not end on SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let rest: Vec<String> = out_rx.try_iter().collect();
     let errors: Vec<String> = err_rx.try_iter().collect();
     assert!(status.success(), "{status:?}, stderr: {errors:?}");
