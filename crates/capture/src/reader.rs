@@ -501,16 +501,7 @@ impl<R: Read> Capture<R> {
 
     /// Packets read, packets skipped as not TCP, notes emitted (and a few more counts).
     pub fn stats(&self) -> CaptureStats {
-        let (open_connections, peak_open_connections, idle_closed, evicted) =
-            self.dec.tracker.tracking();
-        CaptureStats {
-            connections: self.dec.tracker.connections(),
-            open_connections,
-            peak_open_connections,
-            idle_closed,
-            evicted,
-            ..self.dec.stats
-        }
+        self.dec.totals()
     }
 
     /// Sets how many connections are followed at once and for how long one that is idle
@@ -919,16 +910,7 @@ impl Packets {
     /// Packets handed over, packets skipped as not TCP, notes emitted (and a few more
     /// counts).
     pub fn stats(&self) -> CaptureStats {
-        let (open_connections, peak_open_connections, idle_closed, evicted) =
-            self.dec.tracker.tracking();
-        CaptureStats {
-            connections: self.dec.tracker.connections(),
-            open_connections,
-            peak_open_connections,
-            idle_closed,
-            evicted,
-            ..self.dec.stats
-        }
+        self.dec.totals()
     }
 }
 
@@ -982,6 +964,20 @@ fn ng_block_len(data: &[u8], big_endian: Option<bool>) -> Option<u32> {
 }
 
 impl Decoder {
+    /// The counts so far, with the tracker's (connections, open, peak, let go).
+    fn totals(&self) -> CaptureStats {
+        let (open_connections, peak_open_connections, idle_closed, evicted) =
+            self.tracker.tracking();
+        CaptureStats {
+            connections: self.tracker.connections(),
+            open_connections,
+            peak_open_connections,
+            idle_closed,
+            evicted,
+            ..self.stats
+        }
+    }
+
     fn note(&mut self, queue: &mut VecDeque<Event>, packet: u64, message: String) {
         self.stats.notes += 1;
         queue.push_back(Event::Note { packet, message });

@@ -511,11 +511,8 @@ mod tests {
     };
     use kafka_protocol::messages::{BrokerId, TopicName};
 
-    /// Only the brokers of a Metadata answer are decoded and written again: everything
-    /// after them (cluster id, controller, topics and partitions) comes out equal, at a
-    /// flexible and an older version.
-    #[test]
-    fn metadata_keeps_everything_but_the_brokers() {
+    /// One route, 127.0.0.1:19092 to the broker at 10.0.0.1:9092, and a client of it.
+    fn one_route() -> (Addresses, ConnInfo) {
         let upstream: SocketAddr = "10.0.0.1:9092".parse().unwrap();
         let listen: SocketAddr = "127.0.0.1:19092".parse().unwrap();
         let addresses = Addresses::new([(listen, upstream, None)], None, None);
@@ -525,6 +522,15 @@ mod tests {
             local: listen,
             upstream,
         };
+        (addresses, conn)
+    }
+
+    /// Only the brokers of a Metadata answer are decoded and written again: everything
+    /// after them (cluster id, controller, topics and partitions) comes out equal, at a
+    /// flexible and an older version.
+    #[test]
+    fn metadata_keeps_everything_but_the_brokers() {
+        let (addresses, conn) = one_route();
         let mut answer = MetadataResponse::default();
         answer.brokers = vec![MetadataResponseBroker::default()
             .with_node_id(BrokerId(1))
@@ -580,15 +586,7 @@ mod tests {
     #[test]
     fn unrouted_brokers_remembered_for_warnings_are_bounded() {
         const VERSION: i16 = 12;
-        let upstream: SocketAddr = "10.0.0.1:9092".parse().unwrap();
-        let listen: SocketAddr = "127.0.0.1:19092".parse().unwrap();
-        let addresses = Addresses::new([(listen, upstream, None)], None, None);
-        let conn = ConnInfo {
-            client: "127.0.0.1:50000".parse().unwrap(),
-            listener: listen,
-            local: listen,
-            upstream,
-        };
+        let (addresses, conn) = one_route();
         let header_version = MetadataResponse::header_version(VERSION);
         let mut node = 0;
         for _ in 0..3 {
