@@ -1,13 +1,14 @@
 //! The tool's work and memory are bounded, measured on crafted and large inputs: `scan`'s
 //! search gives up on a crafted stretch and names it; `inspect`, `decode` and `encode` of
-//! large frames stay within the peak memory the README states.
+//! large frames, and `encode` of JSON of every costly shape, stay within the peak memory
+//! the README states.
 
 use kafka_elect_leaders::parse_request;
 use kafka_elect_leaders_testkit::traps::{chain_of_meeting_walks, response_chain_of_meeting_walks};
 
 /// The tool's memory, measured: peak resident memory of `inspect`, `decode` and `encode` on
-/// large frames, against the bounds the README states (a multiple of the largest frame, or
-/// of the largest JSON object for `encode`, plus a constant for the program itself). The
+/// large frames, against the bounds the README states (a multiple of the largest frame,
+/// plus a constant for the program itself). The
 /// tool reports its own peak (`VmHWM`) when `ELECT_LEADERS_PEAK_RSS` is set (Linux).
 mod tool_memory {
     use std::path::{Path, PathBuf};
@@ -79,6 +80,14 @@ mod tool_memory {
 
     /// Runs the tool with `args`, standard output to `stdout`; its peak memory in bytes.
     fn peak(args: &[&str], stdout: &Path) -> u64 {
+        let (peak, stderr) = run(args, stdout);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        peak
+    }
+
+    /// Runs the tool with `args`, standard output to `stdout`; its peak memory in bytes
+    /// and what it said on stderr (but for the peak), whatever its exit status.
+    fn run(args: &[&str], stdout: &Path) -> (u64, String) {
         let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
             .args(args)
             .env("ELECT_LEADERS_PEAK_RSS", "1")
@@ -88,13 +97,16 @@ mod tool_memory {
             .output()
             .unwrap();
         let stderr = String::from_utf8(output.stderr).unwrap();
-        assert!(output.status.success(), "{args:?}: {stderr}");
         let kb = stderr
             .lines()
             .find_map(|l| l.strip_prefix("elect-leaders: peak RSS "))
             .and_then(|l| l.strip_suffix(" kB"))
             .unwrap_or_else(|| panic!("no peak reported: {stderr}"));
-        kb.trim().parse::<u64>().unwrap() * 1024
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| !l.starts_with("elect-leaders: peak RSS "))
+            .collect();
+        (kb.trim().parse::<u64>().unwrap() * 1024, said.join("\n"))
     }
 
     #[track_caller]
@@ -120,12 +132,12 @@ mod tool_memory {
         let decoded = peak(&["decode", input.to_str().unwrap()], &json);
         assert_within("decode", decoded, frame.len() as u64 * 3 / 2 + BASE);
 
-        // encode: the object's text, what is read of it, and the frame.
+        // encode: the partitions packed as they are read, and the frame.
         let json_len = std::fs::metadata(&json).unwrap().len();
         assert!(json_len > frame.len() as u64);
         let again = dir.join("again.bin");
         let encoded = peak(&["encode", json.to_str().unwrap()], &again);
-        assert_within("encode", encoded, json_len * 4 + BASE);
+        assert_within("encode", encoded, frame.len() as u64 * 3 + BASE);
         assert!(
             std::fs::read(&again).unwrap() == frame,
             "encode gives back the frame"
@@ -149,6 +161,72 @@ mod tool_memory {
             decoded,
             frame.len() as u64 * 3 / 2 + BASE,
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `encode` of JSON whose shape costs most per byte of the frame: 300,000 topics or
+    /// results with empty names and no partitions (3 bytes each on the wire, 29 of JSON),
+    /// 300,000 tagged fields, and a wrong value of 900,000 items. Reading them into a tree
+    /// of JSON values took from 36 to 240 MB (a million of each: 120 MB to 800 MB).
+    #[test]
+    fn encode_of_json_of_any_shape_stays_within_its_bound() {
+        const MANY: usize = 300_000;
+        let dir = temp_dir("encode-shapes");
+        let many = |item: &dyn Fn(usize) -> String| -> String {
+            let items: Vec<String> = (0..MANY).map(item).collect();
+            items.join(",")
+        };
+        let shapes = [
+            (
+                "empty topics",
+                format!(
+                    r#"{{"kind":"request","api_version":2,"topic_partitions":[{}]}}"#,
+                    many(&|_| r#"{"topic":"","partitions":[]}"#.to_owned())
+                ),
+            ),
+            (
+                "empty results",
+                format!(
+                    r#"{{"kind":"response","api_version":2,"replica_election_results":[{}]}}"#,
+                    many(&|_| r#"{"topic":"","partition_result":[]}"#.to_owned())
+                ),
+            ),
+            (
+                "tagged fields",
+                format!(
+                    r#"{{"kind":"request","api_version":2,"topic_partitions":[],"tagged_fields":[{}]}}"#,
+                    many(&|i| format!(r#"{{"tag":{i},"data":""}}"#))
+                ),
+            ),
+        ];
+        let out = dir.join("out.bin");
+        for (shape, text) in &shapes {
+            let input = dir.join("in.json");
+            std::fs::write(&input, text).unwrap();
+            let encoded = peak(&["encode", input.to_str().unwrap()], &out);
+            let frame = std::fs::read(&out).unwrap();
+            assert!(frame.len() >= 3 * MANY, "{shape}: the whole frame written");
+            assert_within(
+                &format!("encode, {shape}"),
+                encoded,
+                frame.len() as u64 * 3 + BASE,
+            );
+        }
+
+        // A value of the wrong type is refused, showing its start, and not held.
+        let input = dir.join("wrong.json");
+        let items: Vec<String> = (0..3 * MANY).map(|i| i.to_string()).collect();
+        let text = format!(
+            r#"{{"kind":"request","api_version":2,"client_id":[{}]}}"#,
+            items.join(",")
+        );
+        std::fs::write(&input, &text).unwrap();
+        let (refused, said) = run(&["encode", input.to_str().unwrap()], &out);
+        assert!(
+            said.contains("client_id: expected a string or {\"hex\":\"...\"}, got [0,1,2,3,4"),
+            "{said}"
+        );
+        assert_within("encode, a wrong value", refused, BASE);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

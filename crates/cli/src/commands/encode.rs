@@ -5,13 +5,12 @@ use std::io::Write;
 use crate::fail::Failure;
 use crate::flags::EncodeArgs;
 use crate::input::Source;
-use crate::json::read::{Json, JsonStream};
-use crate::json::sources::encode_value;
+use crate::json::stream::JsonStream;
 use crate::output::{refuse_binary_to_terminal, write_frame};
 
 /// `encode`: JSON objects to frames. The objects may be one per line, spread over several
 /// lines or back to back (`jq` without `-c`): they are read as a stream of JSON values,
-/// and each error still names its line.
+/// each encoded as it is read (never held whole), and each error still names its line.
 pub fn run(args: &EncodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
     refuse_binary_to_terminal("encode", args.hex)?;
     let source = Source::from_arg_or_stdin(args.file.as_deref());
@@ -19,7 +18,7 @@ pub fn run(args: &EncodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut values = JsonStream::new(source.open("encode", false)?);
     let mut objects = 0u64;
     loop {
-        let (value, lines) = match values.next() {
+        let (frame, lines) = match values.next() {
             Ok(None) if objects == 0 => {
                 return Err(Failure::Input(format!(
                     "{name}: no JSON object in it: nothing to encode"
@@ -30,10 +29,6 @@ pub fn run(args: &EncodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
             Err(e) => return Err(Failure::Input(format!("{name}: {e}"))),
         };
         objects += 1;
-        let frame = match value {
-            Json::Value(value) => encode_value(&value),
-            Json::Large(frame) => frame,
-        };
         let frame = frame.map_err(|e| {
             let lines = match lines {
                 (first, last) if first == last => format!("line {first}"),

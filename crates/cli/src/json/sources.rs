@@ -1,19 +1,22 @@
 //! JSON objects as the library's writer reads them: each object is checked field by
 //! field (a misspelt key, a wrong type or a value out of range is an error naming its path)
-//! and handed over as borrowed data (`ElectLeadersRequestData`) or as an `EncodeResponse`
-//! source over the owned values.
+//! and handed to the writer through its source traits (`EncodeRequest`, `EncodeResponse`),
+//! the lists packed as they were read ([`super::packed`]).
 
 use kafka_elect_leaders::{
-    ElectLeadersRequestData, ElectionType, EncodeError, EncodePartitionResult,
-    EncodeReplicaElectionResult, EncodeRequest, EncodeResponse, ErrorCode, TaggedFieldData,
-    TopicPartitionsData, API_KEY,
+    ElectLeadersRequestData, ElectionType, EncodeError, EncodeReplicaElectionResult, EncodeRequest,
+    EncodeResponse, EncodeTopicPartitions, ErrorCode, API_KEY,
 };
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
+
+use super::packed::{Packed, Record, Tags};
 
 use crate::input::from_hex;
 use crate::versions;
 
-const REQUEST_KEYS: &[&str] = &[
+pub(super) const REQUEST_KEYS: &[&str] = &[
     "kind",
     "api_key",
     "api_name",
@@ -27,7 +30,7 @@ const REQUEST_KEYS: &[&str] = &[
     "tagged_fields",
 ];
 pub(super) const TOPIC_KEYS: &[&str] = &["topic", "partitions", "tagged_fields"];
-const RESPONSE_KEYS: &[&str] = &[
+pub(super) const RESPONSE_KEYS: &[&str] = &[
     "kind",
     "api_key",
     "api_name",
@@ -41,7 +44,7 @@ const RESPONSE_KEYS: &[&str] = &[
     "tagged_fields",
 ];
 pub(super) const RESULT_KEYS: &[&str] = &["topic", "partition_result", "tagged_fields"];
-const PARTITION_KEYS: &[&str] = &[
+pub(super) const PARTITION_KEYS: &[&str] = &[
     "partition_id",
     "error_code",
     "error_name",
@@ -49,14 +52,29 @@ const PARTITION_KEYS: &[&str] = &[
     "tagged_fields",
 ];
 
-/// One JSON object to one frame.
-pub fn encode_value(value: &Value) -> Result<Vec<u8>, String> {
+/// What a list of a message (`topic_partitions`, `replica_election_results`) held when it
+/// was an array, read element by element: packed, or the first refusal in it.
+pub(super) type ListRead = Result<Packed, String>;
+
+/// Tag lists read item by item: each list's key and what it held. Its member in the
+/// object's `Value` is then an empty array.
+pub(super) type TagLists = [(String, Result<Tags, String>)];
+
+/// One message to one frame. `value` is the object's members but for its list, which was
+/// read element by element into `list` (its member in `value` then an empty array), and
+/// its tag lists, in `tags`. A list that is null, missing or not an array is in `value`
+/// as it was given, and `list` is `None`.
+pub(super) fn encode_message(
+    value: &Value,
+    tags: &TagLists,
+    list: Option<ListRead>,
+) -> Result<Vec<u8>, String> {
     let Some(map) = value.as_object() else {
         return Err(format!("expected a JSON object, got {}", brief(value)));
     };
     match map.get("kind") {
-        Some(Value::String(kind)) if kind == "request" => encode_request(value, None),
-        Some(Value::String(kind)) if kind == "response" => encode_response(value, None),
+        Some(Value::String(kind)) if kind == "request" => encode_request(value, tags, list),
+        Some(Value::String(kind)) if kind == "response" => encode_response(value, tags, list),
         Some(other) => Err(format!(
             "kind: expected \"request\" or \"response\", got {}",
             brief(other)
@@ -65,25 +83,12 @@ pub fn encode_value(value: &Value) -> Result<Vec<u8>, String> {
     }
 }
 
-/// An owned tagged field, read from JSON.
-type Tag = (u32, Vec<u8>);
-
-fn tag_data(tags: &[Tag]) -> Vec<TaggedFieldData<'_>> {
-    tags.iter()
-        .map(|(tag, data)| TaggedFieldData::new(*tag, data))
-        .collect()
-}
-
-pub(super) struct TopicJson {
-    topic: Vec<u8>,
-    partitions: Vec<i32>,
-    tags: Vec<Tag>,
-}
-
-/// `topics`: the `topic_partitions` array already read piece by piece (a large value, see
-/// [`super::large`]), or the error it holds; `None` to read it from `value`.
-pub(super) fn encode_request(value: &Value, topics: Option<TopicsRead>) -> Result<Vec<u8>, String> {
-    let obj = Obj::new(value, String::new(), REQUEST_KEYS)?;
+fn encode_request(
+    value: &Value,
+    tags: &TagLists,
+    list: Option<ListRead>,
+) -> Result<Vec<u8>, String> {
+    let obj = Obj::with_tags(value, tags, String::new(), REQUEST_KEYS)?;
     let version = obj.version()?;
     obj.api()?;
     let client_id = obj.bytes("client_id", true)?;
@@ -91,153 +96,86 @@ pub(super) fn encode_request(value: &Value, topics: Option<TopicsRead>) -> Resul
     let election_type = obj.int_or_name("election_type", "an int8", "PREFERRED, UNCLEAN", |n| {
         ElectionType::from_name(n).map(|e| e.0)
     })?;
-    let topics = match topics {
-        Some(read) => read?,
-        None => request_topics(&obj)?,
+    let topics = match obj.array("topic_partitions", true)? {
+        None => Some(Packed::default()),
+        Some(None) => None,
+        Some(Some(_)) => Some(list.unwrap_or_else(|| Ok(Packed::default()))?),
     };
     let timeout_ms = obj.int::<i32>("timeout_ms", "an int32")?;
     let body_tags = obj.tagged("tagged_fields")?;
-    encode_request_data(
-        &obj,
-        version,
-        client_id,
-        header_tags,
-        election_type,
-        topics,
-        body_tags,
-        timeout_ms,
-    )
-}
-
-/// What `topic_partitions` holds: `None` when null.
-pub(super) type TopicsRead = Result<Option<Vec<TopicJson>>, String>;
-
-fn request_topics(obj: &Obj<'_>) -> TopicsRead {
-    Ok(match obj.array("topic_partitions", true)? {
-        None => Some(Vec::new()),
-        Some(None) => None,
-        Some(Some((items, path))) => {
-            let mut topics = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                let entry = Obj::new(item, format!("{path}[{i}]"), TOPIC_KEYS)?;
-                let partitions = match entry.array("partitions", false)? {
-                    Some(Some((items, path))) => items
-                        .iter()
-                        .enumerate()
-                        .map(|(j, p)| int_value::<i32>(p, &format!("{path}[{j}]"), "an int32"))
-                        .collect::<Result<Vec<_>, _>>()?,
-                    _ => Vec::new(),
-                };
-                topics.push(topic_json(&entry, partitions)?);
-            }
-            Some(topics)
-        }
-    })
-}
-
-/// A topic of a request, its partitions read.
-pub(super) fn topic_json(entry: &Obj<'_>, partitions: Vec<i32>) -> Result<TopicJson, String> {
-    Ok(TopicJson {
-        topic: entry.bytes("topic", false)?.flatten().unwrap_or_default(),
-        partitions,
-        tags: entry.tagged("tagged_fields")?,
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn encode_request_data(
-    obj: &Obj<'_>,
-    version: i16,
-    client_id: Option<Option<Vec<u8>>>,
-    header_tags: Vec<Tag>,
-    election_type: Option<i8>,
-    topics: Option<Vec<TopicJson>>,
-    body_tags: Vec<Tag>,
-    timeout_ms: Option<i32>,
-) -> Result<Vec<u8>, String> {
     let defaults = ElectLeadersRequestData::default();
-
-    let header_tag_data = tag_data(&header_tags);
-    let body_tag_data = tag_data(&body_tags);
-    let topic_tag_data: Vec<Vec<TaggedFieldData<'_>>> = topics
-        .iter()
-        .flatten()
-        .map(|topic| tag_data(&topic.tags))
-        .collect();
-    let topic_data: Vec<TopicPartitionsData<'_>> = topics
-        .iter()
-        .flatten()
-        .zip(&topic_tag_data)
-        .map(|(topic, tags)| TopicPartitionsData {
-            topic: &topic.topic,
-            partitions: &topic.partitions,
-            tagged_fields: tags,
-        })
-        .collect();
-    let data = ElectLeadersRequestData {
+    let source = RequestSource {
         correlation_id: obj.int::<i32>("correlation_id", "an int32")?.unwrap_or(0),
         client_id: match &client_id {
             None => defaults.client_id,
             Some(id) => id.as_deref(),
         },
-        header_tagged_fields: &header_tag_data,
+        header_tags: &header_tags,
         election_type: election_type.map_or(defaults.election_type, ElectionType),
-        topic_partitions: topics.as_ref().map(|_| &topic_data[..]),
+        topics: topics.as_ref(),
         timeout_ms: timeout_ms.unwrap_or(defaults.timeout_ms),
-        tagged_fields: &body_tag_data,
+        body_tags: &body_tags,
     };
-    let len = data.encoded_len(version).map_err(refusal)?;
+    let len = source.encoded_len(version).map_err(refusal)?;
     let mut frame = vec![0u8; len];
-    data.encode(version, &mut frame).map_err(refusal)?;
+    source
+        .encode_exact(version, len, &mut frame)
+        .map_err(refusal)?;
     Ok(frame)
 }
 
-pub(super) struct PartitionJson {
-    partition_id: i32,
-    error_code: i16,
-    error_message: Option<Vec<u8>>,
-    tags: Vec<Tag>,
+/// A request read from JSON, as the writer reads it.
+struct RequestSource<'a> {
+    correlation_id: i32,
+    client_id: Option<&'a [u8]>,
+    header_tags: &'a Tags,
+    election_type: ElectionType,
+    topics: Option<&'a Packed>,
+    timeout_ms: i32,
+    body_tags: &'a Tags,
 }
 
-pub(super) struct ResultJson {
-    topic: Vec<u8>,
-    partitions: Vec<PartitionJson>,
-    tags: Vec<Tag>,
+impl EncodeRequest for RequestSource<'_> {
+    fn correlation_id(&self) -> i32 {
+        self.correlation_id
+    }
+    fn client_id(&self) -> Option<&[u8]> {
+        self.client_id
+    }
+    fn header_tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        tags_of(self.header_tags)
+    }
+    fn election_type(&self) -> ElectionType {
+        self.election_type
+    }
+    fn topic_partitions(
+        &self,
+    ) -> Option<impl Iterator<Item = impl EncodeTopicPartitions + '_> + '_> {
+        self.topics.map(Packed::topics)
+    }
+    fn timeout_ms(&self) -> i32 {
+        self.timeout_ms
+    }
+    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        tags_of(self.body_tags)
+    }
 }
 
-/// `results`: the `replica_election_results` array already read piece by piece (a large
-/// value, see [`super::large`]), or the error it holds; `None` to read it from `value`.
-pub(super) fn encode_response(
+fn encode_response(
     value: &Value,
-    results: Option<Result<Vec<ResultJson>, String>>,
+    tags: &TagLists,
+    list: Option<ListRead>,
 ) -> Result<Vec<u8>, String> {
-    let obj = Obj::new(value, String::new(), RESPONSE_KEYS)?;
+    let obj = Obj::with_tags(value, tags, String::new(), RESPONSE_KEYS)?;
     let version = obj.version()?;
     obj.api()?;
     let header_tags = obj.tagged("header_tagged_fields")?;
-    let results = match results {
-        Some(read) => read?,
-        None => {
-            let mut results = Vec::new();
-            if let Some(Some((items, path))) = obj.array("replica_election_results", false)? {
-                for (i, item) in items.iter().enumerate() {
-                    let entry = Obj::new(item, format!("{path}[{i}]"), RESULT_KEYS)?;
-                    let mut partitions = Vec::new();
-                    if let Some(Some((items, path))) = entry.array("partition_result", false)? {
-                        for (j, item) in items.iter().enumerate() {
-                            partitions.push(partition_json(item, format!("{path}[{j}]"))?);
-                        }
-                    }
-                    results.push(result_json(&entry, partitions)?);
-                }
-            }
-            results
-        }
+    let results = match obj.array("replica_election_results", false)? {
+        Some(Some(_)) => list.unwrap_or_else(|| Ok(Packed::default()))?,
+        _ => Packed::default(),
     };
     let body_tags = obj.tagged("tagged_fields")?;
-
-    // The writer reads the owned values themselves: nothing a partition is built again.
-    let data = ResponseSource {
+    let source = ResponseSource {
         correlation_id: obj.int("correlation_id", "an int32")?.unwrap_or(0),
         header_tags: &header_tags,
         throttle_time_ms: obj.int("throttle_time_ms", "an int32")?.unwrap_or(0),
@@ -245,24 +183,26 @@ pub(super) fn encode_response(
         results: &results,
         body_tags: &body_tags,
     };
-    let len = data.encoded_len(version).map_err(refusal)?;
+    let len = source.encoded_len(version).map_err(refusal)?;
     let mut frame = vec![0u8; len];
-    data.encode(version, &mut frame).map_err(refusal)?;
+    source
+        .encode_exact(version, len, &mut frame)
+        .map_err(refusal)?;
     Ok(frame)
 }
 
 /// A response read from JSON, as the writer reads it.
 struct ResponseSource<'a> {
     correlation_id: i32,
-    header_tags: &'a [Tag],
+    header_tags: &'a Tags,
     throttle_time_ms: i32,
     error_code: ErrorCode,
-    results: &'a [ResultJson],
-    body_tags: &'a [Tag],
+    results: &'a Packed,
+    body_tags: &'a Tags,
 }
 
-fn tags_of(tags: &[Tag]) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-    tags.iter().map(|(tag, data)| (*tag, &data[..]))
+fn tags_of(tags: &Tags) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+    tags.iter()
 }
 
 impl EncodeResponse for ResponseSource<'_> {
@@ -281,61 +221,120 @@ impl EncodeResponse for ResponseSource<'_> {
     fn replica_election_results(
         &self,
     ) -> impl Iterator<Item = impl EncodeReplicaElectionResult + '_> + '_ {
-        self.results.iter()
+        self.results.results()
     }
     fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
         tags_of(self.body_tags)
     }
 }
 
-impl EncodeReplicaElectionResult for &ResultJson {
-    fn topic(&self) -> &[u8] {
-        &self.topic
-    }
-    fn partition_result(&self) -> impl Iterator<Item = impl EncodePartitionResult + '_> + '_ {
-        self.partitions.iter()
-    }
-    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tags_of(&self.tags)
+// The elements of the lists, each checked and packed as it is read. An element that holds
+// a list of its own (a topic's `partitions`, a result's `partition_result`) is packed in
+// three steps: `Packed::begin`, each item of the inner list (`pack_partition`,
+// `pack_partition_result`), then `end_topic` or `end_result` with the element's other
+// members. The first refusal ends the list: it is what `encode` reports, once the rest of
+// the object is known to be JSON.
+
+/// One partition of a request topic (`path` names it in a refusal).
+pub(super) fn pack_partition(
+    out: &mut Packed,
+    item: &Value,
+    path: impl FnOnce() -> String,
+) -> Result<(), String> {
+    match item.as_i64().and_then(|n| i32::try_from(n).ok()) {
+        Some(partition) => {
+            out.partition(partition);
+            Ok(())
+        }
+        None => int_value::<i32>(item, &path(), "an int32").map(drop),
     }
 }
 
-impl EncodePartitionResult for &PartitionJson {
-    fn partition_id(&self) -> i32 {
-        self.partition_id
-    }
-    fn error_code(&self) -> ErrorCode {
-        ErrorCode(self.error_code)
-    }
-    fn error_message(&self) -> Option<&[u8]> {
-        self.error_message.as_deref()
-    }
-    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
-        tags_of(&self.tags)
-    }
+/// One partition result of a response result, its tag lists in `tags`.
+pub(super) fn pack_partition_result(
+    out: &mut Packed,
+    item: &Value,
+    tags: &TagLists,
+    path: String,
+) -> Result<(), String> {
+    let p = Obj::with_tags(item, tags, path, PARTITION_KEYS)?;
+    let partition_id = p.int("partition_id", "an int32")?.unwrap_or(0);
+    let error_code = p.error_code()?.unwrap_or(0);
+    let message = p.bytes("error_message", true)?.flatten();
+    let tags = p.tagged("tagged_fields")?;
+    out.partition_result(partition_id, error_code, message.as_deref(), &tags);
+    Ok(())
 }
 
-/// One partition result of a response.
-pub(super) fn partition_json(item: &Value, path: String) -> Result<PartitionJson, String> {
-    let p = Obj::new(item, path, PARTITION_KEYS)?;
-    Ok(PartitionJson {
-        partition_id: p.int("partition_id", "an int32")?.unwrap_or(0),
-        error_code: p.error_code()?.unwrap_or(0),
-        error_message: p.bytes("error_message", true)?.flatten(),
-        tags: p.tagged("tagged_fields")?,
-    })
-}
-
-/// A result of a response, its partitions read.
-pub(super) fn result_json(
-    entry: &Obj<'_>,
-    partitions: Vec<PartitionJson>,
-) -> Result<ResultJson, String> {
-    Ok(ResultJson {
-        topic: entry.bytes("topic", false)?.flatten().unwrap_or_default(),
+/// Ends a request topic: `entry` is the element as given, but for its `partitions`
+/// when they were an array, packed already (`partitions`: how many, or the first
+/// refusal among them) and an empty array in `entry`. A refused topic is dropped.
+pub(super) fn end_topic(
+    out: &mut Packed,
+    record: Record,
+    entry: (&Value, &TagLists),
+    path: String,
+    partitions: Result<u32, String>,
+) -> Result<(), String> {
+    end_record(
+        out,
+        record,
+        entry,
+        path,
+        TOPIC_KEYS,
+        "partitions",
         partitions,
-        tags: entry.tagged("tagged_fields")?,
-    })
+    )
+}
+
+/// Ends a response result, as [`end_topic`] a request topic.
+pub(super) fn end_result(
+    out: &mut Packed,
+    record: Record,
+    entry: (&Value, &TagLists),
+    path: String,
+    partitions: Result<u32, String>,
+) -> Result<(), String> {
+    end_record(
+        out,
+        record,
+        entry,
+        path,
+        RESULT_KEYS,
+        "partition_result",
+        partitions,
+    )
+}
+
+fn end_record(
+    out: &mut Packed,
+    record: Record,
+    (entry, tags): (&Value, &TagLists),
+    path: String,
+    keys: &[&str],
+    list: &str,
+    items: Result<u32, String>,
+) -> Result<(), String> {
+    let checked = (|| {
+        let entry = Obj::with_tags(entry, tags, path, keys)?;
+        let items = match entry.array(list, false)? {
+            Some(Some(_)) => items?,
+            _ => 0,
+        };
+        let topic = entry.bytes("topic", false)?.flatten().unwrap_or_default();
+        let tags = entry.tagged("tagged_fields")?;
+        Ok((items, topic, tags))
+    })();
+    match checked {
+        Ok((items, topic, tags)) => {
+            out.end(record, items, &topic, &tags);
+            Ok(())
+        }
+        Err(e) => {
+            out.drop_record(record);
+            Err(e)
+        }
+    }
 }
 
 /// The writer's refusal, naming the JSON field and the schema's.
@@ -373,6 +372,8 @@ fn refusal(e: EncodeError) -> String {
 /// A JSON object being read, with its path for messages (`topic_partitions[1]`).
 pub(super) struct Obj<'v> {
     map: &'v Map<String, Value>,
+    /// Its tag lists read item by item.
+    tags: &'v TagLists,
     path: String,
 }
 
@@ -380,6 +381,16 @@ impl<'v> Obj<'v> {
     /// Checks that `value` is an object whose keys are all in `allowed`: a misspelt key
     /// is an error, not a field silently left at its default.
     pub(super) fn new(value: &'v Value, path: String, allowed: &[&str]) -> Result<Self, String> {
+        Self::with_tags(value, &[], path, allowed)
+    }
+
+    /// [`Obj::new`] of an object whose tag lists were read item by item, into `tags`.
+    pub(super) fn with_tags(
+        value: &'v Value,
+        tags: &'v TagLists,
+        path: String,
+        allowed: &[&str],
+    ) -> Result<Self, String> {
         let Some(map) = value.as_object() else {
             return Err(format!(
                 "{}: expected a JSON object, got {}",
@@ -398,7 +409,7 @@ impl<'v> Obj<'v> {
                 allowed.join(", ")
             ));
         }
-        Ok(Obj { map, path })
+        Ok(Obj { map, tags, path })
     }
 
     pub(super) fn path(&self, key: &str) -> String {
@@ -553,35 +564,42 @@ impl<'v> Obj<'v> {
     }
 
     /// Tagged fields: `[{"tag":N,"data":"<hex>"}, …]`; missing or null is none.
-    fn tagged(&self, key: &str) -> Result<Vec<Tag>, String> {
+    fn tagged(&self, key: &str) -> Result<Cow<'v, Tags>, String> {
         let Some(Some((items, path))) = self.array(key, true)? else {
-            return Ok(Vec::new());
+            return Ok(Cow::Owned(Tags::default()));
         };
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                let field = Obj::new(item, format!("{path}[{i}]"), &["tag", "data"])?;
-                let tag = field
-                    .int::<u32>("tag", "a uint32")?
-                    .ok_or_else(|| format!("{}: missing", field.path("tag")))?;
-                let data = match field.map.get("data") {
-                    None => Vec::new(),
-                    Some(Value::String(hex)) => {
-                        from_hex(hex).map_err(|e| format!("{}: {e}", field.path("data")))?
-                    }
-                    Some(other) => {
-                        return Err(format!(
-                            "{}: expected a hex string, got {}",
-                            field.path("data"),
-                            brief(other)
-                        ))
-                    }
-                };
-                Ok((tag, data))
-            })
-            .collect()
+        if let Some((_, read)) = self.tags.iter().rev().find(|(k, _)| k == key) {
+            return read.as_ref().map(Cow::Borrowed).map_err(Clone::clone);
+        }
+        let mut tags = Tags::default();
+        for (i, item) in items.iter().enumerate() {
+            push_tag(&mut tags, item, format!("{path}[{i}]"))?;
+        }
+        Ok(Cow::Owned(tags))
     }
+}
+
+/// One tagged field, `{"tag":N,"data":"<hex>"}` (`path` names it), added to `tags`.
+pub(super) fn push_tag(tags: &mut Tags, item: &Value, path: String) -> Result<(), String> {
+    let field = Obj::new(item, path, &["tag", "data"])?;
+    let tag = field
+        .int::<u32>("tag", "a uint32")?
+        .ok_or_else(|| format!("{}: missing", field.path("tag")))?;
+    match field.map.get("data") {
+        None => tags.push(tag, &[]),
+        Some(Value::String(hex)) => {
+            let data = from_hex(hex).map_err(|e| format!("{}: {e}", field.path("data")))?;
+            tags.push(tag, &data);
+        }
+        Some(other) => {
+            return Err(format!(
+                "{}: expected a hex string, got {}",
+                field.path("data"),
+                brief(other)
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// An integer that must fit `T` (`ty` names it in messages: "an int32").
