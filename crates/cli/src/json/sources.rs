@@ -231,7 +231,7 @@ impl EncodeResponse for ResponseSource<'_> {
 // The elements of the lists, each checked and packed as it is read. An element that holds
 // a list of its own (a topic's `partitions`, a result's `partition_result`) is packed in
 // three steps: `Packed::begin`, each item of the inner list (`pack_partition`,
-// `pack_partition_result`), then `end_topic` or `end_result` with the element's other
+// `pack_partition_result`), then `end_element` with the element's other
 // members. The first refusal ends the list: it is what `encode` reports, once the rest of
 // the object is known to be JSON.
 
@@ -266,55 +266,22 @@ pub(super) fn pack_partition_result(
     Ok(())
 }
 
-/// Ends a request topic: `entry` is the element as given, but for its `partitions`
-/// when they were an array, packed already (`partitions`: how many, or the first
-/// refusal among them) and an empty array in `entry`. A refused topic is dropped.
-pub(super) fn end_topic(
+/// Ends a request topic, or a response result: `entry` is the element as given, but for
+/// its inner list (`partitions`, `partition_result`) when that was an array, packed
+/// already (`items`: how many, or the first refusal among them) and an empty array in
+/// `entry`. A refused element is dropped.
+pub(super) fn end_element(
     out: &mut Packed,
     record: Record,
-    entry: (&Value, &TagLists),
-    path: String,
-    partitions: Result<u32, String>,
-) -> Result<(), String> {
-    end_record(
-        out,
-        record,
-        entry,
-        path,
-        TOPIC_KEYS,
-        "partitions",
-        partitions,
-    )
-}
-
-/// Ends a response result, as [`end_topic`] a request topic.
-pub(super) fn end_result(
-    out: &mut Packed,
-    record: Record,
-    entry: (&Value, &TagLists),
-    path: String,
-    partitions: Result<u32, String>,
-) -> Result<(), String> {
-    end_record(
-        out,
-        record,
-        entry,
-        path,
-        RESULT_KEYS,
-        "partition_result",
-        partitions,
-    )
-}
-
-fn end_record(
-    out: &mut Packed,
-    record: Record,
+    response: bool,
     (entry, tags): (&Value, &TagLists),
     path: String,
-    keys: &[&str],
-    list: &str,
     items: Result<u32, String>,
 ) -> Result<(), String> {
+    let (keys, list) = match response {
+        true => (RESULT_KEYS, "partition_result"),
+        false => (TOPIC_KEYS, "partitions"),
+    };
     let checked = (|| {
         let entry = Obj::with_tags(entry, tags, path, keys)?;
         let items = match entry.array(list, false)? {

@@ -273,10 +273,34 @@ fn object_end(t: &[u8]) -> Option<usize> {
     None
 }
 
+/// A visitor that is its own seed: the value is read whatever its type, and the visitor
+/// sees what it is. (Types with a lifetime after the `;`.)
+macro_rules! visitor_seed {
+    ($($ty:ident),*; $($with:ident),*) => {
+        $(impl<'de> DeserializeSeed<'de> for $ty {
+            type Value = <$ty as Visitor<'de>>::Value;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        })*
+        $(impl<'de, 'a> DeserializeSeed<'de> for $with<'a> {
+            type Value = <$with<'a> as Visitor<'de>>::Value;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        })*
+    };
+}
+
+visitor_seed!(Small, TagsSeed, MessageSeed; ListSeed, ElementSeed, ItemsSeed, PartitionResultSeed);
+
 /// Any JSON value but an object or an array, as a `Value`: what a visitor does with a
 /// value that is not what it reads piece by piece (`$whole` takes it).
 macro_rules! scalars_whole {
     ($whole:expr) => {
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
         fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
             Ok($whole(self, Value::Bool(v)))
         }
@@ -312,23 +336,12 @@ const SMALL_ITEMS: usize = 40;
 /// names and data the frame holds.
 struct Small;
 
-impl<'de> DeserializeSeed<'de> for Small {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 fn small_whole(_: Small, value: Value) -> Value {
     value
 }
 
 impl<'de> Visitor<'de> for Small {
     type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     scalars_whole!(small_whole);
 
@@ -423,19 +436,8 @@ struct TagsSeed {
     path: String,
 }
 
-impl<'de> DeserializeSeed<'de> for TagsSeed {
-    type Value = Listed<Tags>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for TagsSeed {
     type Value = Listed<Tags>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     scalars_whole!(listed_whole);
 
@@ -467,13 +469,6 @@ struct ReadMessage {
 
 struct MessageSeed;
 
-impl<'de> DeserializeSeed<'de> for MessageSeed {
-    type Value = ReadMessage;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ReadMessage, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 fn message_whole(_: MessageSeed, value: Value) -> ReadMessage {
     ReadMessage {
         value,
@@ -484,10 +479,6 @@ fn message_whole(_: MessageSeed, value: Value) -> ReadMessage {
 
 impl<'de> Visitor<'de> for MessageSeed {
     type Value = ReadMessage;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     scalars_whole!(message_whole);
 
@@ -541,19 +532,8 @@ struct ListSeed<'k> {
     response: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
-    type Value = Listed<Packed>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for ListSeed<'_> {
     type Value = Listed<Packed>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     scalars_whole!(listed_whole);
 
@@ -610,11 +590,7 @@ impl ElementSeed<'_> {
         entry: (&Value, &TagLists),
         items: Result<u32, String>,
     ) -> Result<(), String> {
-        if self.response {
-            sources::end_result(self.out, record, entry, self.path, items)
-        } else {
-            sources::end_topic(self.out, record, entry, self.path, items)
-        }
+        sources::end_element(self.out, record, self.response, entry, self.path, items)
     }
 }
 
@@ -623,19 +599,8 @@ fn element_whole(seed: ElementSeed<'_>, value: Value) -> Result<(), String> {
     seed.end(record, (&value, &[]), Ok(0))
 }
 
-impl<'de> DeserializeSeed<'de> for ElementSeed<'_> {
-    type Value = Result<(), String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for ElementSeed<'_> {
     type Value = Result<(), String>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     scalars_whole!(element_whole);
 
@@ -690,19 +655,8 @@ struct ItemsSeed<'a> {
     response: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for ItemsSeed<'_> {
-    type Value = Listed<u32>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for ItemsSeed<'_> {
     type Value = Listed<u32>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     scalars_whole!(listed_whole);
 
@@ -753,19 +707,8 @@ fn partition_result_whole(seed: PartitionResultSeed<'_>, value: Value) -> Result
     sources::pack_partition_result(seed.out, &value, &[], seed.path)
 }
 
-impl<'de> DeserializeSeed<'de> for PartitionResultSeed<'_> {
-    type Value = Result<(), String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 impl<'de> Visitor<'de> for PartitionResultSeed<'_> {
     type Value = Result<(), String>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     scalars_whole!(partition_result_whole);
 
@@ -878,10 +821,8 @@ mod tests {
                 }
                 _ => (item.clone(), Ok(0)),
             };
-            let ended = match response {
-                true => sources::end_result(&mut out, record, (&entry, &[]), path, packed),
-                false => sources::end_topic(&mut out, record, (&entry, &[]), path, packed),
-            };
+            let entry = (&entry, &[][..]);
+            let ended = sources::end_element(&mut out, record, response, entry, path, packed);
             if let Err(e) = ended {
                 refused = Some(e);
                 break;
