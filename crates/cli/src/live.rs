@@ -1,4 +1,4 @@
-//! Live capture (`decode --interface IFACE`): packets from libpcap, each with its link type
+//! Live capture (`decode`, `scan` and `summary` with `--interface IFACE`): packets from libpcap, each with its link type
 //! and time, through the capture crate's
 //! [`Packets`](kafka_elect_leaders_capture::Packets) (the same link, IP and TCP decoding and
 //! reassembly as a capture file) and [`Analyzer`](kafka_elect_leaders_capture::Analyzer),
@@ -15,15 +15,16 @@ pub fn name(interface: &str) -> String {
 }
 
 #[cfg(not(feature = "live"))]
-/// Without the feature `live`: a usage error saying how to get it.
+/// Without the feature `live`: a usage error of `command` saying how to get it.
 pub fn walk(
+    command: &'static str,
     flags: &LiveFlags,
     _read: &ReadFlags,
     _each: &mut dyn FnMut(Item) -> Result<(), Failure>,
 ) -> Result<Summary, Failure> {
     let interface = flags.interface.as_deref().unwrap_or_default();
     Err(Failure::usage(
-        "decode",
+        command,
         format!(
             "--interface {interface}: this elect-leaders was built without live capture \
              (build it with --features live, which needs libpcap: libpcap-dev on Debian)"
@@ -56,12 +57,13 @@ mod imp {
     /// The most bytes captured of a packet: Linux's largest loopback packet, whole.
     const SNAPLEN: i32 = 262_144;
 
-    /// Opens `flags.interface`, applies `--filter`, says on stderr that it is capturing, and
+    /// Opens `flags.interface` for `command`, applies `--filter`, says on stderr that it is capturing, and
     /// hands each item to `each` as soon as it is complete, until Ctrl-C / SIGTERM (a clean
     /// end: the packets already captured are read, then the connections still open are
     /// closed as at the end of a capture file), `--count` packets or `--duration`. Packets
     /// libpcap or the kernel dropped are one note at the end (the output is partial).
     pub fn walk(
+        command: &'static str,
         flags: &LiveFlags,
         read: &ReadFlags,
         each: &mut dyn FnMut(Item) -> Result<(), Failure>,
@@ -71,7 +73,7 @@ mod imp {
         let mut capture = open(interface)?;
         if let Some(expr) = &flags.bpf {
             capture.filter(expr, true).map_err(|e| {
-                Failure::usage("decode", format!("--filter '{expr}': {}", pcap_message(&e)))
+                Failure::usage(command, format!("--filter '{expr}': {}", pcap_message(&e)))
             })?;
         }
         let stop = Arc::new(AtomicBool::new(false));

@@ -1,7 +1,8 @@
-//! `decode --interface lo`: a live capture through libpcap of a TCP exchange this test
-//! makes itself on 127.0.0.1 (a tiny listener, a client sending an ElectLeaders request
-//! written by the codec, the listener answering with a response), decoded as it happens.
-//! Capturing needs root or CAP_NET_RAW: without it, the test says so in one line and skips.
+//! `decode`, `scan` and `summary` with `--interface lo`: a live capture through libpcap of
+//! TCP exchanges this test makes itself on 127.0.0.1 (a tiny listener, a client sending an
+//! ElectLeaders request written by the codec, the listener answering with a response),
+//! read as they happen; and how a capture ends on a signal. Capturing needs root or
+//! CAP_NET_RAW: without it, each test says so in one line and skips.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -93,77 +94,120 @@ impl Drop for Capturing {
     }
 }
 
-#[test]
-fn live_capture_on_loopback_decodes_the_exchange_it_sees() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
+/// Lines read from a pipe on a thread, as they come.
+fn lines_of(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// `elect-leaders COMMAND --interface lo` with `args`, capturing on `port`, once it says
+/// it captures: the process, its stdout (unread: `None` when `read_stdout` is false, the
+/// pipe left to fill) and stderr, line by line. `None` (and one line saying so) where
+/// this machine cannot capture.
+#[allow(clippy::type_complexity)]
+fn capture(
+    command: &str,
+    port: u16,
+    args: &[&str],
+    read_stdout: bool,
+) -> Option<(
+    Capturing,
+    Option<mpsc::Receiver<String>>,
+    mpsc::Receiver<String>,
+)> {
     let filter = format!("tcp port {port}");
     let port_arg = port.to_string();
     let child = Command::new(BIN)
-        .args(["decode", "--interface", "lo", "--filter", &filter])
+        .args([command, "--interface", "lo", "--filter", &filter])
         .args(["--port", &port_arg])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut capturing = Capturing(child);
-    let stderr = capturing.0.stderr.take().unwrap();
-    let stdout = capturing.0.stdout.take().unwrap();
-
-    // stderr, line by line, on a thread: the first line says whether it captures.
-    let (err_tx, err_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if err_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let first = err_rx
+    // The first line on stderr says whether it captures.
+    let err = lines_of(capturing.0.stderr.take().unwrap());
+    let first = err
         .recv_timeout(PATIENCE)
-        .expect("decode --interface says something on stderr");
+        .expect("--interface says something on stderr");
     if first.contains("cannot capture") {
         eprintln!("skipped: cannot capture on lo here (needs root or CAP_NET_RAW): {first}");
-        return;
+        return None;
     }
     assert!(first.contains("interface lo: capturing"), "{first}");
-
-    // stdout, object by object, on a thread.
-    let (out_tx, out_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if out_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-
-    // The exchange: the request in two writes (reassembled), the response, both closed.
-    let (req, resp) = (request(41), response(41));
-    let server = {
-        let resp = resp.clone();
-        let want = req.len();
-        std::thread::spawn(move || {
-            let (mut conn, _) = listener.accept().unwrap();
-            let mut got = vec![0; want];
-            conn.read_exact(&mut got).unwrap();
-            conn.write_all(&resp).unwrap();
-            got
-        })
+    let stdout = capturing.0.stdout.take().unwrap();
+    let out = if read_stdout {
+        Some(lines_of(stdout))
+    } else {
+        // Kept open (by the child's handle, closed when it is dropped), never read.
+        capturing.0.stdout = Some(stdout);
+        None
     };
+    Some((capturing, out, err))
+}
+
+/// One ElectLeaders exchange with `listener` (request `correlation_id` in two writes,
+/// reassembled by the capture; the response; both sides closed): the frames sent.
+fn exchange(listener: &TcpListener, correlation_id: i32) -> (Vec<u8>, Vec<u8>) {
+    let port = listener.local_addr().unwrap().port();
+    let (req, resp) = (request(correlation_id), response(correlation_id));
     let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (mut conn, _) = listener.accept().unwrap();
     client.set_nodelay(true).unwrap();
     client.write_all(&req[..9]).unwrap();
     client.flush().unwrap();
     std::thread::sleep(Duration::from_millis(20));
     client.write_all(&req[9..]).unwrap();
+    let mut got = vec![0; req.len()];
+    conn.read_exact(&mut got).unwrap();
+    assert_eq!(got, req);
+    conn.write_all(&resp).unwrap();
     let mut answer = vec![0; resp.len()];
     client.read_exact(&mut answer).unwrap();
     assert_eq!(answer, resp);
-    assert_eq!(server.join().unwrap(), req);
-    drop(client);
+    (req, resp)
+}
+
+/// Sends `signal` (INT, TERM) to the capture and waits for its end, at most PATIENCE.
+fn stop(capturing: &mut Capturing, signal: &str) -> std::process::ExitStatus {
+    let pid = capturing.0.id().to_string();
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = capturing.0.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the capture did not end on SIG{signal}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn live_capture_on_loopback_decodes_the_exchange_it_sees() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let Some((mut capturing, out_rx, err_rx)) = capture("decode", port, &[], true) else {
+        return;
+    };
+    let out_rx = out_rx.unwrap();
+
+    let (req, resp) = exchange(&listener, 41);
 
     // Both objects appear while the capture still runs (flushed per frame).
     let mut objects = Vec::new();
@@ -176,20 +220,7 @@ fn live_capture_on_loopback_decodes_the_exchange_it_sees() {
 
     // Ctrl-C (SIGINT) ends it cleanly: exit status 0, nothing more on stdout. (The e2e
     // test ends its capture with SIGTERM.)
-    let pid = capturing.0.id().to_string();
-    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-    assert!(killed.success());
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = capturing.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the capture did not end on SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = stop(&mut capturing, "INT");
     let rest: Vec<String> = out_rx.try_iter().collect();
     let errors: Vec<String> = err_rx.try_iter().collect();
     assert!(status.success(), "{status:?}, stderr: {errors:?}");
@@ -233,6 +264,91 @@ fn live_capture_on_loopback_decodes_the_exchange_it_sees() {
     assert_eq!(req_src["stream_offset"], 0);
     assert_eq!(resp_src["request_frame"], 1, "{resp_src}");
     assert!(resp_src["latency_us"].is_u64(), "{resp_src}");
+}
+
+#[test]
+fn scan_and_summary_read_a_live_exchange_as_decode_does() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let Some((mut scan, scan_out, _)) = capture("scan", port, &["--json"], true) else {
+        return;
+    };
+    let Some((mut summary, summary_out, _)) = capture("summary", port, &["--json"], true) else {
+        return;
+    };
+    let (req, _) = exchange(&listener, 42);
+    let (_, resp) = exchange(&listener, 43);
+
+    // scan: each request with its response, as they are seen (flushed per line).
+    let scan_out = scan_out.unwrap();
+    let mut pairs = Vec::new();
+    while pairs.len() < 2 {
+        let line = scan_out
+            .recv_timeout(PATIENCE)
+            .expect("scan --interface lists both exchanges while it runs");
+        pairs.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    for (pair, id) in pairs.iter().zip([42, 43]) {
+        assert_eq!(pair["request"]["correlation_id"], id, "{pair}");
+        assert_eq!(pair["response"]["correlation_id"], id, "{pair}");
+        assert_eq!(pair["request"]["client_id"], "live-test", "{pair}");
+    }
+    assert_eq!(
+        pairs[0]["request"]["topic_partitions"],
+        decoded_offline(&req, &[])["topic_partitions"]
+    );
+    let status = stop(&mut scan, "INT");
+    assert!(status.success(), "{status:?}");
+
+    // summary: printed when the capture ends, counting what was seen.
+    let status = stop(&mut summary, "TERM");
+    assert!(status.success(), "{status:?}");
+    let text: Vec<String> = summary_out.unwrap().try_iter().collect();
+    let counted: Value = serde_json::from_str(&text.join("\n")).unwrap();
+    let offline = decoded_offline(&resp, &["--response", "--version", "2"]);
+    assert_eq!(
+        offline["replica_election_results"][0]["topic"],
+        "live-topic"
+    );
+    let text = counted.to_string();
+    assert!(text.contains("live-topic"), "{text}");
+    assert!(text.contains("live-test"), "{text}");
+    assert!(
+        text.contains("ELECTION_NOT_NEEDED"),
+        "the outcomes are counted by name: {text}"
+    );
+}
+
+/// A first Ctrl-C ends the capture cleanly, which takes as long as writing out what was
+/// captured: with nobody reading standard output, for ever. A second one ends it at once,
+/// with 128 + the signal's number.
+#[test]
+fn a_second_signal_ends_a_capture_stuck_on_its_output() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let Some((mut capturing, _, _)) = capture("decode", port, &[], false) else {
+        return;
+    };
+    // More objects than a pipe holds (64 KiB; an object is about 500 bytes here).
+    for id in 0..400 {
+        exchange(&listener, id);
+    }
+    let pid = capturing.0.id().to_string();
+    let int = |pid: &str| {
+        assert!(Command::new("kill")
+            .args(["-INT", pid])
+            .status()
+            .unwrap()
+            .success())
+    };
+    int(&pid);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        capturing.0.try_wait().unwrap().is_none(),
+        "the capture waits on its full output"
+    );
+    let status = stop(&mut capturing, "INT");
+    assert_eq!(status.code(), Some(128 + 2), "{status:?}");
 }
 
 #[test]

@@ -23,7 +23,7 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let name = crate::live::name(interface);
         let mut out = LineFlushed::new(out);
         return decode_capture(args, filter, &name, None, &mut out, |each| {
-            crate::live::walk(&args.live, &args.read, each)
+            crate::live::walk("decode", &args.live, &args.read, each)
         });
     }
     let sources: Vec<Source> = if args.files.is_empty() {

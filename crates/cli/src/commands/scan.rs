@@ -16,7 +16,6 @@ use kafka_elect_leaders::{
     ElectLeadersResponse, ErrorCode, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 
-use crate::capture::Capture;
 use crate::fail::Failure;
 use crate::filter::{Asked, Filter};
 use crate::flags::ScanArgs;
@@ -25,10 +24,19 @@ use crate::json::print::{Message, Place};
 use crate::output::LineFlushed;
 use crate::traffic::{self, Item, What};
 
-/// `scan REQUESTS_FILE [RESPONSES_FILE]`, or `scan CAPTURE`.
+/// `scan REQUESTS_FILE [RESPONSES_FILE]`, `scan CAPTURE`, or `scan --interface IFACE`.
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("scan", e))?;
-    let requests_source = Source::from_arg(&args.requests);
+    let Some(requests) = &args.requests else {
+        // Live (clap requires a file otherwise): each line flushed as it is printed.
+        let interface = args.live.interface.as_deref().unwrap_or_default();
+        let name = crate::live::name(interface);
+        let mut out = LineFlushed::new(out);
+        return scan_capture(args, filter, &name, &mut out, |each| {
+            crate::live::walk("scan", &args.live, &args.read, each)
+        });
+    };
+    let requests_source = Source::from_arg(requests);
     // A capture piped in as it is written: each line shows as soon as it is found.
     let mut flushed;
     let out: &mut dyn Write = if requests_source.is_live() {
@@ -45,7 +53,10 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     "a capture holds both directions of its connections: give it alone",
                 ));
             }
-            return scan_capture(args, filter, &requests_source.name(), *capture, out);
+            let name = requests_source.name();
+            return scan_capture(args, filter, &name, out, |each| {
+                traffic::walk(&name, *capture, &args.read, each)
+            });
         }
         Opened::Stream(reader) => reader,
     };
@@ -360,14 +371,15 @@ fn pair_stream(
     })
 }
 
-/// A capture: every ElectLeaders request of every connection as it is found, and each
-/// response as it comes, paired by the connection's own bookkeeping.
-fn scan_capture<R: Read>(
+/// A capture or a live interface (what `walk` reads): every ElectLeaders request of every
+/// connection as it is found, and each response as it comes, paired by the connection's
+/// own bookkeeping.
+fn scan_capture(
     args: &ScanArgs,
     mut filter: Filter,
     name: &str,
-    capture: Capture<R>,
     out: &mut dyn Write,
+    walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
 ) -> Result<(), Failure> {
     // With --json, a request waits (as its JSON text, with what it matched of the filters)
     // for its response, per connection.
@@ -376,7 +388,7 @@ fn scan_capture<R: Read>(
     let mut answered = 0u64;
     let mut bad_frames = 0u64;
     let mut notes = traffic::Reporter::default();
-    let summary = traffic::walk(name, capture, &args.read, &mut |item| {
+    let summary = walk(&mut |item| {
         let found = match item {
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Closed(conn) => {

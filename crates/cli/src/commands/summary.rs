@@ -24,7 +24,6 @@ use kafka_elect_leaders::{
 };
 use serde_json::{json, Value};
 
-use crate::capture::Capture;
 use crate::fail::{frame_failure, malformed, Failure};
 use crate::filter::Filter;
 use crate::flags::SummaryArgs;
@@ -50,17 +49,30 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
         None => None,
     };
     let source = Source::from_arg_or_stdin(args.file.as_deref());
-    let name = source.name();
+    let name = match &args.live.interface {
+        Some(interface) => crate::live::name(interface),
+        None => source.name(),
+    };
     let mut tally = Tally::new(&name, args.html.is_some());
     let mut notes = traffic::Reporter::default();
-    let read = match source.open_any("summary", args.read.hex, Expect::Frames)? {
-        Opened::Capture(capture) => {
-            tally.capture = true;
-            summarize_capture(args, &mut filter, &name, *capture, &mut tally, &mut notes)
-        }
-        Opened::Stream(reader) => {
-            let kind = args.kind.kind_of(&source);
-            summarize_stream(&mut filter, &name, kind, reader, &mut tally)
+    let read = if args.live.interface.is_some() {
+        // Live: summarized when the capture ends (Ctrl-C, SIGTERM, --count, --duration).
+        tally.capture = true;
+        summarize_capture(&mut filter, &name, &mut tally, &mut notes, |each| {
+            crate::live::walk("summary", &args.live, &args.read, each)
+        })
+    } else {
+        match source.open_any("summary", args.read.hex, Expect::Frames)? {
+            Opened::Capture(capture) => {
+                tally.capture = true;
+                summarize_capture(&mut filter, &name, &mut tally, &mut notes, |each| {
+                    traffic::walk(&name, *capture, &args.read, each)
+                })
+            }
+            Opened::Stream(reader) => {
+                let kind = args.kind.kind_of(&source);
+                summarize_stream(&mut filter, &name, kind, reader, &mut tally)
+            }
         }
     };
     // What was read is summarized even when the input could not be read to its end.
@@ -94,17 +106,16 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
     notes.finish(out, &name, tally.anomalies.partial)
 }
 
-/// A capture, walked as `decode` walks it.
-fn summarize_capture<R: std::io::Read>(
-    args: &SummaryArgs,
+/// A capture or a live interface (what `walk` reads), walked as `decode` walks it.
+fn summarize_capture(
     filter: &mut Filter,
     name: &str,
-    capture: Capture<R>,
     tally: &mut Tally,
     notes: &mut traffic::Reporter,
+    walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
 ) -> Result<(), Failure> {
     let mut stderr = std::io::sink();
-    let walked = traffic::walk(name, capture, &args.read, &mut |item| {
+    let walked = walk(&mut |item| {
         let found = match item {
             Item::Note(note) => {
                 tally.note(&note);

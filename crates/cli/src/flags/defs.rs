@@ -256,17 +256,17 @@ pub struct DecodeArgs {
     #[command(flatten)]
     pub live: LiveFlags,
     /// Files of frames or captures, decoded in turn; - or none for standard input
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", conflicts_with = "interface")]
     pub files: Vec<OsString>,
 }
 
-/// A live capture (decode).
+/// A live capture (decode, scan, summary).
 #[derive(Args, Debug)]
 pub struct LiveFlags {
     /// Capture live on this network interface (lo, eth0...) through libpcap instead of
     /// reading files, until Ctrl-C or SIGTERM (or --count, --duration); needs root or the
     /// CAP_NET_RAW capability, and a build with the feature `live`
-    #[arg(long, value_name = "IFACE", conflicts_with = "files")]
+    #[arg(long, value_name = "IFACE")]
     pub interface: Option<String>,
     /// With --interface: only the packets this libpcap filter expression accepts
     /// (tcpdump's syntax, e.g. 'tcp port 9092')
@@ -315,19 +315,27 @@ pub struct ScanArgs {
     /// prints it with its "source"; "response" is null when none was found
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub live: LiveFlags,
     /// One direction of a connection, raw (or a pcap or pcapng capture, alone); - for
     /// standard input
-    #[arg(value_name = "REQUESTS_FILE")]
-    pub requests: OsString,
+    #[arg(
+        value_name = "REQUESTS_FILE",
+        required_unless_present = "interface",
+        conflicts_with = "interface"
+    )]
+    pub requests: Option<OsString>,
     /// The other direction of the same connection, raw; - for standard input
-    #[arg(value_name = "RESPONSES_FILE")]
+    #[arg(value_name = "RESPONSES_FILE", conflicts_with = "interface")]
     pub responses: Option<OsString>,
 }
 
 impl ScanArgs {
     /// Standard input can be read once.
     pub fn check(&self) -> Result<(), &'static str> {
-        if self.requests == "-" && self.responses.as_deref().is_some_and(|r| r == "-") {
+        if self.requests.as_deref().is_some_and(|r| r == "-")
+            && self.responses.as_deref().is_some_and(|r| r == "-")
+        {
             return Err("standard input (-) can be only one of the two files");
         }
         Ok(())
@@ -350,8 +358,10 @@ pub struct SummaryArgs {
     /// output then, unless --json)
     #[arg(long, value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub live: LiveFlags,
     /// A capture or a file of frames; - or none for standard input
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", conflicts_with = "interface")]
     pub file: Option<OsString>,
 }
 

@@ -182,6 +182,8 @@ and exits with status 1.
 A pcap or pcapng CAPTURE (recognised by its magic number, given as REQUESTS_FILE alone)
 is read as a stream instead, connection by connection, as 'decode' reads it: one line per
 ElectLeaders request and per response, as they come, with the packet and the connection.
+--interface IFACE (with --filter BPF, --count N, --duration D) reads live packets the same
+way, through libpcap, as 'decode --interface' does, each line written out at once.
 
 Filters, as on 'decode': --topic, --client-id, --errors-only and --api NAME (scan lists
 ElectLeaders frames only: --api without ElectLeaders lists nothing). A request listed with
@@ -209,6 +211,10 @@ elections per topic coloured by outcome, and a histogram of the latencies.
 
 Filters, as on 'decode --all' (--api, --topic, --client-id, --errors-only): the summary
 counts the frames decode would print; the anomalies are counted whatever the filters.
+
+--interface IFACE (with --filter BPF, --count N, --duration D) summarizes live packets
+captured through libpcap, as 'decode --interface' reads them; the summary is printed when
+the capture ends (Ctrl-C, SIGTERM, --count or --duration).
 
 Memory: counts per distinct key (client id, API, topic, error code, failed partition),
 the requests waiting for an answer on each open connection, one number per paired
