@@ -2,7 +2,8 @@
 # Capture benchmark: decode a large synthetic pcap (examples/make_capture.rs: many
 # interleaved connections to a broker on 9092, ElectLeaders among Produce-sized frames of
 # another API), with this tool and with tshark's Kafka dissector on the same file.
-# Prints wall time, MB/s and peak memory (max RSS) of each.
+# Prints wall time, MB/s and peak memory (max RSS) of each: from the file, and piped in on
+# standard input (a stream: what `tcpdump -w - | elect-leaders decode -` reads).
 #
 #   benches/capture.sh [MB] [CONNECTIONS]      (default 500 MB, 2000 connections)
 #
@@ -75,6 +76,10 @@ echo "$FILE: $((SIZE / 1000000)) MB, $CONNS connections"
 measure "elect-leaders decode" "$TOOL" decode "$FILE"
 measure "elect-leaders decode --all" "$TOOL" decode --all "$FILE"
 measure "elect-leaders scan --json" "$TOOL" scan --json "$FILE"
+# The same capture piped in, as `tcpdump -w - | elect-leaders decode -` reads one: the
+# reader then flushes each object as it writes it.
+measure "cat | elect-leaders decode - (piped)" sh -c 'cat "$1" | "$0" decode -' "$TOOL" "$FILE"
+measure "elect-leaders summary --json" "$TOOL" summary --json "$FILE"
 if command -v tshark >/dev/null 2>&1; then
   measure "tshark -d tcp.port==9092,kafka -Y kafka -T json" \
     tshark -r "$FILE" -d tcp.port==9092,kafka -Y kafka -T json
