@@ -219,6 +219,7 @@ impl Addresses {
         let mut out = BytesMut::with_capacity(frame.len() + 64);
         out.put_i32(0);
         out.put_slice(&body[..header_len]);
+        check_list(&body[header_len..], api_key, api_version)?;
         let changed = match api_key {
             METADATA => return self.rewrite_metadata(body, header_len, api_version, conn, out),
             FIND_COORDINATOR => {
@@ -472,6 +473,56 @@ impl Addresses {
     }
 }
 
+/// The fewest bytes a DescribeCluster broker takes on the wire (id, empty host, port,
+/// null rack, no tags).
+const MIN_BROKER_BYTES: usize = 11;
+/// The fewest bytes a FindCoordinator v4+ coordinator takes (empty key, node id, empty
+/// host, port, error code, null message, no tags).
+const MIN_COORDINATOR_BYTES: usize = 14;
+
+/// Refuses an answer whose list (DescribeCluster's brokers, FindCoordinator's coordinators
+/// from v4) claims more entries than its remaining bytes can hold, before kafka-protocol
+/// reads it: kafka-protocol 0.18 reserves room for as many entries as the count says
+/// before reading the first (a few bytes claiming 4 billion entries asked for 584 GB and
+/// aborted the guard). Metadata's brokers are read entry by entry here, already bounded.
+fn check_list(answer: &[u8], api_key: i16, api_version: i16) -> Result<(), String> {
+    let mut read = Reader::new(answer);
+    let short = "cut short before its list";
+    let compact_string = |read: &mut Reader<'_>| -> Result<(), String> {
+        match read.uvarint().ok_or(short)? {
+            0 => Ok(()),
+            n => read.skip(n as usize - 1).ok_or_else(|| short.to_owned()),
+        }
+    };
+    let (what, min) = match api_key {
+        FIND_COORDINATOR if api_version >= BATCHED_FIND_COORDINATOR => {
+            read.int32().ok_or(short)?;
+            ("coordinators", MIN_COORDINATOR_BYTES)
+        }
+        DESCRIBE_CLUSTER => {
+            read.int32().ok_or(short)?;
+            read.int16().ok_or(short)?;
+            compact_string(&mut read)?;
+            if api_version >= 1 {
+                read.skip(1).ok_or(short)?;
+            }
+            compact_string(&mut read)?;
+            read.int32().ok_or(short)?;
+            ("brokers", MIN_BROKER_BYTES)
+        }
+        _ => return Ok(()),
+    };
+    // A compact array: the count plus one, 0 for null.
+    let entries = read.uvarint().ok_or(short)?.saturating_sub(1) as usize;
+    if entries > read.remaining() / min {
+        return Err(format!(
+            "its {what} claim {entries} entries, more than the {} bytes after them can hold",
+            read.remaining()
+        ));
+    }
+    Ok(())
+}
+
 fn decode<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
     let answer = T::decode(buf, version).map_err(|e| e.to_string())?;
     if buf.has_remaining() {
@@ -615,5 +666,87 @@ mod tests {
             assert!(warned <= WARNED_MAX, "{warned} remembered");
         }
         assert_eq!(addresses.warned.lock().unwrap().len(), WARNED_MAX);
+    }
+
+    /// A broker answer whose list of brokers or coordinators claims more entries than its
+    /// bytes can hold (a count of 4,294,967,294 in a frame of 30 bytes): forwarded
+    /// unchanged, never decoded. kafka-protocol 0.18 reserves a vector of the count read
+    /// off the wire before reading an entry, and an allocation that large aborts the
+    /// process: one hostile or corrupt answer took every connection of the guard down.
+    #[test]
+    fn a_list_longer_than_its_answer_is_refused_before_anything_is_allocated() {
+        let (addresses, conn) = one_route();
+        // A compact array count of 0xFFFFFFFF - 1 entries.
+        let huge = [0xff, 0xff, 0xff, 0xff, 0x0f];
+        let frame = |api_key: i16, version: i16, body: &[u8]| {
+            let header_version = match api_key {
+                FIND_COORDINATOR => FindCoordinatorResponse::header_version(version),
+                _ => DescribeClusterResponse::header_version(version),
+            };
+            let mut frame = BytesMut::new();
+            frame.put_i32(0);
+            ResponseHeader::default()
+                .with_correlation_id(9)
+                .encode(&mut frame, header_version)
+                .unwrap();
+            frame.put_slice(body);
+            frame.put_slice(&[0; 16]);
+            let size = (frame.len() - 4) as i32;
+            frame[..4].copy_from_slice(&size.to_be_bytes());
+            frame
+        };
+        // FindCoordinator v4: the throttle time, then the coordinators.
+        let mut find = vec![0, 0, 0, 0];
+        find.extend_from_slice(&huge);
+        // DescribeCluster v0 and v1: throttle time, error code, null message, [endpoint
+        // type,] empty cluster id, controller id, then the brokers.
+        let describe = |version: i16| {
+            let mut body = vec![0, 0, 0, 0, 0, 0, 0];
+            if version >= 1 {
+                body.push(1);
+            }
+            body.extend_from_slice(&[1, 0, 0, 0, 1]);
+            body.extend_from_slice(&huge);
+            body
+        };
+        let cases = [
+            (FIND_COORDINATOR, BATCHED_FIND_COORDINATOR, find.clone()),
+            (FIND_COORDINATOR, 6, find),
+            (DESCRIBE_CLUSTER, 0, describe(0)),
+            (DESCRIBE_CLUSTER, 1, describe(1)),
+        ];
+        for (api_key, version, body) in cases {
+            let frame = frame(api_key, version, &body);
+            let refused = addresses.try_rewrite(&frame, api_key, version, &conn);
+            let why = refused.err().unwrap_or_else(|| {
+                panic!(
+                    "{} v{version}: a count past its bytes was read",
+                    api_name(api_key)
+                )
+            });
+            assert!(why.contains("4294967294"), "{why}");
+            assert_eq!(addresses.rewrite(&frame, api_key, version, &conn), None);
+        }
+    }
+
+    /// The smallest entries there are, at every version, are no shorter than the bounds
+    /// `check_list` divides by: no answer that can exist is refused by it.
+    #[test]
+    fn the_smallest_entries_fit_the_bounds() {
+        use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+        use kafka_protocol::messages::find_coordinator_response::Coordinator;
+        for version in 0..=DescribeClusterResponse::VERSIONS.max {
+            let len = DescribeClusterBroker::default()
+                .compute_size(version)
+                .unwrap();
+            assert!(len >= MIN_BROKER_BYTES, "DescribeCluster v{version}: {len}");
+        }
+        for version in BATCHED_FIND_COORDINATOR..=FindCoordinatorResponse::VERSIONS.max {
+            let len = Coordinator::default().compute_size(version).unwrap();
+            assert!(
+                len >= MIN_COORDINATOR_BYTES,
+                "FindCoordinator v{version}: {len}"
+            );
+        }
     }
 }
