@@ -131,6 +131,22 @@ def main():
                 write("reencode", f"{stem}-to-v{target}", bytes([selector]) + data)
     for path in sorted((CORPUS / "captures").glob("*.pcap*")):
         write("capture", path.name, path.read_bytes())
+    # addresses: an API (Metadata, FindCoordinator, DescribeCluster), a version, built
+    # (0) or raw (1), then what builds the answer: entries at the route's upstream, at the
+    # guard's listener, or elsewhere, sometimes damaged. The first bytes choose; libFuzzer
+    # finds the rest.
+    for api, versions in ((0, (0, 1, 3, 9, 12, 13)), (1, (0, 3, 4, 6)), (2, (0, 1, 2))):
+        for v in versions:
+            # Versions are read from -1: byte v + 1 is version v.
+            for entries in (b"\x00", b"\x01\x00", b"\x03\x00\x02\x03\x07zz\x00\x00\x00\x05"):
+                write("addresses", f"built-{api}-v{v}-{len(entries)}", bytes([api, v + 1, 0]) + entries)
+    # Raw answers whose list claims four billion entries: Metadata v12, FindCoordinator v4,
+    # DescribeCluster v0 (a flexible header: correlation id and no tags, then the fields
+    # before the list).
+    huge = b"\xff\xff\xff\xff\x0f"
+    write("addresses", "raw-huge-metadata", bytes([0, 13, 1]) + bytes(5) + bytes(4) + huge)
+    write("addresses", "raw-huge-coordinators", bytes([1, 5, 1]) + bytes(5) + bytes(4) + huge)
+    write("addresses", "raw-huge-brokers", bytes([2, 1, 1]) + bytes(5) + bytes(6) + b"\x00\x01" + bytes(4) + huge)
 
 
 if __name__ == "__main__":

@@ -32,12 +32,12 @@ shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(parse_request parse_response roundtrip_request roundtrip_response split_stream differential
-    structured generators edit error_response reencode scan needed pairing policy capture conn)
+    structured generators edit error_response reencode scan needed pairing policy capture conn addresses)
 fi
 # The same table is in .ci/run.
 target_args() {
   case "$1" in
-    pairing | policy | generators | conn) echo "" ;;
+    pairing | policy | generators | conn | addresses) echo "" ;;
     capture) echo "-max_len=65536" ;;
     *) echo "-max_len=66000" ;;
   esac

@@ -21,6 +21,7 @@ use kafka_elect_leaders::{
     TaggedFieldData, TaggedFields, TopicPartitionsData,
 };
 
+mod addresses;
 mod canonical;
 mod capture;
 mod conn;
@@ -39,6 +40,7 @@ mod scan;
 mod sources;
 mod split_stream;
 
+pub use addresses::*;
 pub use canonical::*;
 pub use capture::*;
 pub use conn::*;

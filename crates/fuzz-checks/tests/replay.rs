@@ -136,3 +136,8 @@ fn generators() {
 fn conn() {
     replay("conn", checks::check_conn);
 }
+
+#[test]
+fn addresses() {
+    replay("addresses", checks::check_addresses);
+}

@@ -1,0 +1,344 @@
+//! addresses: the guard's rewrite of the broker addresses in Metadata, FindCoordinator and
+//! DescribeCluster answers (crates/proxy/src/addresses.rs), which decodes what a broker
+//! sends with the kafka-protocol crate.
+//!
+//! The input either builds an answer (kafka-protocol's own structures, encoded by it: its
+//! brokers or coordinators at the route's upstream address, the guard's listener, or
+//! elsewhere), maybe damaged afterwards (cut, a byte changed, a count replaced), or is
+//! taken as the broker's bytes as they are. What must hold:
+//!
+//! - nothing panics or aborts (an allocation sized by a count read off the wire is one:
+//!   libFuzzer's malloc limit reports it);
+//! - a rewritten answer is a whole frame (its size prefix right) that kafka-protocol
+//!   decodes at the same version with nothing left over, with as many entries as before,
+//!   each at the listener when it was at the route's upstream (a coordinator only with a
+//!   node id, not -1) and unchanged otherwise;
+//! - an answer built whole and not damaged is rewritten exactly when one of its entries
+//!   is at the upstream: a valid answer is never refused.
+
+use std::net::SocketAddr;
+
+use arbitrary::Unstructured;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_elect_leaders_proxy::addresses::{
+    Addresses, DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA,
+};
+use kafka_elect_leaders_proxy::testing::ConnInfo;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
+use kafka_protocol::messages::{
+    BrokerId, DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
+
+/// The route: the guard listens on LISTEN for the broker at UPSTREAM.
+const UPSTREAM: &str = "10.0.0.1:9092";
+const LISTEN: &str = "127.0.0.1:19092";
+/// The first FindCoordinator version with a list of coordinators.
+const BATCHED: i16 = 4;
+/// The first Metadata version with a throttle time, and the first flexible one.
+const METADATA_THROTTLE: i16 = 3;
+const FLEXIBLE_METADATA: i16 = 9;
+
+/// An entry's address: node id, host, port.
+type Entry = (i32, String, i32);
+
+pub fn check_addresses(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(api_key) = u
+        .choose(&[METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER])
+        .copied()
+    else {
+        return;
+    };
+    let max = match api_key {
+        METADATA => MetadataResponse::VERSIONS.max,
+        FIND_COORDINATOR => FindCoordinatorResponse::VERSIONS.max,
+        _ => DescribeClusterResponse::VERSIONS.max,
+    };
+    // Now and then a version the crate does not know.
+    let Ok(version) = u.int_in_range(-1..=max + 1) else {
+        return;
+    };
+    let upstream: SocketAddr = UPSTREAM.parse().expect("an address");
+    let listen: SocketAddr = LISTEN.parse().expect("an address");
+    let addresses = Addresses::new([(listen, upstream, None)], None, None);
+    let conn = ConnInfo {
+        client: "127.0.0.1:50000".parse().expect("an address"),
+        listener: listen,
+        local: listen,
+        upstream,
+    };
+    let raw = u.arbitrary::<bool>().unwrap_or(true);
+    let built = if raw || !(0..=max).contains(&version) {
+        None
+    } else {
+        match build(&mut u, api_key, version) {
+            Ok(built) => Some(built),
+            Err(_) => return,
+        }
+    };
+    let (frame, entries, whole) = match built {
+        None => {
+            let rest = u.take_rest();
+            let mut frame = Vec::with_capacity(rest.len() + 4);
+            frame.extend_from_slice(&(rest.len() as i32).to_be_bytes());
+            frame.extend_from_slice(rest);
+            (frame, None, false)
+        }
+        Some((mut frame, entries)) => {
+            let whole = !damage(&mut u, &mut frame);
+            (frame, Some(entries), whole)
+        }
+    };
+    let rewritten = addresses.rewrite(&frame, api_key, version, &conn);
+    let upstream_port = i32::from(upstream.port());
+    // A coordinator with a negative node id is none (an error's entry): not an address.
+    let at_upstream = |(node, host, port): &Entry| {
+        host == "10.0.0.1" && *port == upstream_port && (api_key != FIND_COORDINATOR || *node >= 0)
+    };
+    if whole {
+        let entries = entries.as_ref().expect("built");
+        assert_eq!(
+            rewritten.is_some(),
+            entries.iter().any(at_upstream),
+            "a valid answer ({} v{version}, {entries:?}) rewritten or not as its entries say",
+            name(api_key)
+        );
+    }
+    let Some(out) = rewritten else {
+        return;
+    };
+    let size = i32::from_be_bytes(out[..4].try_into().expect("a size prefix"));
+    assert_eq!(
+        size as usize,
+        out.len() - 4,
+        "the size prefix of the rewritten answer"
+    );
+    let (got, got_rest) = decode(api_key, version, &out[4..])
+        .unwrap_or_else(|e| panic!("the rewritten answer does not decode: {e}"));
+    // The entries the input held, as kafka-protocol reads them (it could, or nothing would
+    // have been rewritten).
+    let (before, rest) =
+        decode(api_key, version, &frame[4..]).expect("the answer rewritten decodes");
+    assert_eq!(got.len(), before.len(), "as many entries after as before");
+    assert!(
+        got_rest == rest,
+        "what follows Metadata's brokers is copied as it is"
+    );
+    for (was, now) in before.iter().zip(&got) {
+        if at_upstream(was) {
+            let want = (was.0, "127.0.0.1".to_owned(), i32::from(listen.port()));
+            assert_eq!(now, &want, "an entry at the upstream is at the listener");
+        } else {
+            assert_eq!(now, was, "an entry elsewhere is left as it is");
+        }
+    }
+}
+
+fn name(api_key: i16) -> &'static str {
+    match api_key {
+        METADATA => "Metadata",
+        FIND_COORDINATOR => "FindCoordinator",
+        _ => "DescribeCluster",
+    }
+}
+
+/// An entry's address: the upstream, the guard's listener, or another.
+fn address(u: &mut Unstructured<'_>) -> arbitrary::Result<(String, i32)> {
+    Ok(match u.int_in_range(0u8..=3)? {
+        0 | 1 => ("10.0.0.1".to_owned(), 9092),
+        2 => ("127.0.0.1".to_owned(), 19092),
+        _ => {
+            let len = u.int_in_range(0..=12)?;
+            (
+                String::from_utf8_lossy(u.bytes(len)?).into_owned(),
+                u.arbitrary()?,
+            )
+        }
+    })
+}
+
+/// An answer built with kafka-protocol's structures and encoded by it (size prefix,
+/// header, body), and its entries.
+fn build(
+    u: &mut Unstructured<'_>,
+    api_key: i16,
+    version: i16,
+) -> arbitrary::Result<(Vec<u8>, Vec<Entry>)> {
+    let count = u.int_in_range(0..=4)?;
+    let mut entries = Vec::new();
+    for node in 0..count {
+        let (host, port) = address(u)?;
+        entries.push((node, host, port));
+    }
+    let host = |h: &str| StrBytes::from_string(h.to_owned());
+    let mut body = BytesMut::new();
+    let header_version;
+    let encoded = match api_key {
+        METADATA => {
+            header_version = MetadataResponse::header_version(version);
+            let mut answer = MetadataResponse::default();
+            answer.brokers = entries
+                .iter()
+                .map(|(n, h, p)| {
+                    MetadataResponseBroker::default()
+                        .with_node_id(BrokerId(*n))
+                        .with_host(host(h))
+                        .with_port(*p)
+                })
+                .collect();
+            answer.encode(&mut body, version)
+        }
+        FIND_COORDINATOR => {
+            header_version = FindCoordinatorResponse::header_version(version);
+            let mut answer = FindCoordinatorResponse::default();
+            if version >= BATCHED {
+                answer.coordinators = entries
+                    .iter()
+                    .map(|(n, h, p)| {
+                        Coordinator::default()
+                            .with_node_id(BrokerId(*n))
+                            .with_host(host(h))
+                            .with_port(*p)
+                    })
+                    .collect();
+            } else {
+                entries.truncate(1);
+                if let Some((n, h, p)) = entries.first() {
+                    answer.node_id = BrokerId(*n);
+                    answer.host = host(h);
+                    answer.port = *p;
+                } else {
+                    answer.node_id = BrokerId(-1);
+                }
+            }
+            answer.encode(&mut body, version)
+        }
+        _ => {
+            header_version = DescribeClusterResponse::header_version(version);
+            let mut answer = DescribeClusterResponse::default();
+            answer.brokers = entries
+                .iter()
+                .map(|(n, h, p)| {
+                    DescribeClusterBroker::default()
+                        .with_broker_id(BrokerId(*n))
+                        .with_host(host(h))
+                        .with_port(*p)
+                })
+                .collect();
+            answer.encode(&mut body, version)
+        }
+    };
+    if encoded.is_err() {
+        return Err(arbitrary::Error::IncorrectFormat);
+    }
+    let mut frame = BytesMut::new();
+    frame.put_i32(0);
+    ResponseHeader::default()
+        .with_correlation_id(u.arbitrary()?)
+        .encode(&mut frame, header_version)
+        .map_err(|_| arbitrary::Error::IncorrectFormat)?;
+    frame.put_slice(&body);
+    let size = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    Ok((frame.to_vec(), entries))
+}
+
+/// Maybe damages the built frame: cut short, a byte changed, or four bytes replaced (a
+/// count or length that lies); whether it did.
+fn damage(u: &mut Unstructured<'_>, frame: &mut Vec<u8>) -> bool {
+    let Ok(how) = u.int_in_range(0u8..=3) else {
+        return false;
+    };
+    let Ok(at) = u.choose_index(frame.len()) else {
+        return false;
+    };
+    match how {
+        1 => frame.truncate(at.max(4)),
+        2 => frame[at] = u.arbitrary().unwrap_or(0xff),
+        3 => {
+            let value: [u8; 4] = u.arbitrary().unwrap_or([0xff; 4]);
+            for (i, b) in value.into_iter().enumerate() {
+                if let Some(byte) = frame.get_mut(at + i) {
+                    *byte = b;
+                }
+            }
+        }
+        _ => return false,
+    }
+    let size = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    true
+}
+
+/// The entries of an answer (header and body), as kafka-protocol reads them, and for
+/// Metadata the bytes after its brokers, unread: kafka-protocol would reserve a vector for
+/// whatever count the topics claim, and the guard copies them as they are.
+fn decode(api_key: i16, version: i16, body: &[u8]) -> Result<(Vec<Entry>, Vec<u8>), String> {
+    let mut buf = Bytes::copy_from_slice(body);
+    let header_version = match api_key {
+        METADATA => MetadataResponse::header_version(version),
+        FIND_COORDINATOR => FindCoordinatorResponse::header_version(version),
+        _ => DescribeClusterResponse::header_version(version),
+    };
+    ResponseHeader::decode(&mut buf, header_version).map_err(|e| e.to_string())?;
+    let entries: Vec<Entry> = match api_key {
+        METADATA => {
+            let short = || "cut short".to_owned();
+            if version >= METADATA_THROTTLE {
+                buf.try_get_i32().map_err(|_| short())?;
+            }
+            let count = if version >= FLEXIBLE_METADATA {
+                i64::from(uvarint(&mut buf).ok_or_else(short)?) - 1
+            } else {
+                i64::from(buf.try_get_i32().map_err(|_| short())?)
+            };
+            let mut brokers = Vec::new();
+            for _ in 0..count {
+                let b =
+                    MetadataResponseBroker::decode(&mut buf, version).map_err(|e| e.to_string())?;
+                brokers.push((b.node_id.0, b.host.to_string(), b.port));
+            }
+            return Ok((brokers, buf.to_vec()));
+        }
+        FIND_COORDINATOR => {
+            let answer =
+                FindCoordinatorResponse::decode(&mut buf, version).map_err(|e| e.to_string())?;
+            if version >= BATCHED {
+                answer
+                    .coordinators
+                    .into_iter()
+                    .map(|c| (c.node_id.0, c.host.to_string(), c.port))
+                    .collect()
+            } else if answer.node_id.0 >= 0 {
+                vec![(answer.node_id.0, answer.host.to_string(), answer.port)]
+            } else {
+                Vec::new()
+            }
+        }
+        _ => DescribeClusterResponse::decode(&mut buf, version)
+            .map_err(|e| e.to_string())?
+            .brokers
+            .into_iter()
+            .map(|b| (b.broker_id.0, b.host.to_string(), b.port))
+            .collect(),
+    };
+    if buf.has_remaining() {
+        return Err(format!("{} bytes left over", buf.remaining()));
+    }
+    Ok((entries, Vec::new()))
+}
+
+fn uvarint(buf: &mut Bytes) -> Option<u32> {
+    let mut value = 0u32;
+    for shift in (0..35).step_by(7) {
+        let byte = buf.try_get_u8().ok()?;
+        value |= u32::from(byte & 0x7f).checked_shl(shift)?;
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}
