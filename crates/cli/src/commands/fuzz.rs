@@ -21,17 +21,17 @@ use crate::flags::FuzzArgs;
 use crate::input::to_hex;
 
 /// The campaign's settings, from its flags.
-struct Options {
-    target: SocketAddr,
-    count: u64,
-    seed: u64,
-    rate: Option<f64>,
-    timeout: Duration,
-    duration: Duration,
+pub(super) struct Options {
+    pub(super) target: SocketAddr,
+    pub(super) count: u64,
+    pub(super) seed: u64,
+    pub(super) rate: Option<f64>,
+    pub(super) timeout: Duration,
+    pub(super) duration: Duration,
 }
 
 impl Options {
-    fn new(args: &FuzzArgs, target: SocketAddr) -> Options {
+    pub(super) fn new(args: &FuzzArgs, target: SocketAddr) -> Options {
         Options {
             target,
             count: args.count,
@@ -57,15 +57,15 @@ struct Tally {
     anomalies: Vec<(&'static str, String)>,
 }
 
-struct Conn {
-    stream: TcpStream,
+pub(super) struct Conn {
+    pub(super) stream: TcpStream,
     next_id: i32,
     /// The newest ElectLeaders version the broker says it has.
-    max_version: i16,
+    pub(super) max_version: i16,
 }
 
 /// Why a connection could not be started.
-enum ConnectError {
+pub(super) enum ConnectError {
     /// No TCP connection.
     Unreachable(io::Error),
     /// Connected, but ApiVersions got no answer in time (or the connection closed).
@@ -74,12 +74,12 @@ enum ConnectError {
 
 /// How long the next wait may last: the timeout, cut to what is left of the duration;
 /// `None` when the duration is over.
-fn wait_for(o: &Options, started: Instant) -> Option<Duration> {
+pub(super) fn wait_for(o: &Options, started: Instant) -> Option<Duration> {
     let left = o.duration.checked_sub(started.elapsed())?;
     (!left.is_zero()).then(|| o.timeout.min(left))
 }
 
-fn connect(o: &Options, wait: Duration) -> Result<Conn, ConnectError> {
+pub(super) fn connect(o: &Options, wait: Duration) -> Result<Conn, ConnectError> {
     let stream = TcpStream::connect_timeout(&o.target, wait).map_err(ConnectError::Unreachable)?;
     start(stream, wait).map_err(ConnectError::NoApiVersions)
 }
@@ -121,7 +121,7 @@ fn start(stream: TcpStream, wait: Duration) -> io::Result<Conn> {
 }
 
 /// A read that waited its whole timeout (Linux says `WouldBlock`, "os error 11").
-fn is_timeout(e: &io::Error) -> bool {
+pub(super) fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
@@ -129,7 +129,7 @@ fn is_timeout(e: &io::Error) -> bool {
 }
 
 /// One whole frame (size prefix included); `None` when the peer closed before its first byte.
-fn read_frame(stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>> {
+pub(super) fn read_frame(stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>> {
     let mut size = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -167,7 +167,7 @@ fn seeded_bytes(seed: u64, n: u64, len: usize) -> Vec<u8> {
 }
 
 /// The `n`th request: generated (even `n`) or a mutant of the one before (odd `n`).
-fn request(o: &Options, n: u64, max_version: i16, previous: &[u8]) -> Vec<u8> {
+pub(super) fn request(o: &Options, n: u64, max_version: i16, previous: &[u8]) -> Vec<u8> {
     if n % 2 == 1 && !previous.is_empty() {
         let mut out = vec![0u8; previous.len() * 2 + 70_000];
         if let Ok(m) = mutate_request(previous, o.seed ^ n, &mut out) {
@@ -199,10 +199,11 @@ fn asked(frame: &[u8]) -> Option<BTreeSet<(Vec<u8>, i32)>> {
 
 /// `fuzz`.
 pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let target = match (args.serve, args.target) {
-        (Some(listen), _) => return super::serve::run(args, listen, out),
-        (None, Some(target)) => target,
-        (None, None) => return Err(Failure::usage("fuzz", "--target or --serve is required")),
+    let target = match (args.serve, args.target, args.compare) {
+        (Some(listen), _, _) => return super::serve::run(args, listen, out),
+        (None, Some(a), Some(b)) => return super::compare::run(args, a, b, out),
+        (None, Some(target), None) => target,
+        (None, None, _) => return Err(Failure::usage("fuzz", "--target or --serve is required")),
     };
     let o = Options::new(args, target);
     let started = Instant::now();

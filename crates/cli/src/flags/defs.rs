@@ -435,6 +435,15 @@ pub struct FuzzArgs {
     #[arg(long, value_name = "HOST:PORT", value_parser = values::address,
           required_unless_present = "serve", conflicts_with = "serve")]
     pub target: Option<SocketAddr>,
+    /// Send the same requests to this second broker too, and print each answer that
+    /// differs from --target's (one JSON line each, after normalizing throttle time,
+    /// messages where the error codes agree, and the order of results)
+    #[arg(long, value_name = "HOST:PORT", value_parser = values::address, requires = "target")]
+    pub compare: Option<SocketAddr>,
+    /// With --compare: send only request N of the seed's sequence (a difference's
+    /// reproduction: its "index")
+    #[arg(long, value_name = "N", requires = "compare")]
+    pub index: Option<u64>,
     /// Be a hostile broker instead: listen here (port 0: any free one, printed as
     /// "fuzz: serving on ADDR") and answer ElectLeaders with mutated responses
     #[arg(long, value_name = "LISTEN", value_parser = values::address)]

@@ -1,0 +1,987 @@
+//! `fuzz --target A --compare B`: the same requests to two brokers, their answers compared.
+//!
+//! Request N is the one `fuzz --target` sends for the seed, at the newest version both
+//! brokers have, its correlation id set to N + 1 on both sides, so that the two get the
+//! same bytes. Each broker has its own connection (starting with ApiVersions, as
+//! `--target`'s do); the request goes to both before either answer is read, and each
+//! answer is read against the same deadline.
+//!
+//! What is normalized away (FUZZING.md says why; the counts are in the summary):
+//! - `ThrottleTimeMs`: a quota's doing, not the request's;
+//! - a partition's `ErrorMessage` when the two error codes agree: wording changes between
+//!   releases, the code is the contract;
+//! - the order of topics and of partitions: results are compared as sets keyed by topic and
+//!   partition (duplicates counted). An answer equal but for order is counted, not reported.
+//!
+//! Everything else is a difference: an answer on one side and a closed connection or a
+//! timeout on the other, a closed connection against a timeout, the correlation id, the
+//! top-level error code, a topic or partition answered by one only or a different number of
+//! times, a partition's error code, unknown tagged fields, and an answer that the library
+//! parses against one that it refuses (two refused answers differ unless byte for byte
+//! equal).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use kafka_elect_leaders::{
+    parse_request, parse_response, set_request_correlation_id, ElectLeadersResponse, ErrorCode,
+    TaggedFields,
+};
+use serde_json::{json, Value};
+
+use super::fuzz::{
+    connect, is_timeout, read_frame, request, wait_for, Conn, ConnectError, Options,
+};
+use crate::fail::Failure;
+use crate::flags::FuzzArgs;
+use crate::input::to_hex;
+use crate::json::print::Message;
+
+/// How long a malformed request's answer is waited for when neither broker has answered:
+/// one whose size prefix promises more bytes is waited on by both, for ever.
+const MALFORMED_WAIT: Duration = Duration::from_millis(500);
+
+/// What one broker did with one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A whole frame, size prefix included.
+    Answer(Vec<u8>),
+    /// The connection was closed (or reset, or refused the write) with no answer.
+    Closed(String),
+    /// No answer within the wait.
+    Timeout,
+}
+
+impl Outcome {
+    fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Answer(_) => "answer",
+            Outcome::Closed(_) => "closed",
+            Outcome::Timeout => "timeout",
+        }
+    }
+}
+
+/// One field on which the two answers differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// Where: `outcome`, `frame`, `correlation_id`, `error_code`, `tagged_fields`,
+    /// `replica_election_results[topic=T]`, `…partition_result[partition_id=P].error_code`, …
+    pub path: String,
+    /// What A's answer has there, and B's.
+    pub a: String,
+    pub b: String,
+    /// The path without topic names and partition ids, and the values when they say what
+    /// kind of difference it is (error codes, presence, outcomes): one line of the summary.
+    pub class: String,
+}
+
+impl Difference {
+    fn new(path: String, a: String, b: String, values_in_class: bool) -> Difference {
+        let mut class = String::new();
+        let mut inside = false;
+        for c in path.chars() {
+            match c {
+                '[' => {
+                    inside = true;
+                    class.push_str("[]");
+                }
+                ']' => inside = false,
+                c if !inside => class.push(c),
+                _ => {}
+            }
+        }
+        if values_in_class {
+            let _ = write!(class, ": {a} / {b}");
+        }
+        Difference { path, a, b, class }
+    }
+}
+
+/// What comparing two answers found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Comparison {
+    pub differences: Vec<Difference>,
+    /// Equal once sorted, not as answered.
+    pub order_only: bool,
+    /// The throttle times differed (normalized away).
+    pub throttle_normalized: bool,
+    /// Partitions whose error codes agree and whose messages do not (normalized away).
+    pub messages_normalized: u64,
+}
+
+type Tags = Vec<(u32, Vec<u8>)>;
+
+fn tags(fields: TaggedFields<'_>) -> Tags {
+    fields
+        .iter()
+        .map(|f| (f.tag(), f.data().to_vec()))
+        .collect()
+}
+
+/// One answer for a partition: what must agree, and its message (compared only when the
+/// codes do not agree, which is then the difference reported).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    code: i16,
+    tags: Tags,
+    message: Option<Vec<u8>>,
+}
+
+/// A response reduced to what two brokers must agree on, keyed rather than ordered.
+struct Normal {
+    correlation_id: i32,
+    throttle_time_ms: i32,
+    error_code: i16,
+    header_tags: Tags,
+    body_tags: Tags,
+    /// Per topic: the tagged fields of each of its entries (sorted).
+    topics: BTreeMap<Vec<u8>, Vec<Tags>>,
+    /// Per (topic, partition): each answer given for it (sorted).
+    partitions: BTreeMap<(Vec<u8>, i32), Vec<Entry>>,
+    /// (topic, partition) in the order answered.
+    order: Vec<(Vec<u8>, i32)>,
+}
+
+impl Normal {
+    fn of(r: &ElectLeadersResponse<'_>) -> Normal {
+        let mut n = Normal {
+            correlation_id: r.correlation_id(),
+            throttle_time_ms: r.throttle_time_ms(),
+            error_code: r.error_code().0,
+            header_tags: tags(r.header().tagged_fields()),
+            body_tags: tags(r.tagged_fields()),
+            topics: BTreeMap::new(),
+            partitions: BTreeMap::new(),
+            order: Vec::new(),
+        };
+        for t in r.replica_election_results() {
+            n.topics
+                .entry(t.topic().to_vec())
+                .or_default()
+                .push(tags(t.tagged_fields()));
+            for p in t.partition_result() {
+                let key = (t.topic().to_vec(), p.partition_id());
+                n.order.push(key.clone());
+                n.partitions.entry(key).or_default().push(Entry {
+                    code: p.error_code().0,
+                    tags: tags(p.tagged_fields()),
+                    message: p.error_message().map(<[u8]>::to_vec),
+                });
+            }
+        }
+        for v in n.topics.values_mut() {
+            v.sort();
+        }
+        for v in n.partitions.values_mut() {
+            v.sort();
+        }
+        n
+    }
+}
+
+/// A topic name for a path: as it is when short UTF-8, else cut, or in hex.
+fn topic_name(t: &[u8]) -> String {
+    const SHOWN: usize = 48;
+    match std::str::from_utf8(t) {
+        Ok(s) if s.chars().count() <= SHOWN => s.to_string(),
+        Ok(s) => format!(
+            "{}…({} bytes)",
+            s.chars().take(SHOWN).collect::<String>(),
+            t.len()
+        ),
+        Err(_) if t.len() <= SHOWN / 2 => format!("hex:{}", to_hex(t)),
+        Err(_) => format!("hex:{}…({} bytes)", to_hex(&t[..SHOWN / 2]), t.len()),
+    }
+}
+
+fn code(c: i16) -> String {
+    match ErrorCode(c).name() {
+        Some(name) => format!("{c} {name}"),
+        None => c.to_string(),
+    }
+}
+
+fn show_tags(t: &Tags) -> String {
+    if t.is_empty() {
+        return "none".into();
+    }
+    let each: Vec<String> = t
+        .iter()
+        .map(|(tag, data)| format!("tag {tag} ({} bytes)", data.len()))
+        .collect();
+    each.join(", ")
+}
+
+fn codes(entries: &[Entry]) -> Vec<i16> {
+    let mut c: Vec<i16> = entries.iter().map(|e| e.code).collect();
+    c.sort_unstable();
+    c
+}
+
+/// Compares two parsed answers after normalization.
+pub fn compare_responses(a: &ElectLeadersResponse<'_>, b: &ElectLeadersResponse<'_>) -> Comparison {
+    let (a, b) = (Normal::of(a), Normal::of(b));
+    let mut c = Comparison {
+        throttle_normalized: a.throttle_time_ms != b.throttle_time_ms,
+        ..Comparison::default()
+    };
+    let d = &mut c.differences;
+    if a.correlation_id != b.correlation_id {
+        d.push(Difference::new(
+            "correlation_id".into(),
+            a.correlation_id.to_string(),
+            b.correlation_id.to_string(),
+            false,
+        ));
+    }
+    if a.error_code != b.error_code {
+        d.push(Difference::new(
+            "error_code".into(),
+            code(a.error_code),
+            code(b.error_code),
+            true,
+        ));
+    }
+    for (path, x, y) in [
+        ("header_tagged_fields", &a.header_tags, &b.header_tags),
+        ("tagged_fields", &a.body_tags, &b.body_tags),
+    ] {
+        if x != y {
+            d.push(Difference::new(
+                path.into(),
+                show_tags(x),
+                show_tags(y),
+                false,
+            ));
+        }
+    }
+    let mut topics: Vec<&Vec<u8>> = a.topics.keys().chain(b.topics.keys()).collect();
+    topics.sort();
+    topics.dedup();
+    for topic in topics {
+        let at = format!("replica_election_results[topic={}]", topic_name(topic));
+        let (x, y) = (a.topics.get(topic), b.topics.get(topic));
+        let count = |n: &Normal| n.partitions.keys().filter(|(t, _)| t == topic).count();
+        match (x, y) {
+            (Some(_), None) | (None, Some(_)) => {
+                let (na, nb) = (count(&a), count(&b));
+                let say = |has: bool, n: usize| {
+                    if has {
+                        format!("present ({n} partitions)")
+                    } else {
+                        "absent".to_string()
+                    }
+                };
+                let (sa, sb) = (say(x.is_some(), na), say(y.is_some(), nb));
+                let class = |has: bool| if has { "present" } else { "absent" };
+                let mut diff = Difference::new(at, sa, sb, false);
+                let _ = write!(
+                    diff.class,
+                    ": {} / {}",
+                    class(x.is_some()),
+                    class(y.is_some())
+                );
+                d.push(diff);
+                continue;
+            }
+            (Some(x), Some(y)) if x.len() != y.len() => d.push(Difference::new(
+                at.clone(),
+                format!("answered {} times", x.len()),
+                format!("answered {} times", y.len()),
+                false,
+            )),
+            (Some(x), Some(y)) if x != y => d.push(Difference::new(
+                format!("{at}.tagged_fields"),
+                x.iter().map(show_tags).collect::<Vec<_>>().join("; "),
+                y.iter().map(show_tags).collect::<Vec<_>>().join("; "),
+                false,
+            )),
+            _ => {}
+        }
+        let mut ids: Vec<i32> = a
+            .partitions
+            .keys()
+            .chain(b.partitions.keys())
+            .filter(|(t, _)| t == topic)
+            .map(|(_, p)| *p)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            let key = (topic.clone(), id);
+            let at = format!("{at}.partition_result[partition_id={id}]");
+            match (a.partitions.get(&key), b.partitions.get(&key)) {
+                (Some(x), Some(y)) if x.len() != y.len() => d.push(Difference::new(
+                    at,
+                    format!("answered {} times", x.len()),
+                    format!("answered {} times", y.len()),
+                    false,
+                )),
+                (Some(x), Some(y)) => {
+                    let (cx, cy) = (codes(x), codes(y));
+                    if cx != cy {
+                        let show =
+                            |c: &[i16]| c.iter().map(|&c| code(c)).collect::<Vec<_>>().join(", ");
+                        d.push(Difference::new(
+                            format!("{at}.error_code"),
+                            show(&cx),
+                            show(&cy),
+                            true,
+                        ));
+                        continue;
+                    }
+                    let tx: Vec<&Tags> = x.iter().map(|e| &e.tags).collect();
+                    let ty: Vec<&Tags> = y.iter().map(|e| &e.tags).collect();
+                    if tx != ty {
+                        d.push(Difference::new(
+                            format!("{at}.tagged_fields"),
+                            tx.iter()
+                                .map(|t| show_tags(t))
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                            ty.iter()
+                                .map(|t| show_tags(t))
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                            false,
+                        ));
+                    }
+                    let mx: Vec<&Option<Vec<u8>>> = x.iter().map(|e| &e.message).collect();
+                    let my: Vec<&Option<Vec<u8>>> = y.iter().map(|e| &e.message).collect();
+                    if mx != my {
+                        c.messages_normalized += 1;
+                    }
+                }
+                (x, y) => {
+                    let say = |e: Option<&Vec<Entry>>| match e {
+                        Some(e) => format!("present ({})", code(e[0].code)),
+                        None => "absent".to_string(),
+                    };
+                    let mut diff = Difference::new(at, say(x), say(y), false);
+                    let side =
+                        |e: Option<&Vec<Entry>>| if e.is_some() { "present" } else { "absent" };
+                    let _ = write!(diff.class, ": {} / {}", side(x), side(y));
+                    d.push(diff);
+                }
+            }
+        }
+    }
+    c.order_only = c.differences.is_empty() && a.order != b.order;
+    c
+}
+
+/// Compares what the two brokers did with a request sent at `version`.
+pub fn compare_outcomes(a: &Outcome, b: &Outcome, version: i16) -> Comparison {
+    let (x, y) = match (a, b) {
+        (Outcome::Answer(x), Outcome::Answer(y)) => (x, y),
+        (Outcome::Closed(_), Outcome::Closed(_)) | (Outcome::Timeout, Outcome::Timeout) => {
+            return Comparison::default()
+        }
+        _ => {
+            return Comparison {
+                differences: vec![Difference::new(
+                    "outcome".into(),
+                    a.kind().into(),
+                    b.kind().into(),
+                    true,
+                )],
+                ..Comparison::default()
+            }
+        }
+    };
+    match (parse_response(x, version), parse_response(y, version)) {
+        (Ok(x), Ok(y)) => compare_responses(&x, &y),
+        (Err(_), Err(_)) if x == y => Comparison::default(),
+        (ex, ey) => {
+            let say = |r: Result<ElectLeadersResponse<'_>, kafka_elect_leaders::Error>| match r {
+                Ok(_) => "parses".to_string(),
+                Err(e) => format!("refused: {e}"),
+            };
+            let class = |r: &Result<_, _>| if r.is_ok() { "parses" } else { "refused" };
+            let (ca, cb) = (class(&ex), class(&ey));
+            let mut diff = Difference::new("frame".into(), say(ex), say(ey), false);
+            let _ = write!(diff.class, ": {ca} / {cb}");
+            Comparison {
+                differences: vec![diff],
+                ..Comparison::default()
+            }
+        }
+    }
+}
+
+/// One broker: its address, connection and counts.
+struct Side {
+    o: Options,
+    name: &'static str,
+    conn: Option<Conn>,
+    answered: u64,
+    closed: u64,
+    timeouts: u64,
+    max_version: Option<i16>,
+}
+
+impl Side {
+    fn new(o: Options, name: &'static str) -> Side {
+        Side {
+            o,
+            name,
+            conn: None,
+            answered: 0,
+            closed: 0,
+            timeouts: 0,
+            max_version: None,
+        }
+    }
+
+    /// Reads the answer, waiting until `deadline` (at least a millisecond, so that an answer
+    /// already there is read).
+    fn read(&mut self, deadline: Instant) -> Outcome {
+        let Some(c) = self.conn.as_mut() else {
+            return Outcome::Closed("not connected".into());
+        };
+        let wait = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let answer = c
+            .stream
+            .set_read_timeout(Some(wait))
+            .and_then(|()| read_frame(&mut c.stream));
+        match answer {
+            Ok(Some(frame)) => Outcome::Answer(frame),
+            Ok(None) => Outcome::Closed("closed".into()),
+            Err(e) if is_timeout(&e) => Outcome::Timeout,
+            Err(e) => Outcome::Closed(e.to_string()),
+        }
+    }
+
+    fn count(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Answer(_) => self.answered += 1,
+            Outcome::Closed(_) => self.closed += 1,
+            Outcome::Timeout => self.timeouts += 1,
+        }
+        if !matches!(outcome, Outcome::Answer(_)) {
+            self.conn = None;
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    sent: u64,
+    malformed: u64,
+    same: u64,
+    differing: u64,
+    order_only: u64,
+    throttle_normalized: u64,
+    messages_normalized: u64,
+    classes: BTreeMap<String, u64>,
+}
+
+/// The side's answer as the JSON line shows it: outcome, hex, and the decoded object.
+fn side_json(o: &Outcome, version: i16) -> Value {
+    match o {
+        Outcome::Answer(frame) => {
+            let decoded = match parse_response(frame, version) {
+                Ok(r) => {
+                    serde_json::from_str(&Message::Response(r).text(None)).unwrap_or(Value::Null)
+                }
+                Err(e) => json!({ "error": e.to_string() }),
+            };
+            json!({ "outcome": "answer", "hex": to_hex(frame), "decoded": decoded })
+        }
+        Outcome::Closed(why) => json!({ "outcome": "closed", "error": why }),
+        Outcome::Timeout => json!({ "outcome": "timeout" }),
+    }
+}
+
+/// `fuzz --target A --compare B`.
+pub fn run(
+    args: &FuzzArgs,
+    a: SocketAddr,
+    b: SocketAddr,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut sides = [
+        Side::new(Options::new(args, a), "A"),
+        Side::new(Options::new(args, b), "B"),
+    ];
+    let o = Options::new(args, a);
+    let (first, end) = match args.index {
+        Some(i) => (i, i.saturating_add(1)),
+        None => (0, args.count),
+    };
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    let mut previous = Vec::new();
+    let mut out_of_time = false;
+    let mut harness: Option<String> = None;
+    let mut n = 0u64;
+    'requests: while n < end && started.elapsed() < o.duration {
+        if let (Some(rate), true) = (o.rate, n >= first) {
+            let due = (started + Duration::from_secs_f64((n - first) as f64 / rate))
+                .min(started + o.duration);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        let Some(limit) = wait_for(&o, started) else {
+            break;
+        };
+        for side in sides.iter_mut() {
+            if side.conn.is_some() {
+                continue;
+            }
+            match connect(&side.o, limit) {
+                Ok(c) => {
+                    side.max_version = Some(c.max_version);
+                    side.conn = Some(c);
+                }
+                Err(ConnectError::NoApiVersions(e)) if limit < o.timeout && is_timeout(&e) => {
+                    out_of_time = true;
+                    break 'requests;
+                }
+                Err(ConnectError::Unreachable(e)) => {
+                    harness = Some(format!(
+                        "{} {}: cannot connect: {e}",
+                        side.name, side.o.target
+                    ));
+                    break 'requests;
+                }
+                Err(ConnectError::NoApiVersions(e)) => {
+                    harness = Some(format!(
+                        "{} {}: connected, but no answer to ApiVersions: {}",
+                        side.name,
+                        side.o.target,
+                        if is_timeout(&e) {
+                            format!("none within {} ms", o.timeout.as_millis())
+                        } else {
+                            e.to_string()
+                        }
+                    ));
+                    break 'requests;
+                }
+            }
+        }
+        let max_version = sides
+            .iter()
+            .filter_map(|s| s.conn.as_ref().map(|c| c.max_version))
+            .min()
+            .unwrap_or(kafka_elect_leaders::MAX_VERSION);
+        let mut frame = request(&o, n, max_version, &previous);
+        previous.clone_from(&frame);
+        if n < first {
+            n += 1;
+            continue;
+        }
+        let well_formed = parse_request(&frame).is_ok();
+        let id = (n % i32::MAX as u64) as i32 + 1;
+        if well_formed {
+            set_request_correlation_id(&mut frame, id).expect("parsed");
+        }
+        let version = frame
+            .get(6..8)
+            .map_or(-1, |v| i16::from_be_bytes([v[0], v[1]]));
+        let index = n;
+        n += 1;
+        tally.sent += 1;
+        tally.malformed += u64::from(!well_formed);
+
+        let wait = if well_formed {
+            limit
+        } else {
+            limit.min(MALFORMED_WAIT)
+        };
+        let sent_at = Instant::now();
+        let mut write_failed: [Option<String>; 2] = [None, None];
+        for (side, failed) in sides.iter_mut().zip(write_failed.iter_mut()) {
+            if let Some(c) = side.conn.as_mut() {
+                let w = c
+                    .stream
+                    .set_write_timeout(Some(wait))
+                    .and_then(|()| c.stream.write_all(&frame));
+                if let Err(e) = w {
+                    *failed = Some(e.to_string());
+                }
+            }
+        }
+        let mut outcomes: Vec<Outcome> = sides
+            .iter_mut()
+            .zip(write_failed)
+            .map(|(side, failed)| match failed {
+                Some(e) => Outcome::Closed(format!("write: {e}")),
+                None => side.read(sent_at + wait),
+            })
+            .collect();
+        // A malformed request answered by one side only: the other gets the whole wait.
+        if wait < limit {
+            let answered = outcomes
+                .iter()
+                .filter(|o| matches!(o, Outcome::Answer(_)))
+                .count();
+            if answered == 1 {
+                for (side, outcome) in sides.iter_mut().zip(outcomes.iter_mut()) {
+                    if *outcome == Outcome::Timeout {
+                        *outcome = side.read(sent_at + limit);
+                    }
+                }
+            }
+        }
+        // A wait cut short by the duration is not the broker's fault.
+        if limit < o.timeout && outcomes.contains(&Outcome::Timeout) {
+            let cut = well_formed || outcomes.iter().any(|o| matches!(o, Outcome::Answer(_)));
+            if cut {
+                out_of_time = true;
+                tally.sent -= 1;
+                tally.malformed -= u64::from(!well_formed);
+                break;
+            }
+        }
+        for (side, outcome) in sides.iter_mut().zip(&outcomes) {
+            side.count(outcome);
+        }
+        let c = compare_outcomes(&outcomes[0], &outcomes[1], version);
+        tally.throttle_normalized += u64::from(c.throttle_normalized);
+        tally.messages_normalized += c.messages_normalized;
+        if c.differences.is_empty() {
+            tally.same += 1;
+            tally.order_only += u64::from(c.order_only);
+            continue;
+        }
+        tally.differing += 1;
+        let mut classes: Vec<&str> = c.differences.iter().map(|d| d.class.as_str()).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        for class in &classes {
+            *tally.classes.entry((*class).to_string()).or_default() += 1;
+        }
+        let differences: Vec<Value> = c
+            .differences
+            .iter()
+            .map(|d| json!({ "path": d.path, "a": d.a, "b": d.b }))
+            .collect();
+        let line = json!({
+            "index": index,
+            "seed": o.seed,
+            "request_version": version,
+            "malformed": !well_formed,
+            "request": to_hex(&frame),
+            "differences": differences,
+            "classes": classes,
+            "a": side_json(&outcomes[0], version),
+            "b": side_json(&outcomes[1], version),
+            "reproduce": format!(
+                "elect-leaders fuzz --target {a} --compare {b} --seed {} --index {index}",
+                o.seed
+            ),
+        });
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .map_err(Failure::Output)?;
+    }
+    report(&tally, &sides, started, out_of_time, harness.as_deref()).map_err(Failure::Output)?;
+    if let Some(why) = harness {
+        return Err(Failure::cannot_open(format!(
+            "fuzz --compare stopped after {} requests: {why}",
+            tally.sent
+        )));
+    }
+    if tally.differing > 0 {
+        return Err(Failure::Reported { usage: false });
+    }
+    Ok(())
+}
+
+/// The summary, on standard error: standard output holds only the differences.
+fn report(
+    tally: &Tally,
+    sides: &[Side; 2],
+    started: Instant,
+    out_of_time: bool,
+    harness: Option<&str>,
+) -> io::Result<()> {
+    let mut e = io::stderr().lock();
+    let mut classes: Vec<(&String, &u64)> = tally.classes.iter().collect();
+    classes.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+    for (class, n) in classes {
+        writeln!(e, "difference {n} x {class}")?;
+    }
+    for s in sides {
+        let version = s
+            .max_version
+            .map_or("not known".to_string(), |v| format!("up to v{v}"));
+        writeln!(
+            e,
+            "{} {}: ElectLeaders {version}; {} answered, {} closed, {} timeouts",
+            s.name, s.o.target, s.answered, s.closed, s.timeouts
+        )?;
+    }
+    writeln!(
+        e,
+        "compare: {} sent ({} malformed), {} the same, {} different; normalized: {} in another \
+         order only, {} throttle times, {} messages with the same error code; {:.1}s{}",
+        tally.sent,
+        tally.malformed,
+        tally.same,
+        tally.differing,
+        tally.order_only,
+        tally.throttle_normalized,
+        tally.messages_normalized,
+        started.elapsed().as_secs_f64(),
+        match (out_of_time, harness) {
+            (_, Some(_)) => " (stopped: a broker could not be reached)",
+            (true, None) => " (stopped at the duration, one answer not waited for)",
+            (false, None) => "",
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A partition's result: id, error code, message.
+    type P<'a> = (i32, i16, Option<&'a str>);
+
+    /// A version 1 response, written here byte by byte (not with the library's writer).
+    fn v1(id: i32, throttle: i32, error: i16, topics: &[(&str, &[P<'_>])]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&id.to_be_bytes());
+        b.extend_from_slice(&throttle.to_be_bytes());
+        b.extend_from_slice(&error.to_be_bytes());
+        b.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+        for (topic, parts) in topics {
+            b.extend_from_slice(&(topic.len() as i16).to_be_bytes());
+            b.extend_from_slice(topic.as_bytes());
+            b.extend_from_slice(&(parts.len() as i32).to_be_bytes());
+            for (p, code, message) in *parts {
+                b.extend_from_slice(&p.to_be_bytes());
+                b.extend_from_slice(&code.to_be_bytes());
+                match message {
+                    Some(m) => {
+                        b.extend_from_slice(&(m.len() as i16).to_be_bytes());
+                        b.extend_from_slice(m.as_bytes());
+                    }
+                    None => b.extend_from_slice(&(-1i16).to_be_bytes()),
+                }
+            }
+        }
+        let mut f = (b.len() as i32).to_be_bytes().to_vec();
+        f.extend_from_slice(&b);
+        f
+    }
+
+    fn compare(a: &[u8], b: &[u8]) -> Comparison {
+        compare_outcomes(
+            &Outcome::Answer(a.to_vec()),
+            &Outcome::Answer(b.to_vec()),
+            1,
+        )
+    }
+
+    fn paths(c: &Comparison) -> Vec<&str> {
+        c.differences.iter().map(|d| d.path.as_str()).collect()
+    }
+
+    const UNKNOWN: i16 = 3;
+    const NOT_NEEDED: i16 = 84;
+    const SERVER: i16 = -1;
+
+    #[test]
+    fn the_same_answer_is_no_difference() {
+        let f = v1(1, 0, 0, &[("t", &[(0, UNKNOWN, Some("No such topic"))])]);
+        assert_eq!(compare(&f, &f), Comparison::default());
+    }
+
+    #[test]
+    fn throttle_time_is_normalized_and_counted() {
+        let a = v1(1, 0, 0, &[("t", &[(0, 0, None)])]);
+        let b = v1(1, 250, 0, &[("t", &[(0, 0, None)])]);
+        let c = compare(&a, &b);
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert!(c.throttle_normalized);
+    }
+
+    #[test]
+    fn messages_are_normalized_only_where_the_codes_agree() {
+        let a = v1(
+            1,
+            0,
+            0,
+            &[("t", &[(0, UNKNOWN, Some("No such topic as t"))])],
+        );
+        let b = v1(1, 0, 0, &[("t", &[(0, UNKNOWN, None)])]);
+        let c = compare(&a, &b);
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert_eq!(c.messages_normalized, 1);
+
+        let b = v1(
+            1,
+            0,
+            0,
+            &[("t", &[(0, SERVER, Some("No such topic as t"))])],
+        );
+        let c = compare(&a, &b);
+        assert_eq!(
+            paths(&c),
+            ["replica_election_results[topic=t].partition_result[partition_id=0].error_code"]
+        );
+        let d = &c.differences[0];
+        assert_eq!(d.a, "3 UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(d.b, "-1 UNKNOWN_SERVER_ERROR");
+        assert_eq!(
+            d.class,
+            "replica_election_results[].partition_result[].error_code: \
+             3 UNKNOWN_TOPIC_OR_PARTITION / -1 UNKNOWN_SERVER_ERROR"
+        );
+        assert_eq!(c.messages_normalized, 0);
+    }
+
+    #[test]
+    fn order_is_normalized_and_counted() {
+        let x: &[P<'_>] = &[(0, NOT_NEEDED, None), (1, 0, None)];
+        let y: &[P<'_>] = &[(1, 0, None), (0, NOT_NEEDED, None)];
+        let a = v1(1, 0, 0, &[("s", x), ("t", &[(5, 0, None)])]);
+        let b = v1(1, 0, 0, &[("t", &[(5, 0, None)]), ("s", y)]);
+        let c = compare(&a, &b);
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert!(c.order_only);
+        assert!(!compare(&a, &a).order_only);
+    }
+
+    #[test]
+    fn a_partition_or_topic_answered_by_one_side_only_is_a_difference() {
+        let a = v1(
+            1,
+            0,
+            0,
+            &[("t", &[(0, 0, None), (1, 0, None)]), ("u", &[(0, 0, None)])],
+        );
+        let b = v1(1, 0, 0, &[("t", &[(0, 0, None)])]);
+        let c = compare(&a, &b);
+        assert_eq!(
+            paths(&c),
+            [
+                "replica_election_results[topic=t].partition_result[partition_id=1]",
+                "replica_election_results[topic=u]",
+            ]
+        );
+        assert_eq!(c.differences[0].a, "present (0 NONE)");
+        assert_eq!(c.differences[0].b, "absent");
+        assert_eq!(c.differences[1].a, "present (1 partitions)");
+        assert_eq!(
+            c.differences[1].class,
+            "replica_election_results[]: present / absent"
+        );
+        // The same the other way round.
+        let c = compare(&b, &a);
+        assert_eq!(
+            c.differences[1].class,
+            "replica_election_results[]: absent / present"
+        );
+    }
+
+    #[test]
+    fn a_partition_answered_twice_is_a_difference() {
+        let a = v1(1, 0, 0, &[("t", &[(0, 0, None), (0, 0, None)])]);
+        let b = v1(1, 0, 0, &[("t", &[(0, 0, None)])]);
+        let c = compare(&a, &b);
+        assert_eq!(
+            paths(&c),
+            ["replica_election_results[topic=t].partition_result[partition_id=0]"]
+        );
+        assert_eq!(c.differences[0].a, "answered 2 times");
+    }
+
+    #[test]
+    fn top_level_error_and_correlation_id_are_compared() {
+        let a = v1(1, 0, 0, &[]);
+        let b = v1(2, 0, 41, &[]);
+        let c = compare(&a, &b);
+        assert_eq!(paths(&c), ["correlation_id", "error_code"]);
+        assert_eq!(c.differences[1].b, "41 NOT_CONTROLLER");
+        assert_eq!(c.differences[0].class, "correlation_id");
+    }
+
+    #[test]
+    fn unknown_tagged_fields_are_compared() {
+        // Version 2, by field: correlation id, header tags, throttle, error code, results
+        // (compact: 1 + 1 entries), topic "t", partitions (1 + 1), partition 0, error 0, null
+        // message, partition tags, topic tags, body tags (none, or tag 5 with one byte).
+        let plain = "00000001|00|00000000|0000|02|0274|02|00000000|0000|00|00|00|00";
+        let tagged = "00000001|00|00000000|0000|02|0274|02|00000000|0000|00|00|00|01 05 01 00";
+        let frame = |text: &str| {
+            let body = kafka_elect_leaders_testkit::hex(text);
+            let mut f = (body.len() as i32).to_be_bytes().to_vec();
+            f.extend_from_slice(&body);
+            f
+        };
+        let (a, b) = (frame(plain), frame(tagged));
+        parse_response(&a, 2).expect("a parses");
+        parse_response(&b, 2).expect("b parses");
+        let c = compare_outcomes(&Outcome::Answer(a.clone()), &Outcome::Answer(b), 2);
+        assert_eq!(paths(&c), ["tagged_fields"]);
+        assert_eq!(c.differences[0].b, "tag 5 (1 bytes)");
+        let c = compare_outcomes(&Outcome::Answer(a.clone()), &Outcome::Answer(a), 2);
+        assert!(c.differences.is_empty());
+    }
+
+    #[test]
+    fn outcomes_other_than_an_answer_are_compared_by_kind() {
+        let f = Outcome::Answer(v1(1, 0, 0, &[]));
+        let closed = Outcome::Closed("reset".into());
+        let also_closed = Outcome::Closed("closed".into());
+        assert!(compare_outcomes(&closed, &also_closed, 1)
+            .differences
+            .is_empty());
+        assert!(compare_outcomes(&Outcome::Timeout, &Outcome::Timeout, 1)
+            .differences
+            .is_empty());
+        for (a, b, class) in [
+            (&f, &closed, "outcome: answer / closed"),
+            (&closed, &f, "outcome: closed / answer"),
+            (&Outcome::Timeout, &f, "outcome: timeout / answer"),
+            (&closed, &Outcome::Timeout, "outcome: closed / timeout"),
+        ] {
+            let c = compare_outcomes(a, b, 1);
+            assert_eq!(c.differences.len(), 1, "{class}");
+            assert_eq!(c.differences[0].class, class);
+        }
+    }
+
+    #[test]
+    fn an_answer_the_library_refuses_is_compared_as_bytes() {
+        let good = v1(1, 0, 0, &[]);
+        let mut cut = good.clone();
+        cut.truncate(cut.len() - 2);
+        let size = (cut.len() - 4) as i32;
+        cut[..4].copy_from_slice(&size.to_be_bytes());
+        let c = compare(&good, &cut);
+        assert_eq!(paths(&c), ["frame"]);
+        assert_eq!(c.differences[0].class, "frame: parses / refused");
+        assert!(
+            c.differences[0].b.starts_with("refused: "),
+            "{:?}",
+            c.differences[0]
+        );
+        assert!(compare(&cut, &cut).differences.is_empty());
+        let mut other = cut.clone();
+        other[4] ^= 1;
+        assert_eq!(paths(&compare(&cut, &other)), ["frame"]);
+    }
+
+    #[test]
+    fn long_and_non_utf8_topic_names_are_shortened_in_paths() {
+        assert_eq!(topic_name(b"t"), "t");
+        assert_eq!(topic_name(&[0xff, 0x00]), "hex:ff00");
+        let long = "x".repeat(100);
+        assert_eq!(
+            topic_name(long.as_bytes()),
+            format!("{}…(100 bytes)", "x".repeat(48))
+        );
+    }
+}
