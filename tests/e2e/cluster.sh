@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A real Apache Kafka 4.4.0 cluster in KRaft mode on loopback, for the end-to-end tests.
+# A real Apache Kafka cluster (4.4.0 unless KAFKA_VERSION says otherwise) in KRaft mode on
+# loopback, for the end-to-end tests.
 #
 #   tests/e2e/cluster.sh start            format and start: controller 1, brokers 2 and 3
 #   tests/e2e/cluster.sh stop             stop every node it started, remove the data dirs
@@ -10,6 +11,13 @@
 #
 # Environment:
 #   E2E_DIR      state root (default: <repo>/target/e2e); the cluster lives in $E2E_DIR/cluster
+#   KAFKA_VERSION  the Kafka release to run (default 4.4.0), its classpath resolved by Maven
+#                from server/pom.xml with -Dkafka.version; 3.9.x and 4.x are known to work
+#                (3.9 is the last release with ZooKeeper, run here in KRaft mode like 4.x)
+#   CLUSTER_NAME another cluster beside the default one: it lives in $E2E_DIR/$CLUSTER_NAME
+#                (default "cluster"), on ports of its own; give the same name to stop it
+#   BROKER_COUNT 1 or 2 (default 2): with 1, only broker 2 runs (no TLS, PROXY or ADVERTISE
+#                for broker 3), a smaller cluster for side-by-side runs
 #   ADVERTISE    "host:port,host:port": what brokers 2 and 3 advertise on their client
 #                listener (e.g. a tap or proxy in front of each); default: their own address
 #   PROXY_ADVERTISE  "host:port,host:port": adds a third listener, PROXY, on free ports
@@ -43,11 +51,17 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 E2E_DIR="${E2E_DIR:-$ROOT/target/e2e}"
-DIR="$E2E_DIR/cluster"
+DIR="$E2E_DIR/${CLUSTER_NAME:-cluster}"
 STATE="$DIR/state.env"
 HEAP="${KAFKA_HEAP:-256m}"
+KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
+[[ "$KAFKA_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "cluster: KAFKA_VERSION=$KAFKA_VERSION is not a release number like 4.4.0" >&2; exit 2; }
 CONTROLLER=1
-BROKERS=(2 3)
+case "${BROKER_COUNT:-2}" in
+    1) BROKERS=(2) ;;
+    2) BROKERS=(2 3) ;;
+    *) echo "cluster: BROKER_COUNT must be 1 or 2 (got '$BROKER_COUNT')" >&2; exit 2 ;;
+esac
 READY_TIMEOUT="${READY_TIMEOUT:-120}"
 
 log() { echo "cluster: $*" >&2; }
@@ -58,16 +72,17 @@ need_java() {
     command -v mvn >/dev/null 2>&1 || die "mvn not found (Maven is needed to resolve the Kafka classpath)"
 }
 
-# The Kafka 4.4.0 server classpath, resolved by Maven from server/pom.xml (offline first).
+# The Kafka server classpath of $KAFKA_VERSION, resolved by Maven from server/pom.xml
+# (offline first), one file per version.
 classpath() {
-    local out="$E2E_DIR/kafka-server.classpath"
+    local out="$E2E_DIR/kafka-server-$KAFKA_VERSION.classpath" mlog="$E2E_DIR/mvn-server-$KAFKA_VERSION.log"
     if [[ ! -s "$out" || "$HERE/server/pom.xml" -nt "$out" ]]; then
         mkdir -p "$E2E_DIR"
-        if ! mvn -q -B -o -f "$HERE/server/pom.xml" dependency:build-classpath \
-                -Dmdep.outputFile="$out" >"$E2E_DIR/mvn-server.log" 2>&1; then
-            mvn -q -B -f "$HERE/server/pom.xml" dependency:build-classpath \
-                -Dmdep.outputFile="$out" >"$E2E_DIR/mvn-server.log" 2>&1 \
-                || { cat "$E2E_DIR/mvn-server.log" >&2; die "could not resolve the Kafka classpath"; }
+        if ! mvn -q -B -o -f "$HERE/server/pom.xml" dependency:build-classpath -Dkafka.version="$KAFKA_VERSION" \
+                -Dmdep.outputFile="$out" >"$mlog" 2>&1; then
+            mvn -q -B -f "$HERE/server/pom.xml" dependency:build-classpath -Dkafka.version="$KAFKA_VERSION" \
+                -Dmdep.outputFile="$out" >"$mlog" 2>&1 \
+                || { cat "$mlog" >&2; die "could not resolve the classpath of Kafka $KAFKA_VERSION"; }
         fi
     fi
     cat "$out"
@@ -252,7 +267,7 @@ start() {
     need_java
     if [[ -f "$STATE" ]]; then
         local id
-        for id in $CONTROLLER "${BROKERS[@]}"; do
+        for id in $CONTROLLER 2 3; do
             alive "$id" && die "a cluster is already running in $DIR (run: $0 stop)"
         done
         rm -rf "$DIR"
@@ -263,6 +278,9 @@ start() {
     SSL_PORT_2=""; SSL_PORT_3=""; SASL_SSL_PORT_2=""; SASL_SSL_PORT_3=""
     SSL_ADVERTISED_2=""; SSL_ADVERTISED_3=""; SASL_SSL_ADVERTISED_2=""; SASL_SSL_ADVERTISED_3=""
     local fixed=()
+    if [[ ${#BROKERS[@]} == 1 && ( -n "${TLS_DIR:-}" || -n "${PROXY_ADVERTISE:-}" ) ]]; then
+        die "TLS_DIR and PROXY_ADVERTISE need BROKER_COUNT=2"
+    fi
     if [[ -n "${TLS_DIR:-}" ]]; then
         [[ -d "$TLS_DIR" ]] || die "TLS_DIR=$TLS_DIR is not a directory (make it with: $HERE/pki.sh DIR)"
         TLS_DIR="$(cd "$TLS_DIR" && pwd)"
@@ -311,9 +329,15 @@ start() {
     ADVERTISED_2=${adv[0]:-127.0.0.1:$CLIENT_PORT_2}
     ADVERTISED_3=${adv[1]:-127.0.0.1:$CLIENT_PORT_3}
     BOOTSTRAP="$ADVERTISED_2,$ADVERTISED_3"
+    local direct="127.0.0.1:$CLIENT_PORT_2,127.0.0.1:$CLIENT_PORT_3"
+    if [[ ${#BROKERS[@]} == 1 ]]; then
+        BOOTSTRAP="$ADVERTISED_2"; direct="127.0.0.1:$CLIENT_PORT_2"
+    fi
     CLUSTER_ID="$(cluster_id)"
     cat >"$STATE" <<EOF
 CLUSTER_ID=$CLUSTER_ID
+KAFKA_VERSION=$KAFKA_VERSION
+BROKER_COUNT=${#BROKERS[@]}
 CONTROLLER_PORT=$CONTROLLER_PORT
 CLIENT_PORT_2=$CLIENT_PORT_2
 INTERNAL_PORT_2=$INTERNAL_PORT_2
@@ -322,7 +346,7 @@ INTERNAL_PORT_3=$INTERNAL_PORT_3
 ADVERTISED_2=$ADVERTISED_2
 ADVERTISED_3=$ADVERTISED_3
 BOOTSTRAP=$BOOTSTRAP
-DIRECT_BOOTSTRAP=127.0.0.1:$CLIENT_PORT_2,127.0.0.1:$CLIENT_PORT_3
+DIRECT_BOOTSTRAP=$direct
 PROXY_PORT_2=$PROXY_PORT_2
 PROXY_PORT_3=$PROXY_PORT_3
 PROXY_ADVERTISED_2=$PROXY_ADVERTISED_2
@@ -357,9 +381,10 @@ EOF
     for p in "${fpids[@]}"; do wait "$p" || { cat "$DIR"/logs/format-*.log >&2; die "storage format failed"; }; done
     for id in $CONTROLLER "${BROKERS[@]}"; do launch "$id"; done
     wait_ready $CONTROLLER "${BROKERS[@]}"
-    log "Kafka 4.4.0 KRaft cluster up in $((SECONDS - t0))s: controller 1 on 127.0.0.1:$CONTROLLER_PORT," \
-        "broker 2 on 127.0.0.1:$CLIENT_PORT_2 (advertised $ADVERTISED_2)," \
-        "broker 3 on 127.0.0.1:$CLIENT_PORT_3 (advertised $ADVERTISED_3)"
+    local third=""
+    [[ ${#BROKERS[@]} == 2 ]] && third=", broker 3 on 127.0.0.1:$CLIENT_PORT_3 (advertised $ADVERTISED_3)"
+    log "Kafka $KAFKA_VERSION KRaft cluster up in $((SECONDS - t0))s in $DIR: controller 1 on" \
+        "127.0.0.1:$CONTROLLER_PORT, broker 2 on 127.0.0.1:$CLIENT_PORT_2 (advertised $ADVERTISED_2)$third"
     if [[ -n "$OWN_PORT_2" ]]; then
         log "OWN listeners on 127.0.0.1:$OWN_PORT_2, 127.0.0.1:$OWN_PORT_3, advertised as themselves"
     fi
@@ -373,9 +398,10 @@ EOF
 
 stop() {
     [[ -d "$DIR" ]] || { log "nothing to stop"; return 0; }
-    # Brokers first (controlled shutdown needs the controller), then the controller.
+    # Brokers first (controlled shutdown needs the controller), then the controller. Both
+    # broker ids, whatever BROKER_COUNT says now: a broker without a pid file is skipped.
     local id
-    for id in "${BROKERS[@]}"; do kill_node "$id" 15 & done
+    for id in 2 3; do kill_node "$id" 15 & done
     wait
     kill_node $CONTROLLER 15
     rm -rf "$DIR/data"
@@ -385,14 +411,16 @@ stop() {
 
 status() {
     load_state
+    [[ "${BROKER_COUNT:-2}" == 1 ]] && BROKERS=(2)
     local id
+    echo "Kafka ${KAFKA_VERSION:-4.4.0} in $DIR"
     for id in $CONTROLLER "${BROKERS[@]}"; do
         if alive "$id"; then echo "node $id: running (pid $(pid_of "$id"))"
         else echo "node $id: stopped"; fi
     done
     echo "controller: 127.0.0.1:$CONTROLLER_PORT"
     echo "broker 2: 127.0.0.1:$CLIENT_PORT_2 advertised $ADVERTISED_2"
-    echo "broker 3: 127.0.0.1:$CLIENT_PORT_3 advertised $ADVERTISED_3"
+    [[ ${#BROKERS[@]} == 2 ]] && echo "broker 3: 127.0.0.1:$CLIENT_PORT_3 advertised $ADVERTISED_3"
     echo "bootstrap: $BOOTSTRAP"
     if [[ -n "${OWN_PORT_2:-}" ]]; then
         echo "OWN: 127.0.0.1:$OWN_PORT_2, 127.0.0.1:$OWN_PORT_3 (advertised as themselves)"
