@@ -44,6 +44,9 @@ use crate::json::print::Message;
 /// one whose size prefix promises more bytes is waited on by both, for ever.
 const MALFORMED_WAIT: Duration = Duration::from_millis(500);
 
+/// A partition whose election the broker gave up on when the request's `TimeoutMs` ran out.
+const REQUEST_TIMED_OUT: ErrorCode = ErrorCode(7);
+
 /// What one broker did with one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -82,14 +85,16 @@ pub struct Difference {
 impl Difference {
     fn new(path: String, a: String, b: String, values_in_class: bool) -> Difference {
         let mut class = String::new();
-        let mut inside = false;
+        let (mut inside, mut escaped) = (false, false);
         for c in path.chars() {
             match c {
-                '[' => {
+                _ if escaped => escaped = false,
+                '\\' if inside => escaped = true,
+                '[' if !inside => {
                     inside = true;
                     class.push_str("[]");
                 }
-                ']' => inside = false,
+                ']' if inside => inside = false,
                 c if !inside => class.push(c),
                 _ => {}
             }
@@ -111,6 +116,9 @@ pub struct Comparison {
     pub throttle_normalized: bool,
     /// Partitions whose error codes agree and whose messages do not (normalized away).
     pub messages_normalized: u64,
+    /// Partitions answered REQUEST_TIMED_OUT by one side only (normalized away): the
+    /// request's own `TimeoutMs` ran out on that broker and not on the other.
+    pub timed_out_one_side: u64,
 }
 
 type Tags = Vec<(u32, Vec<u8>)>;
@@ -183,14 +191,25 @@ impl Normal {
     }
 }
 
-/// A topic name for a path: as it is when short UTF-8, else cut, or in hex.
+/// A topic name for a path: as it is when short UTF-8, else cut, or in hex; `\`, `[` and
+/// `]` escaped with `\`, so that the path's brackets stay the path's.
 fn topic_name(t: &[u8]) -> String {
     const SHOWN: usize = 48;
+    let escape = |s: &str| {
+        let mut e = String::with_capacity(s.len());
+        for c in s.chars() {
+            if matches!(c, '\\' | '[' | ']') {
+                e.push('\\');
+            }
+            e.push(c);
+        }
+        e
+    };
     match std::str::from_utf8(t) {
-        Ok(s) if s.chars().count() <= SHOWN => s.to_string(),
+        Ok(s) if s.chars().count() <= SHOWN => escape(s),
         Ok(s) => format!(
             "{}…({} bytes)",
-            s.chars().take(SHOWN).collect::<String>(),
+            escape(&s.chars().take(SHOWN).collect::<String>()),
             t.len()
         ),
         Err(_) if t.len() <= SHOWN / 2 => format!("hex:{}", to_hex(t)),
@@ -323,6 +342,11 @@ pub fn compare_responses(a: &ElectLeadersResponse<'_>, b: &ElectLeadersResponse<
                 )),
                 (Some(x), Some(y)) => {
                     let (cx, cy) = (codes(x), codes(y));
+                    let timed_out = |c: &[i16]| c.iter().all(|&c| c == REQUEST_TIMED_OUT.0);
+                    if cx != cy && (timed_out(&cx) || timed_out(&cy)) {
+                        c.timed_out_one_side += 1;
+                        continue;
+                    }
                     if cx != cy {
                         let show =
                             |c: &[i16]| c.iter().map(|&c| code(c)).collect::<Vec<_>>().join(", ");
@@ -479,6 +503,9 @@ struct Tally {
     order_only: u64,
     throttle_normalized: u64,
     messages_normalized: u64,
+    timed_out_one_side: u64,
+    /// Partition error codes in A's answers (when both answered): what was exercised.
+    codes: BTreeMap<i16, u64>,
     classes: BTreeMap<String, u64>,
 }
 
@@ -647,6 +674,16 @@ pub fn run(
         let c = compare_outcomes(&outcomes[0], &outcomes[1], version);
         tally.throttle_normalized += u64::from(c.throttle_normalized);
         tally.messages_normalized += c.messages_normalized;
+        tally.timed_out_one_side += c.timed_out_one_side;
+        if let [Outcome::Answer(x), Outcome::Answer(_)] = &outcomes[..] {
+            if let Ok(r) = parse_response(x, version) {
+                for t in r.replica_election_results() {
+                    for p in t.partition_result() {
+                        *tally.codes.entry(p.error_code().0).or_default() += 1;
+                    }
+                }
+            }
+        }
         if c.differences.is_empty() {
             tally.same += 1;
             tally.order_only += u64::from(c.order_only);
@@ -720,10 +757,25 @@ fn report(
             s.name, s.o.target, s.answered, s.closed, s.timeouts
         )?;
     }
+    let codes: Vec<String> = tally
+        .codes
+        .iter()
+        .map(|(c, n)| format!("{n} x {}", code(*c)))
+        .collect();
+    writeln!(
+        e,
+        "partition results answered by both (A's codes): {}",
+        if codes.is_empty() {
+            "none".to_string()
+        } else {
+            codes.join(", ")
+        }
+    )?;
     writeln!(
         e,
         "compare: {} sent ({} malformed), {} the same, {} different; normalized: {} in another \
-         order only, {} throttle times, {} messages with the same error code; {:.1}s{}",
+         order only, {} throttle times, {} messages with the same error code, {} partitions \
+         timed out on one side only; {:.1}s{}",
         tally.sent,
         tally.malformed,
         tally.same,
@@ -731,6 +783,7 @@ fn report(
         tally.order_only,
         tally.throttle_normalized,
         tally.messages_normalized,
+        tally.timed_out_one_side,
         started.elapsed().as_secs_f64(),
         match (out_of_time, harness) {
             (_, Some(_)) => " (stopped: a broker could not be reached)",
@@ -839,6 +892,26 @@ mod tests {
              3 UNKNOWN_TOPIC_OR_PARTITION / -1 UNKNOWN_SERVER_ERROR"
         );
         assert_eq!(c.messages_normalized, 0);
+    }
+
+    #[test]
+    fn a_partition_timed_out_on_one_side_only_is_normalized_and_counted() {
+        let a = v1(
+            1,
+            0,
+            0,
+            &[("t", &[(0, UNKNOWN, Some("No such topic")), (1, 0, None)])],
+        );
+        let b = v1(1, 0, 0, &[("t", &[(0, 7, None), (1, 0, None)])]);
+        let c = compare(&a, &b);
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert_eq!(c.timed_out_one_side, 1);
+        assert_eq!(compare(&b, &a).timed_out_one_side, 1);
+        // Any other pair of codes is a difference.
+        let b = v1(1, 0, 0, &[("t", &[(0, NOT_NEEDED, None), (1, 0, None)])]);
+        let c = compare(&a, &b);
+        assert_eq!(c.differences.len(), 1);
+        assert_eq!(c.timed_out_one_side, 0);
     }
 
     #[test]
@@ -977,6 +1050,17 @@ mod tests {
     #[test]
     fn long_and_non_utf8_topic_names_are_shortened_in_paths() {
         assert_eq!(topic_name(b"t"), "t");
+        assert_eq!(topic_name(b"a]b[\\"), "a\\]b\\[\\\\");
+        let d = Difference::new(
+            format!(
+                "replica_election_results[topic={}].error_code",
+                topic_name(b"x]. [y")
+            ),
+            "1".into(),
+            "2".into(),
+            true,
+        );
+        assert_eq!(d.class, "replica_election_results[].error_code: 1 / 2");
         assert_eq!(topic_name(&[0xff, 0x00]), "hex:ff00");
         let long = "x".repeat(100);
         assert_eq!(

@@ -200,7 +200,13 @@ fn asked(frame: &[u8]) -> Option<BTreeSet<(Vec<u8>, i32)>> {
 /// `fuzz`.
 pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let target = match (args.serve, args.target, args.compare) {
-        (Some(listen), _, _) => return super::serve::run(args, listen, out),
+        (Some(_), _, Some(_)) => {
+            return Err(Failure::usage(
+                "fuzz",
+                "--compare goes with --target, not --serve",
+            ))
+        }
+        (Some(listen), _, None) => return super::serve::run(args, listen, out),
         (None, Some(a), Some(b)) => return super::compare::run(args, a, b, out),
         (None, Some(target), None) => target,
         (None, None, _) => return Err(Failure::usage("fuzz", "--target or --serve is required")),
