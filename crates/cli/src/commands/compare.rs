@@ -47,6 +47,10 @@ const MALFORMED_WAIT: Duration = Duration::from_millis(500);
 /// A partition whose election the broker gave up on when the request's `TimeoutMs` ran out.
 const REQUEST_TIMED_OUT: ErrorCode = ErrorCode(7);
 
+/// A request whose `TimeoutMs` is under this may run out of time on one broker and not on
+/// the other: REQUEST_TIMED_OUT on one side only is then a race, not a difference.
+pub const SHORT_TIMEOUT_MS: i32 = 1000;
+
 /// What one broker did with one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -116,8 +120,9 @@ pub struct Comparison {
     pub throttle_normalized: bool,
     /// Partitions whose error codes agree and whose messages do not (normalized away).
     pub messages_normalized: u64,
-    /// Partitions answered REQUEST_TIMED_OUT by one side only (normalized away): the
-    /// request's own `TimeoutMs` ran out on that broker and not on the other.
+    /// Partitions (and top-level error codes) answered REQUEST_TIMED_OUT by one side only,
+    /// for a request whose `TimeoutMs` is short (normalized away): it ran out on that broker
+    /// and not on the other.
     pub timed_out_one_side: u64,
 }
 
@@ -241,8 +246,13 @@ fn codes(entries: &[Entry]) -> Vec<i16> {
     c
 }
 
-/// Compares two parsed answers after normalization.
-pub fn compare_responses(a: &ElectLeadersResponse<'_>, b: &ElectLeadersResponse<'_>) -> Comparison {
+/// Compares two parsed answers after normalization; `short_timeout`: the request's
+/// `TimeoutMs` is under [`SHORT_TIMEOUT_MS`].
+pub fn compare_responses(
+    a: &ElectLeadersResponse<'_>,
+    b: &ElectLeadersResponse<'_>,
+    short_timeout: bool,
+) -> Comparison {
     let (a, b) = (Normal::of(a), Normal::of(b));
     let mut c = Comparison {
         throttle_normalized: a.throttle_time_ms != b.throttle_time_ms,
@@ -257,7 +267,11 @@ pub fn compare_responses(a: &ElectLeadersResponse<'_>, b: &ElectLeadersResponse<
             false,
         ));
     }
-    if a.error_code != b.error_code {
+    let raced =
+        |x: i16, y: i16| short_timeout && (x == REQUEST_TIMED_OUT.0) != (y == REQUEST_TIMED_OUT.0);
+    if a.error_code != b.error_code && raced(a.error_code, b.error_code) {
+        c.timed_out_one_side += 1;
+    } else if a.error_code != b.error_code {
         d.push(Difference::new(
             "error_code".into(),
             code(a.error_code),
@@ -343,7 +357,7 @@ pub fn compare_responses(a: &ElectLeadersResponse<'_>, b: &ElectLeadersResponse<
                 (Some(x), Some(y)) => {
                     let (cx, cy) = (codes(x), codes(y));
                     let timed_out = |c: &[i16]| c.iter().all(|&c| c == REQUEST_TIMED_OUT.0);
-                    if cx != cy && (timed_out(&cx) || timed_out(&cy)) {
+                    if cx != cy && short_timeout && (timed_out(&cx) || timed_out(&cy)) {
                         c.timed_out_one_side += 1;
                         continue;
                     }
@@ -398,8 +412,9 @@ pub fn compare_responses(a: &ElectLeadersResponse<'_>, b: &ElectLeadersResponse<
     c
 }
 
-/// Compares what the two brokers did with a request sent at `version`.
-pub fn compare_outcomes(a: &Outcome, b: &Outcome, version: i16) -> Comparison {
+/// Compares what the two brokers did with a request sent at `version` (`short_timeout`: see
+/// [`compare_responses`]).
+pub fn compare_outcomes(a: &Outcome, b: &Outcome, version: i16, short_timeout: bool) -> Comparison {
     let (x, y) = match (a, b) {
         (Outcome::Answer(x), Outcome::Answer(y)) => (x, y),
         (Outcome::Closed(_), Outcome::Closed(_)) | (Outcome::Timeout, Outcome::Timeout) => {
@@ -418,7 +433,7 @@ pub fn compare_outcomes(a: &Outcome, b: &Outcome, version: i16) -> Comparison {
         }
     };
     match (parse_response(x, version), parse_response(y, version)) {
-        (Ok(x), Ok(y)) => compare_responses(&x, &y),
+        (Ok(x), Ok(y)) => compare_responses(&x, &y, short_timeout),
         (Err(_), Err(_)) if x == y => Comparison::default(),
         (ex, ey) => {
             let say = |r: Result<ElectLeadersResponse<'_>, kafka_elect_leaders::Error>| match r {
@@ -605,7 +620,9 @@ pub fn run(
             n += 1;
             continue;
         }
-        let well_formed = parse_request(&frame).is_ok();
+        let parsed = parse_request(&frame).map(|r| r.timeout_ms());
+        let well_formed = parsed.is_ok();
+        let short_timeout = parsed.is_ok_and(|t| t < SHORT_TIMEOUT_MS);
         let id = (n % i32::MAX as u64) as i32 + 1;
         if well_formed {
             set_request_correlation_id(&mut frame, id).expect("parsed");
@@ -671,7 +688,7 @@ pub fn run(
         for (side, outcome) in sides.iter_mut().zip(&outcomes) {
             side.count(outcome);
         }
-        let c = compare_outcomes(&outcomes[0], &outcomes[1], version);
+        let c = compare_outcomes(&outcomes[0], &outcomes[1], version, short_timeout);
         tally.throttle_normalized += u64::from(c.throttle_normalized);
         tally.messages_normalized += c.messages_normalized;
         tally.timed_out_one_side += c.timed_out_one_side;
@@ -833,6 +850,7 @@ mod tests {
             &Outcome::Answer(a.to_vec()),
             &Outcome::Answer(b.to_vec()),
             1,
+            true,
         )
     }
 
@@ -907,6 +925,30 @@ mod tests {
         assert!(c.differences.is_empty(), "{c:?}");
         assert_eq!(c.timed_out_one_side, 1);
         assert_eq!(compare(&b, &a).timed_out_one_side, 1);
+        // The same at the top level.
+        let top = v1(1, 0, 7, &[("t", &[(0, 7, None), (1, 7, None)])]);
+        let c = compare(&a, &top);
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert_eq!(c.timed_out_one_side, 3);
+        // Not for a request with a long TimeoutMs: there it is a difference.
+        let long = |a: &[u8], b: &[u8]| {
+            compare_outcomes(
+                &Outcome::Answer(a.to_vec()),
+                &Outcome::Answer(b.to_vec()),
+                1,
+                false,
+            )
+        };
+        let c = long(&a, &top);
+        assert_eq!(
+            paths(&c),
+            [
+                "error_code",
+                "replica_election_results[topic=t].partition_result[partition_id=0].error_code",
+                "replica_election_results[topic=t].partition_result[partition_id=1].error_code",
+            ]
+        );
+        assert_eq!(c.timed_out_one_side, 0);
         // Any other pair of codes is a difference.
         let b = v1(1, 0, 0, &[("t", &[(0, NOT_NEEDED, None), (1, 0, None)])]);
         let c = compare(&a, &b);
@@ -996,10 +1038,10 @@ mod tests {
         let (a, b) = (frame(plain), frame(tagged));
         parse_response(&a, 2).expect("a parses");
         parse_response(&b, 2).expect("b parses");
-        let c = compare_outcomes(&Outcome::Answer(a.clone()), &Outcome::Answer(b), 2);
+        let c = compare_outcomes(&Outcome::Answer(a.clone()), &Outcome::Answer(b), 2, true);
         assert_eq!(paths(&c), ["tagged_fields"]);
         assert_eq!(c.differences[0].b, "tag 5 (1 bytes)");
-        let c = compare_outcomes(&Outcome::Answer(a.clone()), &Outcome::Answer(a), 2);
+        let c = compare_outcomes(&Outcome::Answer(a.clone()), &Outcome::Answer(a), 2, true);
         assert!(c.differences.is_empty());
     }
 
@@ -1008,19 +1050,21 @@ mod tests {
         let f = Outcome::Answer(v1(1, 0, 0, &[]));
         let closed = Outcome::Closed("reset".into());
         let also_closed = Outcome::Closed("closed".into());
-        assert!(compare_outcomes(&closed, &also_closed, 1)
+        assert!(compare_outcomes(&closed, &also_closed, 1, true)
             .differences
             .is_empty());
-        assert!(compare_outcomes(&Outcome::Timeout, &Outcome::Timeout, 1)
-            .differences
-            .is_empty());
+        assert!(
+            compare_outcomes(&Outcome::Timeout, &Outcome::Timeout, 1, true)
+                .differences
+                .is_empty()
+        );
         for (a, b, class) in [
             (&f, &closed, "outcome: answer / closed"),
             (&closed, &f, "outcome: closed / answer"),
             (&Outcome::Timeout, &f, "outcome: timeout / answer"),
             (&closed, &Outcome::Timeout, "outcome: closed / timeout"),
         ] {
-            let c = compare_outcomes(a, b, 1);
+            let c = compare_outcomes(a, b, 1, true);
             assert_eq!(c.differences.len(), 1, "{class}");
             assert_eq!(c.differences[0].class, class);
         }
