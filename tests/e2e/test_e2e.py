@@ -566,6 +566,12 @@ if os.environ.get("REWRITE_BOOTSTRAP"):
     TESTS.extend(test_rewrite.TESTS)
 
 
+# ---------------------------------------------------------------- two releases side by side (test_compare.py)
+
+# Two small clusters of their own (4.4.0 and 3.9.1), started and stopped by compare.sh.
+import test_compare  # noqa: E402
+TESTS.extend(test_compare.TESTS)
+
 # ---------------------------------------------------------------- a fuzz campaign (last)
 
 def cluster_state():

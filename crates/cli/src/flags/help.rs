@@ -267,6 +267,20 @@ A malformed request that the broker answers by closing the connection is counted
 anomaly. Every wait is cut to what is left of SECS: the campaign ends within SECS (plus the
 time to print), and a wait cut short that way is not an anomaly.
 
+With --compare HOST2:PORT2 the same requests (the same bytes: the version both brokers
+have, correlation id N+1 for request N) also go to a second broker, each on its own
+connection, and the two answers are compared instead of checked. Each request whose
+answers differ is one JSON line on standard output: index, seed, request_version,
+malformed, request (hex), differences (path, a, b), classes, a and b (outcome: answer,
+closed or timeout; hex and the decoded response), and reproduce: the command that sends
+request N alone again (--index N). Normalized away, and counted in the summary on standard
+error: ThrottleTimeMs, a partition's ErrorMessage when the error codes agree, the order of
+topics and partitions, and a partition answered REQUEST_TIMED_OUT by one broker only.
+Everything else differs: an answer against a closed connection or a timeout, the
+correlation id, error codes, a topic or partition answered by one broker only or more
+often, unknown tagged fields, an answer only one of the two parses. FUZZING.md has the
+details.
+
 With --serve LISTEN it is the broker instead, a hostile one, for fuzzing clients. It prints
 'fuzz: serving on ADDR', answers ApiVersions (it advertises ApiVersions 0-3, Metadata 4,
 ElectLeaders 0-2) and Metadata (itself the only broker, node 1, and the controller; each
@@ -284,8 +298,9 @@ answer is sent; --replay HEX serves one recorded response to every ElectLeaders 
 finding's one-line reproduction.";
 
 pub const FUZZ_AFTER: &str =
-    "Exit status: 0 no anomaly (--serve: served), 1 anomalies (--serve: the record \
-could not be written), 2 usage error.";
+    "Exit status: 0 no anomaly (--serve: served; --compare: no difference), 1 anomalies \
+(--serve: the record could not be written; --compare: differences), 2 usage error \
+(--compare: also a broker that cannot be connected to or gives no ApiVersions answer).";
 
 #[cfg(feature = "proxy")]
 pub const PROXY_ABOUT: &str = "\
