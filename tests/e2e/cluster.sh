@@ -8,6 +8,7 @@
 #   tests/e2e/cluster.sh stop-broker ID   stop one broker (2 or 3), keep its data
 #   tests/e2e/cluster.sh start-broker ID  start it again with the same config and data
 #   tests/e2e/cluster.sh bootstrap        print the bootstrap address (advertised)
+#   tests/e2e/cluster.sh classpath        resolve (once) and print the server classpath
 #
 # Environment:
 #   E2E_DIR      state root (default: <repo>/target/e2e); the cluster lives in $E2E_DIR/cluster
@@ -378,7 +379,14 @@ EOF
             "${extra_args[@]}" >"$DIR/logs/format-$id.log" 2>&1 &
         fpids+=($!)
     done
-    for p in "${fpids[@]}"; do wait "$p" || { cat "$DIR"/logs/format-*.log >&2; die "storage format failed"; }; done
+    for p in "${fpids[@]}"; do
+        local rc=0
+        wait "$p" || rc=$?
+        if [[ $rc != 0 ]]; then
+            tail -n 20 "$DIR"/logs/format-*.log "$DIR/logs/server.log" >&2 2>/dev/null || true
+            die "storage format failed (exit $rc)"
+        fi
+    done
     for id in $CONTROLLER "${BROKERS[@]}"; do launch "$id"; done
     wait_ready $CONTROLLER "${BROKERS[@]}"
     local third=""
@@ -442,6 +450,7 @@ case "${1:-}" in
     stop) stop ;;
     status) status ;;
     bootstrap) bootstrap ;;
+    classpath) need_java; classpath ;;
     stop-broker)
         broker_arg "${2:-}"; load_state
         kill_node "$2" 30
@@ -451,5 +460,5 @@ case "${1:-}" in
         alive "$2" && die "broker $2 is already running"
         launch "$2"; wait_ready "$2"
         log "broker $2 started" ;;
-    *) echo "usage: $0 start|stop|status|bootstrap|stop-broker ID|start-broker ID" >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|status|bootstrap|classpath|stop-broker ID|start-broker ID" >&2; exit 2 ;;
 esac

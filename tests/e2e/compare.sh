@@ -72,8 +72,11 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     cp "$HERE/requirements.txt" "$VENV/.e2e-requirements"
 fi
 
-# Both clusters at once: their start is mostly JVM warm-up, one core each.
+# The two classpaths first, one after the other (Maven, offline when it can), then both
+# clusters at once: their start is mostly JVM warm-up, one core each.
 T0=$SECONDS
+cluster a classpath >/dev/null 2>"$OUT_DIR/classpath-a.log" || { cat "$OUT_DIR/classpath-a.log" >&2; exit 3; }
+cluster b classpath >/dev/null 2>"$OUT_DIR/classpath-b.log" || { cat "$OUT_DIR/classpath-b.log" >&2; exit 3; }
 STARTED=(a b)
 cluster a start >"$OUT_DIR/start-a.out" 2>"$OUT_DIR/start-a.log" & PA=$!
 cluster b start >"$OUT_DIR/start-b.out" 2>"$OUT_DIR/start-b.log" & PB=$!
