@@ -571,19 +571,27 @@ pub fn run(
                 std::thread::sleep(wait);
             }
         }
-        let Some(limit) = wait_for(&o, started) else {
+        if wait_for(&o, started).is_none() {
             break;
-        };
+        }
         for side in sides.iter_mut() {
             if side.conn.is_some() {
                 continue;
             }
+            // What is left now: A's connection may have taken some of it.
+            let Some(limit) = wait_for(&o, started) else {
+                break 'requests;
+            };
             match connect(&side.o, limit) {
                 Ok(c) => {
                     side.max_version = Some(c.max_version);
                     side.conn = Some(c);
                 }
-                Err(ConnectError::NoApiVersions(e)) if limit < o.timeout && is_timeout(&e) => {
+                // The duration ended while waiting: not the broker's fault, unless nothing
+                // at all could be compared.
+                Err(ConnectError::NoApiVersions(e))
+                    if limit < o.timeout && is_timeout(&e) && tally.sent > 0 =>
+                {
                     out_of_time = true;
                     break 'requests;
                 }
@@ -600,7 +608,7 @@ pub fn run(
                         side.name,
                         side.o.target,
                         if is_timeout(&e) {
-                            format!("none within {} ms", o.timeout.as_millis())
+                            format!("none within {} ms", limit.as_millis())
                         } else {
                             e.to_string()
                         }
@@ -609,6 +617,9 @@ pub fn run(
                 }
             }
         }
+        let Some(limit) = wait_for(&o, started) else {
+            break;
+        };
         let max_version = sides
             .iter()
             .filter_map(|s| s.conn.as_ref().map(|c| c.max_version))
