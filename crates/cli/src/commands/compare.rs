@@ -12,6 +12,9 @@
 //!   releases, the code is the contract;
 //! - the order of topics and of partitions: results are compared as sets keyed by topic and
 //!   partition (duplicates counted). An answer equal but for order is counted, not reported.
+//! - for a request whose `TimeoutMs` is under [`SHORT_TIMEOUT_MS`], a partition or a whole
+//!   answer that timed out on one side only (REQUEST_TIMED_OUT; in version 0, which has no
+//!   top-level error code, an answer without results): the deadline ran out on one broker.
 //!
 //! Everything else is a difference: an answer on one side and a closed connection or a
 //! timeout on the other, a closed connection against a timeout, the correlation id, the
@@ -120,9 +123,9 @@ pub struct Comparison {
     pub throttle_normalized: bool,
     /// Partitions whose error codes agree and whose messages do not (normalized away).
     pub messages_normalized: u64,
-    /// Partitions (and top-level error codes) answered REQUEST_TIMED_OUT by one side only,
-    /// for a request whose `TimeoutMs` is short (normalized away): it ran out on that broker
-    /// and not on the other.
+    /// Partitions (and whole answers) that timed out on one side only, for a request whose
+    /// `TimeoutMs` is short (normalized away): REQUEST_TIMED_OUT, or in version 0 an answer
+    /// without results; the request's deadline ran out on that broker and not on the other.
     pub timed_out_one_side: u64,
 }
 
@@ -253,6 +256,7 @@ pub fn compare_responses(
     b: &ElectLeadersResponse<'_>,
     short_timeout: bool,
 ) -> Comparison {
+    let version = a.version();
     let (a, b) = (Normal::of(a), Normal::of(b));
     let mut c = Comparison {
         throttle_normalized: a.throttle_time_ms != b.throttle_time_ms,
@@ -267,11 +271,17 @@ pub fn compare_responses(
             false,
         ));
     }
-    let raced =
-        |x: i16, y: i16| short_timeout && (x == REQUEST_TIMED_OUT.0) != (y == REQUEST_TIMED_OUT.0);
-    if a.error_code != b.error_code && raced(a.error_code, b.error_code) {
+    // The whole request timed out on one side only: at the top level (v1+), or, in version
+    // 0, which cannot say so, as an answer without results against one with some (for a
+    // request naming partitions, each partition says REQUEST_TIMED_OUT: below). Nothing
+    // else of a timed-out answer can be compared.
+    let timed_out =
+        |n: &Normal| n.error_code == REQUEST_TIMED_OUT.0 || (version == 0 && n.topics.is_empty());
+    if short_timeout && timed_out(&a) != timed_out(&b) {
         c.timed_out_one_side += 1;
-    } else if a.error_code != b.error_code {
+        return c;
+    }
+    if a.error_code != b.error_code {
         d.push(Difference::new(
             "error_code".into(),
             code(a.error_code),
@@ -936,11 +946,42 @@ mod tests {
         assert!(c.differences.is_empty(), "{c:?}");
         assert_eq!(c.timed_out_one_side, 1);
         assert_eq!(compare(&b, &a).timed_out_one_side, 1);
-        // The same at the top level.
+        // The same at the top level: the whole answer counts once.
         let top = v1(1, 0, 7, &[("t", &[(0, 7, None), (1, 7, None)])]);
         let c = compare(&a, &top);
         assert!(c.differences.is_empty(), "{c:?}");
-        assert_eq!(c.timed_out_one_side, 3);
+        assert_eq!(c.timed_out_one_side, 1);
+        // A timed-out answer has no results to compare (here, one for all partitions: the
+        // other side lists each topic with no partition).
+        let all = v1(1, 0, 0, &[("s", &[]), ("t", &[])]);
+        let none = v1(1, 0, 7, &[]);
+        let c = compare(&all, &none);
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert_eq!(c.timed_out_one_side, 1);
+        // Version 0 cannot say REQUEST_TIMED_OUT for the whole request: it answers no results.
+        let v0 = |topics: &[(&str, &[P<'_>])]| {
+            let mut f = v1(1, 0, 0, topics);
+            f.drain(12..14); // version 0 is version 1 without the top-level error code
+            let size = (f.len() - 4) as i32;
+            f[..4].copy_from_slice(&size.to_be_bytes());
+            f
+        };
+        let (all, none) = (v0(&[("s", &[]), ("t", &[])]), v0(&[]));
+        let at_v0 = |short: bool| {
+            let (x, y) = (Outcome::Answer(all.clone()), Outcome::Answer(none.clone()));
+            compare_outcomes(&x, &y, 0, short)
+        };
+        let c = at_v0(true);
+        assert!(c.differences.is_empty(), "{c:?}");
+        assert_eq!(c.timed_out_one_side, 1);
+        let c = at_v0(false);
+        assert_eq!(
+            paths(&c),
+            [
+                "replica_election_results[topic=s]",
+                "replica_election_results[topic=t]"
+            ]
+        );
         // Not for a request with a long TimeoutMs: there it is a difference.
         let long = |a: &[u8], b: &[u8]| {
             compare_outcomes(

@@ -275,7 +275,9 @@ malformed, request (hex), differences (path, a, b), classes, a and b (outcome: a
 closed or timeout; hex and the decoded response), and reproduce: the command that sends
 request N alone again (--index N). Normalized away, and counted in the summary on standard
 error: ThrottleTimeMs, a partition's ErrorMessage when the error codes agree, the order of
-topics and partitions, and a partition answered REQUEST_TIMED_OUT by one broker only.
+topics and partitions, and, for a request whose TimeoutMs is under a second, a partition
+or a whole answer that timed out on one broker only (REQUEST_TIMED_OUT; in version 0, an
+answer without results).
 Everything else differs: an answer against a closed connection or a timeout, the
 correlation id, error codes, a topic or partition answered by one broker only or more
 often, unknown tagged fields, an answer only one of the two parses. FUZZING.md has the
