@@ -6,6 +6,8 @@
 # plaintext guard (test_proxy.py), and two with TLS on both sides, SASL (SCRAM, PLAIN) and
 # mTLS, keys and certificates made at start (test_tls.py, pki.sh); and one in front of
 # listeners that advertise the brokers' own addresses, which it rewrites (test_rewrite.py).
+# Beside it, test_compare.py starts two small clusters of its own (Kafka 4.4.0 and 3.9.1,
+# compare.sh) and compares their answers to the same fuzzed requests.
 # One command:
 #
 #   tests/e2e/run.sh                   build, start cluster + taps, test, stop everything
