@@ -572,7 +572,9 @@ pub fn run(
     let mut previous = Vec::new();
     let mut out_of_time = false;
     let mut harness: Option<String> = None;
-    let mut n = 0u64;
+    // Request N is generated from the seed alone, or (N odd) mutated from request N - 1:
+    // `--index N` starts at N - 1.
+    let mut n = first.saturating_sub(1);
     'requests: while n < end && started.elapsed() < o.duration {
         if let (Some(rate), true) = (o.rate, n >= first) {
             let due = (started + Duration::from_secs_f64((n - first) as f64 / rate))
