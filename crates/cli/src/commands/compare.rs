@@ -30,8 +30,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kafka_elect_leaders::{
-    parse_request, parse_response, set_request_correlation_id, ElectLeadersResponse, ErrorCode,
-    TaggedFields,
+    has_top_level_error_code, parse_request, parse_response, set_request_correlation_id,
+    ElectLeadersResponse, ErrorCode, TaggedFields,
 };
 use serde_json::{json, Value};
 
@@ -275,8 +275,10 @@ pub fn compare_responses(
     // 0, which cannot say so, as an answer without results against one with some (for a
     // request naming partitions, each partition says REQUEST_TIMED_OUT: below). Nothing
     // else of a timed-out answer can be compared.
-    let timed_out =
-        |n: &Normal| n.error_code == REQUEST_TIMED_OUT.0 || (version == 0 && n.topics.is_empty());
+    let timed_out = |n: &Normal| {
+        n.error_code == REQUEST_TIMED_OUT.0
+            || (!has_top_level_error_code(version) && n.topics.is_empty())
+    };
     if short_timeout && timed_out(&a) != timed_out(&b) {
         c.timed_out_one_side += 1;
         return c;
