@@ -125,7 +125,8 @@ pub fn check_addresses(data: &[u8]) {
     assert_eq!(got.len(), before.len(), "as many entries after as before");
     assert!(
         got_rest == rest,
-        "what follows Metadata's brokers is copied as it is"
+        "what follows Metadata's brokers is copied as it is: v{version}, {before:?}, \
+         answer {frame:02x?}, rewritten {out:02x?}"
     );
     for (was, now) in before.iter().zip(&got) {
         if at_upstream(was) {

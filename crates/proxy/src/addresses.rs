@@ -314,12 +314,14 @@ impl Addresses {
             return Ok(None);
         }
         out.put_slice(&body[header_len..prefix]);
+        let start = out.len();
         for broker in &brokers {
             broker
                 .encode(&mut out, api_version)
                 .map_err(|e| format!("cannot encode it again: {e}"))?;
         }
         out.put_slice(&buf);
+        reads_back(&out[start..], api_version, &brokers, &buf)?;
         let size = i32::try_from(out.len() - 4).map_err(|_| "the answer is too large")?;
         out[..4].copy_from_slice(&size.to_be_bytes());
         Ok(Some(out))
@@ -531,19 +533,46 @@ fn decode<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
     Ok(answer)
 }
 
-/// Encodes `answer` after the header in `out` when `changed`; returns `changed`.
-fn encode<T: Encodable>(
+/// Encodes `answer` after the header in `out` when `changed`, and checks that it reads
+/// back as it is ([`reads_back`]); returns `changed`.
+fn encode<T: Encodable + Decodable + PartialEq>(
     answer: &T,
     out: &mut BytesMut,
     version: i16,
     changed: bool,
 ) -> Result<bool, String> {
     if changed {
+        let start = out.len();
         answer
             .encode(out, version)
             .map_err(|e| format!("cannot encode it again: {e}"))?;
+        reads_back(&out[start..], version, std::slice::from_ref(answer), &[])?;
     }
     Ok(changed)
+}
+
+/// Checks that `written` reads back as the `entries` (each a `T` at `version`) followed by
+/// exactly `rest`. kafka-protocol reads some malformed bytes without complaint and then
+/// writes them otherwise: a tagged field whose tag is a varint too long (87 83 83 ff ff) is
+/// read as tag -2047609 and written as nothing but its count, so that the client would
+/// read the rest of the answer shifted. Such an answer is forwarded as the broker sent it.
+fn reads_back<T: Decodable + PartialEq>(
+    written: &[u8],
+    version: i16,
+    entries: &[T],
+    rest: &[u8],
+) -> Result<(), String> {
+    let mut buf = Bytes::copy_from_slice(written);
+    for entry in entries {
+        let again = T::decode(&mut buf, version).map_err(|e| e.to_string());
+        if again.as_ref() != Ok(entry) {
+            return Err("kafka-protocol does not write it back as it read it".to_owned());
+        }
+    }
+    if buf[..] != *rest {
+        return Err("kafka-protocol does not write it back as it read it".to_owned());
+    }
+    Ok(())
 }
 
 fn api_name(api_key: i16) -> &'static str {
@@ -748,5 +777,33 @@ mod tests {
                 "FindCoordinator v{version}: {len}"
             );
         }
+    }
+
+    /// A broker whose tagged field's tag is a varint too long: kafka-protocol reads it and
+    /// writes it back as nothing but the count. The rewrite would have shifted everything
+    /// after it; the answer is forwarded as the broker sent it instead.
+    #[test]
+    fn an_answer_kafka_protocol_cannot_write_back_is_left_as_it_is() {
+        const VERSION: i16 = 9;
+        let (addresses, conn) = one_route();
+        let mut frame = vec![0, 0, 0, 0];
+        // Header v1 (correlation id, no tags), throttle time, one broker.
+        frame.extend_from_slice(&[0, 0, 0, 7, 0, 0, 0, 0, 0, 2]);
+        // Node 1 at the route's upstream, null rack, one tag: 87 83 83 ff ff, one byte.
+        frame.extend_from_slice(&[0, 0, 0, 1, 9]);
+        frame.extend_from_slice(b"10.0.0.1");
+        frame.extend_from_slice(&[
+            0, 0, 0x23, 0x84, 0, 1, 0x87, 0x83, 0x83, 0xff, 0xff, 1, 0x80,
+        ]);
+        // Cluster id null, controller, no topics, no tags.
+        frame.extend_from_slice(&[0, 0, 0, 0, 1, 1, 0]);
+        let size = (frame.len() - 4) as i32;
+        frame[..4].copy_from_slice(&size.to_be_bytes());
+        let refused = addresses.try_rewrite(&frame, METADATA, VERSION, &conn);
+        assert_eq!(
+            refused.err().as_deref(),
+            Some("kafka-protocol does not write it back as it read it")
+        );
+        assert_eq!(addresses.rewrite(&frame, METADATA, VERSION, &conn), None);
     }
 }
