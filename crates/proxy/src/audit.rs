@@ -413,7 +413,12 @@ struct Diagnostics {
 /// of its own writes stderr; when it cannot keep up, lines are dropped, and the next line it
 /// writes says how many.
 pub fn log(message: std::fmt::Arguments<'_>) {
-    let line = format!("elect-leaders proxy: {} {message}\n", rfc3339_now());
+    let message = message.to_string();
+    let line = format!(
+        "elect-leaders proxy: {} {}\n",
+        rfc3339_now(),
+        one_line(&message)
+    );
     match diagnostics() {
         Some(d) => {
             if d.lines.try_send(Message::Line(line)).is_err() {
@@ -425,6 +430,25 @@ pub fn log(message: std::fmt::Arguments<'_>) {
             let _ = io::stderr().lock().write_all(line.as_bytes());
         }
     }
+}
+
+/// A diagnostic as one line: control characters (a newline, a carriage return, an escape
+/// sequence) shown escaped (`\n`, `\u{1b}`). Some lines quote what a peer sent (a broker's
+/// advertised host name): without this, a broker could write lines of its own into the
+/// guard's log.
+fn one_line(message: &str) -> std::borrow::Cow<'_, str> {
+    if !message.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len() + 8);
+    for c in message.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Waits until the diagnostics logged so far are on stderr, at most `timeout`: what a
@@ -650,5 +674,25 @@ mod tests {
         assert!(!audit.drain(Duration::from_millis(300)));
         assert!(started.elapsed() < Duration::from_secs(5));
         drop(open);
+    }
+
+    /// A broker that advertises a host name with a newline and an escape sequence in it
+    /// cannot write a line of its own into the log, nor colour a terminal.
+    #[test]
+    fn a_diagnostic_stays_one_line_whatever_a_peer_sent() {
+        let host = "b1\nelect-leaders proxy: 2026-12-02T00:00:00Z forged line\r\u{1b}[31m";
+        let message = format!("broker {host}:9092 left as it is");
+        let shown = one_line(&message);
+        assert_eq!(
+            shown,
+            "broker b1\\nelect-leaders proxy: 2026-12-02T00:00:00Z forged line\\r\\u{1b}[31m:9092 \
+             left as it is"
+        );
+        assert!(!shown.chars().any(char::is_control));
+        // Text without control characters, non-ASCII included, is left as it is.
+        assert!(matches!(
+            one_line("tópico 🚀 \"quoted\""),
+            std::borrow::Cow::Borrowed("tópico 🚀 \"quoted\"")
+        ));
     }
 }
