@@ -13,12 +13,16 @@ a loop, printing one line before and one after each call. Each call is classifie
   crash           the child died (by a signal: an abort, a segfault) in the call
   hang            no outcome within --hang seconds (the child is killed)
   dead            after a response, every call fails without sending a request (the
-                  client object is unusable; one entry, and the child is restarted)
+                  client object is unusable; one entry, and the child is restarted).
+                  Java's Admin says so itself ("The AdminClient thread has exited."): that
+                  call is the entry, and its child makes a new Admin in the same JVM,
+                  announced by an {"admin": g} line, instead of being restarted
   no-request      the call ended (rejected, timed out) with no ElectLeaders response
                   served during it: a client still starting, or one failing on what an
                   earlier response left behind (then that response is in the record)
 
-and attributed to the last ElectLeaders response the server recorded during the call.
+and attributed to the last ElectLeaders response the server recorded during the call (a
+dead client with none during its last call: the last one served to that client object).
 Crashes, hangs and unexpected exceptions are findings: each distinct one is replayed alone
 (`fuzz --serve --replay HEX`, a fresh child, one call) to see whether that one response
 frame reproduces it, and printed with its one-line reproduction command.
@@ -29,7 +33,8 @@ frame reproduces it, and printed with its one-line reproduction command.
                                        each client's rejection, not a harness failure
 
 The table and the findings go to standard output and OUT/summary.json; every call, with
-the response it is attributed to, to OUT/calls.jsonl. Exit status: 0 when
+the response it is attributed to, to OUT/calls.jsonl (and, as the run goes, to
+OUT/CLIENT.calls.jsonl). Exit status: 0 when
 every client ran (findings do not fail the run unless --fail-on-findings), 1 when the
 harness failed (no server, a client that never starts, a self-test outcome not a rejection).
 """
@@ -46,6 +51,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_CLIENTS = ("kafka-python", "confluent")
 # Calls in a row that fail without an ElectLeaders request: the client object is dead.
 DEAD_AFTER = 5
+# Clients whose child replaces a dead client object itself (after the call that shows it
+# dead, an {"admin": g} line): Java's, whose Admin dies for good on one bad response.
+RENEWING = ("java",)
 ALL_CLIENTS = ("java", "confluent", "kafka-python")
 
 # A version 2 ElectLeaders response whose partition count (5) runs past the end of the
@@ -182,8 +190,15 @@ def signal_name(rc):
         return "signal %d" % -rc
 
 
-def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds=None, tag=""):
-    """Runs one client against its own server; returns (calls, server lines)."""
+def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds=None, tag="",
+               stop_at_dead=None):
+    """Runs one client against its own server; returns (calls, server lines).
+
+    A replay stops at the first dead client object unless stop_at_dead is False. Each
+    call's entry says which child process ("child", from 0) and which of its client
+    objects ("admin", from 0) it was made on."""
+    if stop_at_dead is None:
+        stop_at_dead = bool(replay)
     responses = responses or opts.responses
     seconds = seconds or opts.seconds
     record = os.path.join(opts.out, "%s%s.jsonl" % (client, tag))
@@ -194,20 +209,39 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
     calls = []
     started = time.monotonic()
     log = os.path.join(opts.out, "%s%s.stderr" % (client, tag))
+    live = os.path.join(opts.out, "%s%s.calls.jsonl" % (client, tag))
+    open(live, "w").close()
     child = None
+    children = -1
+    admin = 0
     starts_without_call = 0
+    # Per client object: since when (ms) it exists, whether a call of it reached the
+    # server, its calls in a row that did not, the call in progress.
+    child_first, made_a_call, quiet, current = now_ms(), False, 0, None
+
+    def renewed(t):
+        """A new client object, made at t (ms): what the last one was served is not its."""
+        nonlocal child_first, made_a_call, quiet, current
+        child_first, made_a_call, quiet, current = t, False, 0, None
+
+    def add(entry):
+        entry["child"], entry["admin"] = children, admin
+        calls.append(entry)
+        # As they come, for a look at a long run before its end (the quiet calls that a
+        # dead entry replaces stay in this file; calls.jsonl has the final list).
+        with open(live, "a") as f:
+            f.write(json.dumps(entry) + "\n")
     try:
         while len(server.served) < responses and time.monotonic() - started < seconds:
             if child is None:
                 child = Child(child_argv(client, server.addr, DEAD_AFTER + 2 if replay else 1000000,
                                          opts.timeout_ms, opts), log)
-                current = None
+                children += 1
+                admin = 0
                 # Responses are attributed by time: the server records each one (with its
                 # wall clock, unix_ms) before writing it, the child stamps each line (t).
                 mark = now_ms()
-                child_first = mark
-                made_a_call = False
-                quiet = 0
+                renewed(mark)
             line = child.line(opts.hang)
             server.poll()
             if line == "hang" or line is None:
@@ -228,11 +262,11 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                     else:
                         outcome, detail = "crash", "exited with status %s" % rc
                 if outcome is not None and current is not None:
-                    calls.append(attribute(client, {"call": current, "outcome": outcome,
-                                                    "detail": detail}, outcome, server, mark))
+                    add(attribute(client, {"call": current, "outcome": outcome,
+                                           "detail": detail}, outcome, server, mark))
                 elif outcome is not None:
-                    calls.append(attribute(client, {"call": -1, "outcome": outcome, "detail": detail},
-                                           outcome, server, mark))
+                    add(attribute(client, {"call": -1, "outcome": outcome, "detail": detail},
+                                  outcome, server, mark))
                 child.kill()
                 child = None
                 if not made_a_call:
@@ -244,6 +278,11 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                     break
                 continue
             if "noise" in line:
+                continue
+            if "admin" in line:
+                # The child replaced a dead client object (or made its first).
+                admin = line["admin"]
+                renewed(line["t"])
                 continue
             if "outcome" not in line:
                 current, mark = line["call"], line["t"]
@@ -263,12 +302,28 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                 # Ended before its ElectLeaders request went out (a JVM still starting,
                 # Metadata not yet in): nothing of the fuzzing in it.
                 entry["outcome"] = "no-request"
-            calls.append(entry)
+            if entry["outcome"] == "dead" and not entry["responses"]:
+                # The client object died after an earlier call of its own: the last
+                # response it was served is the culprit.
+                entry = attribute(client, line, "dead", server, child_first, line["t"])
+            add(entry)
             if entry["outcome"] == "dead":
+                if entry["responses"]:
+                    starts_without_call = 0
+                else:
+                    # Dead before any ElectLeaders response: the harness, not the fuzzing.
+                    starts_without_call += 1
+                    if starts_without_call >= 3:
+                        raise RuntimeError("%s: the client object dies before a request: %s"
+                                           % (client, line.get("message")))
+                if stop_at_dead:
+                    break
+                if client in RENEWING:
+                    # The child makes a new client object; its {"admin": g} line follows.
+                    current = None
+                    continue
                 child.kill()
                 child = None
-                if replay:
-                    break
                 continue
             if entry["responses"]:
                 made_a_call = True
@@ -285,7 +340,7 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                     dead = attribute(client, line, "dead", server, child_first, line["t"])
                     dead["message"] = "every call fails without a request: %s" % (
                         line.get("message") or line["outcome"])
-                    calls.append(dead)
+                    add(dead)
                 else:
                     starts_without_call += 1
                     if starts_without_call >= 3:
@@ -293,7 +348,7 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                                            % (client, line.get("kind"), line.get("message")))
                 child.kill()
                 child = None
-                if replay:
+                if stop_at_dead:
                     break
                 continue
             current = None
@@ -411,9 +466,15 @@ def self_test(opts, clients):
     # than the campaign's short request timeout just to connect and fetch metadata.
     opts = argparse.Namespace(**dict(vars(opts), timeout_ms=max(opts.timeout_ms, 15000)))
     for client in clients:
+        # A client that replaces its dead client object gets two responses: each death
+        # must be attributed to its own response, the second on a new object in the same
+        # process.
+        renewing = client in RENEWING
         try:
-            calls, lines = run_client(client, opts, replay=PAST_THE_END_V2, responses=1,
-                                      seconds=opts.hang * 2 + 30, tag="-selftest")
+            calls, lines = run_client(client, opts, replay=PAST_THE_END_V2,
+                                      responses=2 if renewing else 1,
+                                      seconds=opts.hang * 2 + 30, tag="-selftest",
+                                      stop_at_dead=not renewing)
         except RuntimeError as e:
             print("self-test %s: harness failure: %s" % (client, e))
             failed = True
@@ -425,6 +486,14 @@ def self_test(opts, clients):
         ok = bool(fuzzed) and bool(served) and all(
             c["outcome"] in ("rejected", "client-timeout", "dead") and c.get("response")
             for c in fuzzed)
+        if renewing and ok and any(c["outcome"] == "dead" for c in fuzzed):
+            dead = [c for c in fuzzed if c["outcome"] == "dead"]
+            ok = renewal_ok(dead)
+            if not ok:
+                print("self-test %s: the dead client objects are not one process's, each "
+                      "attributed to its own response: %s" % (client, json.dumps(
+                          [{k: c.get(k) for k in ("child", "admin", "responses")}
+                           | {"n": c["response"]["n"]} for c in dead])))
         versions = sorted({l["request_version"] for l in served})
         print("self-test %s: %s: %s (request versions %s)" % (
             client, "ok" if ok else "FAILED",
@@ -432,6 +501,15 @@ def self_test(opts, clients):
                       for c in calls) or "no call", versions))
         failed |= not ok
     return failed
+
+
+def renewal_ok(dead):
+    """Two or more dead client objects, all in the first child, each a new object, each
+    attributed to a response of its own, in the order served."""
+    ns = [c["response"]["n"] for c in dead]
+    admins = [c["admin"] for c in dead]
+    return (len(dead) >= 2 and all(c["child"] == 0 for c in dead)
+            and admins == sorted(set(admins)) and ns == sorted(set(ns)))
 
 
 def main():

@@ -1,5 +1,6 @@
 package e2e;
 
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
@@ -13,6 +14,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ElectLeadersOptions;
 import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
 
 /**
  * The Java child of tests/fuzz-clients/driver.py: a loop of Admin.electLeaders calls
@@ -20,12 +22,25 @@ import org.apache.kafka.common.TopicPartition;
  *
  * <pre>FuzzElect BOOTSTRAP CALLS TIMEOUT_MS</pre>
  *
- * Before each call it prints {"call": k}, after it {"call": k, "outcome": "accepted",
+ * After making an Admin it prints {"admin": g} (g counts the Admins of this process from
+ * 0). Before each call it prints {"call": k}, after it {"call": k, "outcome": "accepted",
  * "results": N} or {"call": k, "outcome": "exception", "kind": "class", "message": ".."}
  * (the cause of an ExecutionException), one line each, flushed. Per-partition errors are
  * part of an accepted answer.
+ *
+ * A response the Admin cannot handle can end its only thread (FUZZING.md, finding 1);
+ * every call then fails with "The AdminClient thread has exited." That call is reported as
+ * it is (the driver counts it as a dead Admin), then this Admin is closed and a new one made
+ * in the same process, announced by the next {"admin": g} line, so that a dead Admin costs
+ * a reconnect rather than a new JVM.
  */
 public final class FuzzElect {
+    /**
+     * How KafkaAdminClient's message starts for every call once its thread has ended: the
+     * calls it held get " Call: NAME" after it, later ones this alone.
+     */
+    static final String THREAD_EXITED = "The AdminClient thread has exited.";
+
     private FuzzElect() {
     }
 
@@ -51,21 +66,39 @@ public final class FuzzElect {
         parts.add(new TopicPartition("fuzz-a", 0));
         parts.add(new TopicPartition("fuzz-a", 1));
         parts.add(new TopicPartition("fuzz-b", 7));
-        try (Admin admin = Admin.create(p)) {
+        int generation = 0;
+        Admin admin = Admin.create(p);
+        say("{\"admin\":" + generation + "}");
+        try {
             for (int k = 0; k < calls; k++) {
                 say("{\"call\":" + k + "}");
                 ElectLeadersOptions o = new ElectLeadersOptions().timeoutMs(timeoutMs);
+                Throwable failure = null;
                 try {
                     Map<TopicPartition, Optional<Throwable>> r = admin
                             .electLeaders(ElectionType.PREFERRED, parts, o)
                             .partitions().get(timeoutMs + 5000L, TimeUnit.MILLISECONDS);
                     say("{\"call\":" + k + ",\"outcome\":\"accepted\",\"results\":" + r.size() + "}");
                 } catch (ExecutionException e) {
-                    report(k, e.getCause() == null ? e : e.getCause());
+                    failure = e.getCause() == null ? e : e.getCause();
                 } catch (Exception e) {
-                    report(k, e);
+                    failure = e;
+                }
+                if (failure == null) {
+                    continue;
+                }
+                report(k, failure);
+                if (failure instanceof TimeoutException && String.valueOf(failure.getMessage()).startsWith(THREAD_EXITED)) {
+                    // The thread is gone, and with it the connections (its exit closes its
+                    // network client); close() only joins it.
+                    admin.close(Duration.ofMillis(timeoutMs));
+                    generation++;
+                    admin = Admin.create(p);
+                    say("{\"admin\":" + generation + "}");
                 }
             }
+        } finally {
+            admin.close(Duration.ofMillis(timeoutMs));
         }
         System.exit(0);
     }
