@@ -30,10 +30,17 @@ fn scratch(name: &str) -> PathBuf {
     dir.join(format!("{name}-{}", std::process::id()))
 }
 
-/// Starts `fuzz --serve 127.0.0.1:0` with `extra` flags; returns it and its address.
+/// Starts `fuzz --serve 127.0.0.1:0` with `extra` flags (and `--duration 60` unless they
+/// say otherwise); returns it and its address.
 fn serve(extra: &[&str]) -> (Killed, String, BufReader<std::process::ChildStdout>) {
+    let duration: &[&str] = if extra.contains(&"--duration") {
+        &[]
+    } else {
+        &["--duration", "60"]
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-        .args(["fuzz", "--serve", "127.0.0.1:0", "--duration", "60"])
+        .args(["fuzz", "--serve", "127.0.0.1:0"])
+        .args(duration)
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -454,4 +461,225 @@ fn the_duration_ends_the_campaign_before_the_timeout_does() {
     assert!(!out.contains("anomaly"), "{out}");
     // Generous slack for a loaded machine; the timeout (60 s) must not have won.
     assert!(took < Duration::from_secs(2 + 3), "took {took:?}");
+}
+
+/// The connection cap (`MAX_CONNECTIONS` in serve.rs) as the help states it.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Whether the server closed `s`: a read that ends (EOF or reset) within `bound`, the
+/// answers still in flight read and counted.
+fn closed_within(s: &mut TcpStream, bound: Duration) -> bool {
+    let deadline = Instant::now() + bound;
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 65536];
+    while Instant::now() < deadline {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// The server's last line (its summary) once it has exited.
+fn summary(child: &mut Killed, mut stdout: BufReader<std::process::ChildStdout>) -> String {
+    assert_eq!(wait_exit(child), 0);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    rest.lines().last().unwrap_or_default().to_string()
+}
+
+#[test]
+fn connections_that_send_nothing_lock_out_a_client_only_until_the_idle_timeout() {
+    let record = scratch("idle");
+    // The idle timeout is long enough that none of the 64 times out before the extra
+    // connection is refused, even on a loaded machine.
+    let (mut child, addr, stdout) = serve(&[
+        "--idle-timeout",
+        "5s",
+        "--count",
+        "1",
+        "--record",
+        record.to_str().unwrap(),
+    ]);
+    // Every slot taken by a connection that asks ApiVersions once (so that it is surely
+    // being served) and then sends nothing.
+    let mut idle: Vec<TcpStream> = (0..MAX_CONNECTIONS as i32)
+        .map(|k| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            s.write_all(&request(API_VERSIONS, API_VERSIONS_V0, k, &[]))
+                .unwrap();
+            read_frame(&mut s).unwrap();
+            s
+        })
+        .collect();
+    // One more is accepted and closed without an answer.
+    let mut extra = TcpStream::connect(&addr).unwrap();
+    let _ = extra.write_all(&request(API_VERSIONS, API_VERSIONS_V0, 99, &[]));
+    assert!(
+        closed_within(&mut extra, Duration::from_secs(30)),
+        "the connection past the cap is closed"
+    );
+    // The idle ones are closed at their timeout; then a client gets its answer.
+    for (k, s) in idle.iter_mut().enumerate() {
+        assert!(
+            closed_within(s, Duration::from_secs(60)),
+            "idle connection {k} closed"
+        );
+    }
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    handshake(&mut s);
+    s.write_all(&elect_request(0)).unwrap();
+    let answer = read_frame(&mut s).unwrap();
+    assert!(answer.len() >= 8, "an ElectLeaders answer");
+    let last = summary(&mut child, stdout);
+    assert!(
+        last.contains("served 1 ElectLeaders responses")
+            && last.contains(&format!("{MAX_CONNECTIONS} connections closed idle")),
+        "{last}"
+    );
+    let lines = record_lines(&record);
+    let action = |l: &serde_json::Value, what: &str| {
+        l["action"].as_str().is_some_and(|a| a.starts_with(what))
+    };
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| action(l, "closed: too many connections"))
+            .count(),
+        1,
+        "{lines:?}"
+    );
+    let idle_lines: Vec<_> = lines
+        .iter()
+        .filter(|l| action(l, "closed: idle: no whole request within 5000 ms (0 bytes"))
+        .collect();
+    assert_eq!(idle_lines.len(), MAX_CONNECTIONS, "{lines:?}");
+}
+
+#[test]
+fn a_request_sent_a_byte_at_a_time_does_not_hold_its_connection() {
+    let record = scratch("drip");
+    let (child, addr, _) = serve(&["--idle-timeout", "1s", "--record", record.to_str().unwrap()]);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let frame = request(API_VERSIONS, API_VERSIONS_V0, 1, &[]);
+    // One byte every 100 ms, never the whole frame: the drip does not extend the timeout.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut sent = 0;
+    let mut buf = [0u8; 64];
+    let closed = loop {
+        if Instant::now() > deadline {
+            break false;
+        }
+        if sent + 1 < frame.len() {
+            if s.write_all(&frame[sent..sent + 1]).is_err() {
+                break true;
+            }
+            sent += 1;
+        }
+        match s.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => panic!("an answer to part of a request: {n} bytes"),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break true,
+        }
+    };
+    assert!(closed, "the connection was closed");
+    drop(child);
+    let lines = record_lines(&record);
+    assert!(
+        lines.iter().any(|l| l["action"].as_str().is_some_and(|a| a
+            .starts_with("closed: idle: no whole request within 1000 ms")
+            && !a.contains("(0 bytes"))),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_client_that_never_reads_its_answers_does_not_hold_its_connection() {
+    // Answers of 48 KiB (a replayed frame) to requests that are never read: the server's
+    // writes stall once the socket buffers are full, and the connection is closed.
+    const FRAME: usize = 48 * 1024;
+    let mut big = ((FRAME - 4) as i32).to_be_bytes().to_vec();
+    big.resize(FRAME, 0);
+    let hex: String = big.iter().map(|b| format!("{b:02x}")).collect();
+    let (mut child, addr, stdout) = serve(&[
+        "--idle-timeout",
+        "1s",
+        "--duration",
+        "8",
+        "--count",
+        "100000",
+        "--replay",
+        &hex,
+    ]);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    // 600 answers, about 29 MB: more than loopback's buffers hold.
+    let requests: Vec<u8> = (0..600).flat_map(elect_request).collect();
+    let _ = s.write_all(&requests);
+    let last = summary(&mut child, stdout);
+    assert!(last.contains(" 1 connections closed idle"), "{last}");
+    drop(s);
+}
+
+#[test]
+fn the_sender_s_rate_and_timeout_are_refused_with_serve() {
+    for flags in [
+        &["--rate", "5"][..],
+        &["--timeout", "100"][..],
+        &["--rate", "5", "--timeout", "100"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["fuzz", "--serve", "127.0.0.1:0", "--duration", "1"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(
+            err.contains(flags[0])
+                && err.contains("cannot be used with")
+                && err.contains("--serve"),
+            "{flags:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "not started: {flags:?}");
+    }
+    // And the server's flags are refused with --target (clap's `requires = "serve"` alone
+    // lets them through, --target being in conflict with --serve).
+    for flags in [
+        &["--idle-timeout", "1s"][..],
+        &["--record", "unused.jsonl"][..],
+        &["--replay", "00000004"][..],
+        &["--replay", "00000004", "--keep-correlation-id"][..],
+        &["--keep-correlation-id"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["fuzz", "--target", "127.0.0.1:9"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(
+            err.contains("cannot be used with") && err.contains("--target"),
+            "{flags:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "nothing sent: {flags:?}");
+    }
 }

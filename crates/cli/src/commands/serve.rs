@@ -7,7 +7,9 @@
 //! topics and partitions, at its version) and then changed by the library's
 //! structure-aware mutator. The `n`th ElectLeaders response (counted over all connections)
 //! uses seed `mix(S, n)`: one client sending the same requests gets the same responses.
-//! Any other request is recorded and its connection closed.
+//! Any other request is recorded and its connection closed. A connection that sends no
+//! whole request for `--idle-timeout` (default [`IDLE_TIMEOUT`]) is closed: connections
+//! that send nothing cannot hold every slot for the whole campaign.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -28,6 +30,11 @@ use crate::input::{from_hex, to_hex};
 
 /// Connections served at once; one more is accepted, recorded and closed.
 pub const MAX_CONNECTIONS: usize = 64;
+/// How long a connection may go without sending a whole request (since it was accepted or
+/// last answered) before it is closed, unless `--idle-timeout` says otherwise. Well above
+/// the client drivers' hang bound (15 s): a client waiting for the rest of a frame that
+/// promises more must be seen to hang, not be let go by the server closing on it.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// ApiVersions' API key.
 const API_VERSIONS: i16 = 18;
 /// Metadata's API key.
@@ -51,6 +58,7 @@ struct Shared {
     count: u64,
     replay: Option<Vec<u8>>,
     keep_correlation_id: bool,
+    idle_timeout: Duration,
     /// ElectLeaders responses served (and the next one's number).
     served: AtomicU64,
     stop: AtomicBool,
@@ -59,6 +67,9 @@ struct Shared {
     started: Instant,
     /// Requests answered by closing (unknown API or version), and framing errors.
     closed: AtomicU64,
+    /// Connections closed for sending no whole request, or taking no answer, within
+    /// `idle_timeout`.
+    idle_closed: AtomicU64,
     malformed_served: AtomicU64,
 }
 
@@ -123,12 +134,14 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
         count: args.count,
         replay,
         keep_correlation_id: args.keep_correlation_id,
+        idle_timeout: args.idle_timeout.unwrap_or(IDLE_TIMEOUT),
         served: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         active: AtomicUsize::new(0),
         record: Mutex::new(record),
         started: Instant::now(),
         closed: AtomicU64::new(0),
+        idle_closed: AtomicU64::new(0),
         malformed_served: AtomicU64::new(0),
     });
     let duration = Duration::from_secs(args.duration);
@@ -169,11 +182,12 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
     writeln!(
         out,
         "fuzz: served {} ElectLeaders responses ({} malformed) on {} connections, {} requests \
-         answered by closing, {:.1}s",
+         answered by closing, {} connections closed idle, {:.1}s",
         shared.served.load(Ordering::SeqCst).min(shared.count),
         shared.malformed_served.load(Ordering::SeqCst),
         next_conn,
         shared.closed.load(Ordering::SeqCst),
+        shared.idle_closed.load(Ordering::SeqCst),
         shared.started.elapsed().as_secs_f64()
     )
     .map_err(Failure::Output)?;
@@ -186,8 +200,11 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
 }
 
 /// Reads one frame (size prefix included) into `buf`, waking every 100 ms to see whether
-/// the server stops. `None`: the peer closed, or the server stops.
+/// the server stops. `None`: the peer closed, or the server stops. An error of kind
+/// `TimedOut`: no whole frame within the idle timeout (a byte now and then does not
+/// extend it).
 fn read_frame(s: &Shared, stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>> {
+    let deadline = Instant::now() + s.idle_timeout;
     let mut buf = Vec::new();
     let mut want = 4usize;
     let mut chunk = [0u8; 8192];
@@ -207,6 +224,16 @@ fn read_frame(s: &Shared, stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>>
         }
         if s.stop.load(Ordering::SeqCst) {
             return Ok(None);
+        }
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "idle: no whole request within {} ms ({} bytes of one)",
+                    s.idle_timeout.as_millis(),
+                    buf.len()
+                ),
+            ));
         }
         // Never more than the frame still needs: the next request stays in the socket.
         let need = (want - buf.len()).min(chunk.len());
@@ -228,12 +255,19 @@ fn read_frame(s: &Shared, stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>>
 
 fn serve_connection(s: &Shared, mut stream: TcpStream, conn: u64) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+    // A peer that sends requests and never reads the answers must not hold its slot either.
+    stream.set_write_timeout(Some(s.idle_timeout))?;
     stream.set_nodelay(true)?;
     let local = stream.local_addr()?;
     loop {
         let frame = match read_frame(s, &mut stream) {
             Ok(Some(f)) => f,
             Ok(None) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                s.idle_closed.fetch_add(1, Ordering::SeqCst);
+                s.record(json!({"conn": conn, "action": format!("closed: {e}")}));
+                return Ok(());
+            }
             Err(e) => {
                 s.closed.fetch_add(1, Ordering::SeqCst);
                 s.record(json!({"conn": conn, "action": format!("closed: {e}")}));
@@ -283,7 +317,18 @@ fn serve_connection(s: &Shared, mut stream: TcpStream, conn: u64) -> io::Result<
             s.record(json!({"conn": conn, "api": api, "request_version": version,
                 "correlation_id": id, "action": "answered"}));
         }
-        stream.write_all(&answer)?;
+        if let Err(e) = stream.write_all(&answer) {
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) {
+                s.idle_closed.fetch_add(1, Ordering::SeqCst);
+                s.record(json!({"conn": conn, "action": format!(
+                    "closed: idle: the answer not taken within {} ms",
+                    s.idle_timeout.as_millis())}));
+            }
+            return Ok(());
+        }
     }
 }
 

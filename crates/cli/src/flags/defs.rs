@@ -450,26 +450,48 @@ pub struct FuzzArgs {
     pub serve: Option<SocketAddr>,
     /// With --serve: write one JSON line per request answered or refused to FILE (each
     /// ElectLeaders response with its seed, mutation and bytes)
-    #[arg(long, value_name = "FILE", requires = "serve")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "serve",
+        conflicts_with = "target"
+    )]
     pub record: Option<std::path::PathBuf>,
     /// With --serve: answer every ElectLeaders request with this one frame (hex, size
     /// prefix included), its correlation id set to the request's
-    #[arg(long, value_name = "HEX", requires = "serve")]
+    #[arg(
+        long,
+        value_name = "HEX",
+        requires = "serve",
+        conflicts_with = "target"
+    )]
     pub replay: Option<String>,
     /// With --replay: leave the frame's correlation id as it is
-    #[arg(long, requires = "replay")]
+    #[arg(long, requires = "replay", conflicts_with = "target")]
     pub keep_correlation_id: bool,
+    /// With --serve: a connection that has not sent a whole request for this long (since
+    /// it was accepted or last answered) is closed: 500ms, 30s, 10m [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration, requires = "serve",
+          conflicts_with = "target")]
+    pub idle_timeout: Option<std::time::Duration>,
     /// Requests to send (with --serve: ElectLeaders responses to serve)
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub count: u64,
     /// The seed: the same seed sends (serves) the same requests (responses)
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
-    /// At most R requests a second (default: as fast as the broker answers)
-    #[arg(long, value_name = "R", value_parser = values::rate)]
+    /// At most R requests a second (default: as fast as the broker answers); not with
+    /// --serve
+    #[arg(long, value_name = "R", value_parser = values::rate, conflicts_with = "serve")]
     pub rate: Option<f64>,
-    /// How long to wait for an answer, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    /// How long to wait for an answer, in milliseconds; not with --serve (see
+    /// --idle-timeout)
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 5000,
+        conflicts_with = "serve"
+    )]
     pub timeout: u64,
     /// Stop after this many seconds
     #[arg(long, value_name = "SECS", default_value_t = 300)]

@@ -293,7 +293,10 @@ null, empty, long and non-UTF-8 strings, unknown tagged fields, results missing 
 topics not asked for, lengths that lie, truncation, trailing bytes. One response in ten is
 served unchanged. The Nth response's seed is derived from S and N alone: a client sending
 the same requests gets the same responses. Any other request is recorded and its connection
-closed. Stops after N ElectLeaders responses or SECS seconds. --record FILE writes one JSON
+closed. It serves at most 64 connections at once (one more is accepted, recorded and
+closed); one that sends no whole request, or takes no answer, for --idle-timeout (default
+60s) is closed and recorded. --rate and --timeout are the sender's and refused with
+--serve. Stops after N ElectLeaders responses or SECS seconds. --record FILE writes one JSON
 line per request (n, conn, correlation_id, request_version, seed, mutation, malformed,
 response_version, request and response hex, ms since the start, unix_ms), each before its
 answer is sent; --replay HEX serves one recorded response to every ElectLeaders request: a
