@@ -14,9 +14,10 @@ a loop, printing one line before and one after each call. Each call is classifie
   hang            no outcome within --hang seconds (the child is killed)
   dead            after a response, every call fails without sending a request (the
                   client object is unusable; one entry, and the child is restarted).
-                  Java's Admin says so itself ("The AdminClient thread has exited."): that
-                  call is the entry, and its child makes a new Admin in the same JVM,
-                  announced by an {"admin": g} line, instead of being restarted
+                  Java's child is not restarted: told "renew" on its standard input, it
+                  makes a new Admin in the same JVM, announced by an {"admin": g} line.
+                  Its Admin also says so itself ("The AdminClient thread has exited."):
+                  that call is then the entry
   no-request      the call ended (rejected, timed out) with no ElectLeaders response
                   served during it: a client still starting, or one failing on what an
                   earlier response left behind (then that response is in the record)
@@ -51,9 +52,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_CLIENTS = ("kafka-python", "confluent")
 # Calls in a row that fail without an ElectLeaders request: the client object is dead.
 DEAD_AFTER = 5
-# Clients whose child replaces a dead client object itself (after the call that shows it
-# dead, an {"admin": g} line): Java's, whose Admin dies for good on one bad response.
+# Clients whose child is driven: after each outcome it reads "next" or "renew" (make a new
+# client object, then print {"admin": g}) from its standard input. Java's, whose Admin dies
+# for good on one bad response: a new Admin costs much less than a new JVM.
 RENEWING = ("java",)
+# The message of a dead entry found by DEAD_AFTER calls without a request.
+QUIET_DEAD = "every call fails without a request: "
 ALL_CLIENTS = ("java", "confluent", "kafka-python")
 
 # A version 2 ElectLeaders response whose partition count (5) runs past the end of the
@@ -141,11 +145,23 @@ class Server:
 class Child:
     """One client process; its stdout read line by line with a deadline."""
 
-    def __init__(self, argv, log):
+    def __init__(self, argv, log, driven=False):
         self.log = open(log, "ab")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
+                                     stdin=subprocess.PIPE if driven else subprocess.DEVNULL,
                                      start_new_session=True)
+        self.driven = driven
         self.buf = b""
+
+    def order(self, word):
+        """Tells a driven child what to do after the outcome it printed."""
+        if not self.driven:
+            return
+        try:
+            self.proc.stdin.write(word.encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass   # it died: its end of output says so
 
     def line(self, timeout):
         """The next JSON line, or None at end of output, or "hang" after timeout s."""
@@ -179,7 +195,8 @@ class Child:
 
 def child_argv(client, addr, calls, timeout_ms, opts):
     if client == "java":
-        return ["java", "-cp", opts.java_classpath, "e2e.FuzzElect", addr, str(calls), str(timeout_ms)]
+        return ["java", "-cp", opts.java_classpath, "e2e.FuzzElect", addr, str(calls), str(timeout_ms),
+                "driven"]
     return [opts.python, os.path.join(HERE, "client.py"), client, addr, str(calls), str(timeout_ms)]
 
 
@@ -235,7 +252,7 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
         while len(server.served) < responses and time.monotonic() - started < seconds:
             if child is None:
                 child = Child(child_argv(client, server.addr, DEAD_AFTER + 2 if replay else 1000000,
-                                         opts.timeout_ms, opts), log)
+                                         opts.timeout_ms, opts), log, driven=client in RENEWING)
                 children += 1
                 admin = 0
                 # Responses are attributed by time: the server records each one (with its
@@ -320,6 +337,7 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                     break
                 if client in RENEWING:
                     # The child makes a new client object; its {"admin": g} line follows.
+                    child.order("renew")
                     current = None
                     continue
                 child.kill()
@@ -338,9 +356,13 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                 del calls[-quiet:]
                 if made_a_call:
                     dead = attribute(client, line, "dead", server, child_first, line["t"])
-                    dead["message"] = "every call fails without a request: %s" % (
+                    dead["message"] = QUIET_DEAD + "%s" % (
                         line.get("message") or line["outcome"])
                     add(dead)
+                    if client in RENEWING and not stop_at_dead:
+                        child.order("renew")
+                        current = None
+                        continue
                 else:
                     starts_without_call += 1
                     if starts_without_call >= 3:
@@ -351,6 +373,7 @@ def run_client(client, opts, replay=None, keep_id=False, responses=None, seconds
                 if stop_at_dead:
                     break
                 continue
+            child.order("next")
             current = None
         return calls, server.lines
     finally:
@@ -439,7 +462,9 @@ def campaign(opts, clients):
         for c in calls:
             if c["outcome"] not in FINDINGS or "response" not in c:
                 continue
-            key = (c["outcome"], c["kind"])
+            # A client object that dies and one that stops sending (told to wait, say) are
+            # two findings even when their last exception is of one kind.
+            key = (c["outcome"], c["kind"], (c["message"] or "").startswith(QUIET_DEAD))
             if key in seen or len(findings) >= opts.max_findings:
                 continue
             seen.add(key)

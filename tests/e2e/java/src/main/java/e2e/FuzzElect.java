@@ -1,5 +1,8 @@
 package e2e;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.Map;
@@ -20,7 +23,7 @@ import org.apache.kafka.common.errors.TimeoutException;
  * The Java child of tests/fuzz-clients/driver.py: a loop of Admin.electLeaders calls
  * against `elect-leaders fuzz --serve`.
  *
- * <pre>FuzzElect BOOTSTRAP CALLS TIMEOUT_MS</pre>
+ * <pre>FuzzElect BOOTSTRAP CALLS TIMEOUT_MS [driven]</pre>
  *
  * After making an Admin it prints {"admin": g} (g counts the Admins of this process from
  * 0). Before each call it prints {"call": k}, after it {"call": k, "outcome": "accepted",
@@ -33,6 +36,12 @@ import org.apache.kafka.common.errors.TimeoutException;
  * it is (the driver counts it as a dead Admin), then this Admin is closed and a new one made
  * in the same process, announced by the next {"admin": g} line, so that a dead Admin costs
  * a reconnect rather than a new JVM.
+ *
+ * With "driven" (the driver's mode) it decides nothing itself: after each outcome line it
+ * reads one line from standard input, "next" (go on with this Admin) or "renew" (close it,
+ * make a new one, print {"admin": g}), and stops at the end of its input. The driver knows
+ * from the server's record what this process cannot see: that an Admin has stopped
+ * sending requests (e.g. one told by a response to wait 2^31 ms).
  */
 public final class FuzzElect {
     /**
@@ -54,6 +63,8 @@ public final class FuzzElect {
         String bootstrap = argv[0];
         int calls = Integer.parseInt(argv[1]);
         int timeoutMs = Integer.parseInt(argv[2]);
+        boolean driven = argv.length > 3 && argv[3].equals("driven");
+        BufferedReader orders = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, "fuzz-java");
@@ -84,13 +95,23 @@ public final class FuzzElect {
                 } catch (Exception e) {
                     failure = e;
                 }
-                if (failure == null) {
-                    continue;
+                if (failure != null) {
+                    report(k, failure);
                 }
-                report(k, failure);
-                if (failure instanceof TimeoutException && String.valueOf(failure.getMessage()).startsWith(THREAD_EXITED)) {
-                    // The thread is gone, and with it the connections (its exit closes its
-                    // network client); close() only joins it.
+                boolean renew;
+                if (driven) {
+                    String order = orders.readLine();
+                    if (order == null) {
+                        break;
+                    }
+                    renew = order.equals("renew");
+                } else {
+                    renew = failure instanceof TimeoutException
+                            && String.valueOf(failure.getMessage()).startsWith(THREAD_EXITED);
+                }
+                if (renew) {
+                    // No call is in progress: close() returns once the thread has ended (a
+                    // dead Admin's already has, closing its network client as it went).
                     admin.close(Duration.ofMillis(timeoutMs));
                     generation++;
                     admin = Admin.create(p);
