@@ -190,6 +190,9 @@ class Child:
             except ProcessLookupError:
                 pass
         self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
         self.log.close()
 
 

@@ -8,7 +8,9 @@
 #   tests/fuzz-clients/run.sh --responses 10000 --seconds 1200    a campaign
 #   tests/fuzz-clients/run.sh --self-test     a known-bad response (a partition count past
 #                                             the end of the frame) must be each client's
-#                                             rejection, not a harness failure
+#                                             rejection, not a harness failure; first,
+#                                             test_driver.py checks the driver's
+#                                             bookkeeping against a scripted child
 #
 # Other options go to driver.py. It builds the binary (debug, in CARGO_TARGET_DIR or
 # target/), uses the Python clients of tests/e2e/requirements.txt in a venv of its own
@@ -67,6 +69,13 @@ else
     say "java: the Maven project does not build (see $OUT/mvn.log); skipped"
 fi
 
+for arg in "$@"; do
+    if [[ "$arg" == --self-test ]] && ! "$PYTHON" "$HERE/test_driver.py" >"$OUT/test_driver.log" 2>&1; then
+        cat "$OUT/test_driver.log" >&2
+        say "the driver's own tests fail"
+        exit 1
+    fi
+done
 if [[ ${#CLIENTS[@]} == 0 ]]; then
     say "no client available; not run"
     exit 0
