@@ -395,6 +395,8 @@ def attribute(client, line, outcome, server, since, until=None):
     during = [r for r in server.served if since <= r["unix_ms"] and (until is None or r["unix_ms"] <= until)]
     entry = {"client": client, "outcome": outcome, "kind": line.get("kind"),
              "message": line.get("message") or line.get("detail"), "responses": len(during)}
+    if line.get("cause"):
+        entry["cause"] = line["cause"]   # what ended Java's Admin thread
     if during:
         last = during[-1]
         entry["response"] = {k: last[k] for k in ("n", "seed", "mutation", "malformed",
@@ -437,6 +439,19 @@ def table(results):
     return "\n".join(out)
 
 
+def cause_kind(call):
+    """The exception class that ended a client object's thread, when the child says."""
+    return (call.get("cause") or "").split(":")[0] or None
+
+
+def causes(calls):
+    k = {}
+    for c in calls:
+        if cause_kind(c):
+            k[cause_kind(c)] = k.get(cause_kind(c), 0) + 1
+    return dict(sorted(k.items(), key=lambda kv: -kv[1]))
+
+
 def kinds(calls):
     k = {}
     for c in calls:
@@ -467,7 +482,8 @@ def campaign(opts, clients):
                 continue
             # A client object that dies and one that stops sending (told to wait, say) are
             # two findings even when their last exception is of one kind.
-            key = (c["outcome"], c["kind"], (c["message"] or "").startswith(QUIET_DEAD))
+            key = (c["outcome"], c["kind"], (c["message"] or "").startswith(QUIET_DEAD),
+                   cause_kind(c))
             if key in seen or len(findings) >= opts.max_findings:
                 continue
             seen.add(key)
@@ -479,9 +495,10 @@ def campaign(opts, clients):
             except RuntimeError:
                 again = []
             reproduced = any(a["outcome"] == c["outcome"] and a["kind"] == c["kind"]
-                             for a in again)
+                             and cause_kind(a) == cause_kind(c) for a in again)
             findings.append(dict(c, reproduced=reproduced, command=command))
         results[client] = {"served": served, "calls": calls, "kinds": kinds(calls),
+                           "causes": causes(calls),
                            "malformed_accepted": malformed_accepted, "findings": findings,
                            "seconds": round(time.monotonic() - t0, 1)}
     return results, failed
@@ -568,12 +585,15 @@ def main():
     any_findings = False
     for client, r in results.items():
         print("%s (%.1fs): %s" % (client, r["seconds"], json.dumps(r["kinds"])))
+        if r["causes"]:
+            print("  what ended the client object's thread: %s" % json.dumps(r["causes"]))
         if r["malformed_accepted"]:
             print("  %d calls accepted a malformed response" % r["malformed_accepted"])
         for f in r["findings"]:
             any_findings = True
-            print("  FINDING %s %s: %s (response %d, %s; reproduced alone: %s)\n    %s" % (
-                f["outcome"], f["kind"], (f["message"] or "")[:200], f["response"]["n"],
+            print("  FINDING %s %s: %s%s (response %d, %s; reproduced alone: %s)\n    %s" % (
+                f["outcome"], f["kind"], (f["message"] or "")[:200],
+                " [cause: %s]" % f["cause"][:200] if f.get("cause") else "", f["response"]["n"],
                 f["response"]["mutation"], "yes" if f["reproduced"] else "no", f["command"]))
     with open(os.path.join(opts.out, "calls.jsonl"), "w") as f:
         for r in results.values():

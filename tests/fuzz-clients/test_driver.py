@@ -120,17 +120,16 @@ class DriverBookkeeping(unittest.TestCase):
         return [c for c in calls if c.get("response", {}).get("n") != last], orders
 
     def test_a_dead_admin_is_one_entry_its_response_and_renewed_in_the_same_process(self):
-        calls, orders = self.run_script([
-            accepted(0),
-            exception(JAVA_TIMEOUT, THREAD_EXITED + " Call: electLeaders", 1),
-            accepted(2),
-            accepted(3),
-        ], responses=4)
+        died = exception(JAVA_TIMEOUT, THREAD_EXITED + " Call: electLeaders", 1)
+        died["outcome"]["cause"] = "java.lang.RuntimeException: Tried to allocate a collection"
+        calls, orders = self.run_script([accepted(0), died, accepted(2), accepted(3)],
+                                        responses=4)
         self.assertEqual([c["outcome"] for c in calls], ["accepted", "dead", "accepted", "accepted"])
         self.assertEqual([c["response"]["n"] for c in calls], [0, 1, 2, 3])
         self.assertEqual([c["admin"] for c in calls], [0, 0, 1, 1])
         self.assertEqual({c["child"] for c in calls}, {0}, "no new process")
         self.assertEqual(orders[:3], ["next", "renew", "next"])
+        self.assertEqual(driver.causes(calls), {"java.lang.RuntimeException": 1})
 
     def test_a_death_seen_on_the_next_call_is_the_admins_last_response(self):
         # The thread ended after call 0 returned; call 1 fails at once, serving nothing.

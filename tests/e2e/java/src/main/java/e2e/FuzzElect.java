@@ -11,6 +11,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -29,7 +30,8 @@ import org.apache.kafka.common.errors.TimeoutException;
  * 0). Before each call it prints {"call": k}, after it {"call": k, "outcome": "accepted",
  * "results": N} or {"call": k, "outcome": "exception", "kind": "class", "message": ".."}
  * (the cause of an ExecutionException), one line each, flushed. Per-partition errors are
- * part of an accepted answer.
+ * part of an accepted answer. When the Admin's thread has ended, the outcome line also
+ * has "cause": what ended it ("class: message").
  *
  * A response the Admin cannot handle can end its only thread (FUZZING.md, finding 1);
  * every call then fails with "The AdminClient thread has exited." That call is reported as
@@ -50,7 +52,39 @@ public final class FuzzElect {
      */
     static final String THREAD_EXITED = "The AdminClient thread has exited.";
 
+    /** The Admin's thread, as KafkaAdminClient names it for our client id. */
+    static final String ADMIN_THREAD = "kafka-admin-client-thread | fuzz-java";
+
+    /** What ended the current Admin's thread, if something has. */
+    static final AtomicReference<Throwable> CAUSE = new AtomicReference<>();
+
+    /** The current Admin's thread. */
+    static final AtomicReference<Thread> THREAD = new AtomicReference<>();
+
     private FuzzElect() {
+    }
+
+    /**
+     * The Admin's thread logs what ends it through slf4j (silent here): catch it on the way,
+     * for the outcome line, and let the thread's own handler have it too.
+     */
+    static Admin create(Properties p) {
+        Admin admin = Admin.create(p);
+        CAUSE.set(null);
+        THREAD.set(null);
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals(ADMIN_THREAD) && t.isAlive()) {
+                THREAD.set(t);
+                Thread.UncaughtExceptionHandler own = t.getUncaughtExceptionHandler();
+                t.setUncaughtExceptionHandler((thread, e) -> {
+                    CAUSE.set(e);
+                    if (own != null) {
+                        own.uncaughtException(thread, e);
+                    }
+                });
+            }
+        }
+        return admin;
     }
 
     /** One line, with "t": the wall clock in ms (the driver attributes responses by it). */
@@ -78,7 +112,7 @@ public final class FuzzElect {
         parts.add(new TopicPartition("fuzz-a", 1));
         parts.add(new TopicPartition("fuzz-b", 7));
         int generation = 0;
-        Admin admin = Admin.create(p);
+        Admin admin = create(p);
         say("{\"admin\":" + generation + "}");
         try {
             for (int k = 0; k < calls; k++) {
@@ -114,7 +148,7 @@ public final class FuzzElect {
                     // dead Admin's already has, closing its network client as it went).
                     admin.close(Duration.ofMillis(timeoutMs));
                     generation++;
-                    admin = Admin.create(p);
+                    admin = create(p);
                     say("{\"admin\":" + generation + "}");
                 }
             }
@@ -129,7 +163,24 @@ public final class FuzzElect {
         if (message.length() > 300) {
             message = message.substring(0, 300);
         }
+        String cause = "";
+        Thread admin = THREAD.get();
+        if (admin != null && message.startsWith(THREAD_EXITED)) {
+            // The thread fails its calls on its way out, before its handler runs: wait
+            // for its end (it has no more work, so at once).
+            try {
+                admin.join(5000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        Throwable c = CAUSE.get();
+        if (c != null && message.startsWith(THREAD_EXITED)) {
+            String m = String.valueOf(c.getMessage());
+            cause = ",\"cause\":" + AdminTool.q(c.getClass().getName() + ": "
+                    + (m.length() > 300 ? m.substring(0, 300) : m));
+        }
         say("{\"call\":" + k + ",\"outcome\":\"exception\",\"kind\":" + AdminTool.q(t.getClass().getName())
-                + ",\"message\":" + AdminTool.q(message) + "}");
+                + ",\"message\":" + AdminTool.q(message) + cause + "}");
     }
 }
