@@ -501,9 +501,12 @@ fn connections_that_send_nothing_lock_out_a_client_only_until_the_idle_timeout()
     let record = scratch("idle");
     // The idle timeout is long enough that none of the 64 times out before the extra
     // connection is refused, even on a loaded machine.
+    // Its duration is past every bound below: only the idle timeout can free the slots.
     let (mut child, addr, stdout) = serve(&[
         "--idle-timeout",
         "5s",
+        "--duration",
+        "300",
         "--count",
         "1",
         "--record",
