@@ -7,49 +7,35 @@
 //! ends, also on failure; each run of the tool is bounded by `--count`, `--duration` and a
 //! kill after a minute.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// Kills the child when dropped (a failed assertion included).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod serving;
+use serving::Killed;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz_compare");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{name}-{}", std::process::id()))
+    serving::scratch("fuzz_compare", name)
 }
 
 /// `fuzz --serve 127.0.0.1:0 --seed SEED --record FILE`; returns it and its address.
 fn serve(seed: &str, record: &Path) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-        .args(["fuzz", "--serve", "127.0.0.1:0", "--duration", "120"])
-        .args(["--count", "100000", "--seed", seed, "--record"])
-        .arg(record)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let child = Killed(child);
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("fuzz: serving on ")
-        .unwrap_or_else(|| panic!("first line {line:?}"))
-        .to_string();
+    let record = record.to_str().unwrap();
+    let args = [
+        "--duration",
+        "120",
+        "--count",
+        "100000",
+        "--seed",
+        seed,
+        "--record",
+        record,
+    ];
+    let (child, addr, _) = serving::serve(&args, Stdio::null());
     (child, addr)
 }
 

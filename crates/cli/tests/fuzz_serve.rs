@@ -5,57 +5,26 @@
 //! Every server listens on 127.0.0.1, on a free port; a child process is killed by pid when
 //! its test ends, also on failure.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kafka_elect_leaders::ArbitraryTopicPartitions;
 use kafka_elect_leaders::{parse_response, ArbitraryRequest, ElectionType, EncodeRequest};
 
-/// Kills the child when dropped (a failed assertion included).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod serving;
+use serving::Killed;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz_serve");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{name}-{}", std::process::id()))
+    serving::scratch("fuzz_serve", name)
 }
 
 /// Starts `fuzz --serve 127.0.0.1:0` with `extra` flags (and `--duration 60` unless they
 /// say otherwise); returns it and its address.
 fn serve(extra: &[&str]) -> (Killed, String, BufReader<std::process::ChildStdout>) {
-    let duration: &[&str] = if extra.contains(&"--duration") {
-        &[]
-    } else {
-        &["--duration", "60"]
-    };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-        .args(["fuzz", "--serve", "127.0.0.1:0"])
-        .args(duration)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let child = Killed(child);
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("fuzz: serving on ")
-        .unwrap_or_else(|| panic!("first line {line:?}"))
-        .to_string();
-    (child, addr, stdout)
+    serving::serve(extra, Stdio::inherit())
 }
 
 fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
