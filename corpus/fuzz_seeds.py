@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Write the fuzz targets' seed inputs into corpus/fuzz/TARGET/ from the sample frames.
 
-    python3 corpus/fuzz_seeds.py
+    python3 corpus/fuzz_seeds.py            # write every seed
+    python3 corpus/fuzz_seeds.py --check    # exit 1 naming each seed missing or different
+
+The seeds are committed with the rest of the corpus, and CI runs --check: a `cargo fuzz cmin`
+that drops a seed, or a sample frame changed without its seeds, is caught there.
 
 Each target reads its input its own way (see crates/fuzz-checks/src/lib.rs), so each gets the sample
 frames in its own shape. Seeds are named seed-*; inputs kept by `cargo fuzz cmin` and past
 crashes live beside them. Python 3 standard library only.
 """
 import struct
+import sys
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent
@@ -56,10 +61,12 @@ def long_strings():
     yield "long-message-v0", framed(r0), 0
 
 
+# Every seed main() makes, by path: written, or checked against the files (--check).
+SEEDS = {}
+
+
 def write(target, name, data):
-    d = OUT / target
-    d.mkdir(parents=True, exist_ok=True)
-    (d / f"seed-{name}").write_bytes(data)
+    SEEDS[OUT / target / f"seed-{name}"] = data
 
 
 def main():
@@ -150,4 +157,22 @@ def main():
 
 
 if __name__ == "__main__":
+    check = sys.argv[1:] == ["--check"]
+    if sys.argv[1:] and not check:
+        sys.exit(f"usage: {sys.argv[0]} [--check]")
     main()
+    stale = []
+    for path, data in SEEDS.items():
+        if check:
+            if not path.is_file():
+                stale.append(f"{path.relative_to(CORPUS.parent)}: missing")
+            elif path.read_bytes() != data:
+                stale.append(f"{path.relative_to(CORPUS.parent)}: differs from what the script writes")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    if stale:
+        print("\n".join(stale), file=sys.stderr)
+        sys.exit(f"{len(stale)} of {len(SEEDS)} fuzz seeds out of date: run python3 corpus/fuzz_seeds.py")
+    if check:
+        print(f"{len(SEEDS)} fuzz seeds up to date")
