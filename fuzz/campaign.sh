@@ -79,6 +79,9 @@ for t in "${targets[@]}"; do
   rm -rf "corpus/fuzz/$t"
   mkdir -p "corpus/fuzz/$t"
   cp "$scratch/$t"/* "corpus/fuzz/$t"/
+  # cmin keeps what adds coverage; the named seeds are kept whatever it drops (CI checks
+  # them with corpus/fuzz_seeds.py --check).
+  python3 corpus/fuzz_seeds.py
   grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb" "$log" | tail -3 || true
   echo "$t: ok in $((end - start)) s, corpus $(ls "corpus/fuzz/$t" | wc -l) inputs"
 done
