@@ -278,14 +278,24 @@ fn decode_interface_without_the_live_feature_says_how_to_get_it() {
     assert!(out.stdout.is_empty());
 }
 
-/// The live capture's options need --interface, and --interface takes no FILE.
+/// The live capture's options need --interface, also beside a FILE (where clap's own
+/// `requires` is waived, and the option was ignored), and --interface takes no FILE.
 #[test]
-fn decode_live_options_need_an_interface_and_no_file() {
+fn live_options_need_an_interface_and_no_file() {
     for args in [
         &["decode", "--filter", "tcp"][..],
         &["decode", "--count", "3"],
         &["decode", "--duration", "1s"],
         &["decode", "--interface", "lo", "x.pcap"],
+        &["decode", "--filter", "tcp", "x.pcap"],
+        &["decode", "--count", "3", "x.pcap"],
+        &["decode", "--duration", "1s", "x.pcap", "y.pcap"],
+        &["scan", "--filter", "tcp", "x.pcap"],
+        &["scan", "--count", "2", "requests.bin", "responses.bin"],
+        &["scan", "--json", "--duration", "1s", "x.pcap"],
+        &["summary", "--filter", "tcp", "x.pcap"],
+        &["summary", "--count", "2", "x.pcap"],
+        &["summary", "--duration", "2s", "x.pcap"],
     ] {
         let out = run(args, b"");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

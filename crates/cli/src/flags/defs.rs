@@ -286,10 +286,35 @@ pub struct LiveFlags {
     pub duration: Option<std::time::Duration>,
 }
 
-impl DecodeArgs {
-    /// Standard input can be read once.
+impl LiveFlags {
+    /// The live-only flags need --interface. Their `requires` is not enough: clap waives a
+    /// requirement when an argument that conflicts with it is given, and the files do
+    /// (`decode --count 3 FILE` would read the whole file, the count ignored).
     pub fn check(&self) -> Result<(), &'static str> {
-        stdin_once(&self.files)
+        if self.interface.is_some() {
+            return Ok(());
+        }
+        if self.bpf.is_some() {
+            return Err(
+                "--filter goes with --interface (it is a live capture's libpcap filter); \
+                        a file is read whole",
+            );
+        }
+        if self.count.is_some() {
+            return Err("--count goes with --interface; a file is read whole");
+        }
+        if self.duration.is_some() {
+            return Err("--duration goes with --interface; a file is read whole");
+        }
+        Ok(())
+    }
+}
+
+impl DecodeArgs {
+    /// Standard input can be read once; the live-only flags need --interface.
+    pub fn check(&self) -> Result<(), &'static str> {
+        stdin_once(&self.files)?;
+        self.live.check()
     }
 }
 
@@ -331,14 +356,14 @@ pub struct ScanArgs {
 }
 
 impl ScanArgs {
-    /// Standard input can be read once.
+    /// Standard input can be read once; the live-only flags need --interface.
     pub fn check(&self) -> Result<(), &'static str> {
         if self.requests.as_deref().is_some_and(|r| r == "-")
             && self.responses.as_deref().is_some_and(|r| r == "-")
         {
             return Err("standard input (-) can be only one of the two files");
         }
-        Ok(())
+        self.live.check()
     }
 }
 
@@ -363,6 +388,13 @@ pub struct SummaryArgs {
     /// A capture or a file of frames; - or none for standard input
     #[arg(value_name = "FILE", conflicts_with = "interface")]
     pub file: Option<OsString>,
+}
+
+impl SummaryArgs {
+    /// The live-only flags need --interface.
+    pub fn check(&self) -> Result<(), &'static str> {
+        self.live.check()
+    }
 }
 
 /// What `gen` and `mutate` write.

@@ -36,6 +36,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Failure
         Command::Inspect(args) => args.check().map_err(|e| ("inspect", e.to_owned())),
         Command::Decode(args) => args.check().map_err(|e| ("decode", e.to_owned())),
         Command::Scan(args) => args.check().map_err(|e| ("scan", e.to_owned())),
+        Command::Summary(args) => args.check().map_err(|e| ("summary", e.to_owned())),
         Command::Mutate(args) => args.check().map_err(|e| ("mutate", e.to_owned())),
         #[cfg(feature = "proxy")]
         Command::Proxy(args) => args.check().map_err(|e| ("proxy", e)),
