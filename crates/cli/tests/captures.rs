@@ -5,36 +5,18 @@
 
 use kafka_elect_leaders_testkit as common;
 
-use std::path::{Path, PathBuf};
+mod tool;
+
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-
-fn captures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/captures")
-}
+use tool::captures_dir;
 
 const PCAP: &str = "elect-leaders-kafka-4.4.pcap";
 const PCAPNG: &str = "elect-leaders-kafka-4.4.pcapng";
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-        .args(args)
-        .current_dir(captures_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    output
+    tool::run_in(&captures_dir(), args, stdin)
 }
 
 #[track_caller]

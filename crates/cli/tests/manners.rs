@@ -4,6 +4,8 @@
 
 use kafka_elect_leaders_testkit as common;
 
+mod tool;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -12,23 +14,7 @@ use common::corpus_dir;
 use serde_json::Value;
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-        .args(args)
-        .current_dir(corpus_dir())
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut input = child.stdin.take().expect("stdin is piped");
-    let stdin = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let output = child.wait_with_output().expect("the binary finishes");
-    writer.join().expect("stdin writer");
-    output
+    tool::run_in(&corpus_dir(), args, stdin)
 }
 
 fn stdout(output: &Output) -> String {

@@ -2,36 +2,18 @@
 //! the clients did (corpus/captures/README.md) and against `decode --all` of the same file,
 //! counted here independently; its filters; a cut capture; the HTML page's escaping.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod tool;
+
+use std::process::Output;
 
 use serde_json::Value;
-
-fn captures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../corpus/captures")
-}
+use tool::captures_dir;
 
 const PCAP: &str = "elect-leaders-kafka-4.4.pcap";
 const PCAPNG: &str = "elect-leaders-kafka-4.4.pcapng";
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-        .args(args)
-        .current_dir(captures_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&stdin);
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    output
+    tool::run_in(&captures_dir(), args, stdin)
 }
 
 #[track_caller]
