@@ -9,10 +9,10 @@
 //!
 //! - nothing panics or aborts (an allocation sized by a count read off the wire is one:
 //!   libFuzzer's malloc limit reports it);
-//! - a rewritten answer is a whole frame (its size prefix right) that kafka-protocol
-//!   decodes at the same version with nothing left over, with as many entries as before,
-//!   each at the listener when it was at the route's upstream (a coordinator only with a
-//!   node id, not -1) and unchanged otherwise;
+//! - a rewritten answer is a whole frame (its size prefix right) whose list kafka-protocol
+//!   reads entry by entry at the same version, as many entries as before, each at the
+//!   listener when it was at the route's upstream (a coordinator only with a node id, not
+//!   -1) and unchanged otherwise, and what follows the list byte for byte the broker's;
 //! - an answer built whole and not damaged is rewritten exactly when one of its entries
 //!   is at the upstream: a valid answer is never refused.
 
@@ -92,7 +92,10 @@ pub fn check_addresses(data: &[u8]) {
             (frame, Some(entries), whole)
         }
     };
-    let rewritten = addresses.rewrite(&frame, api_key, version, &conn);
+    let frame = Bytes::from(frame);
+    let rewritten = addresses
+        .rewrite(&frame, api_key, version, &conn)
+        .map(|r| r.to_frame(&frame));
     let upstream_port = i32::from(upstream.port());
     // A coordinator with a negative node id is none (an error's entry): not an address.
     let at_upstream = |(node, host, port): &Entry| {
@@ -125,8 +128,9 @@ pub fn check_addresses(data: &[u8]) {
     assert_eq!(got.len(), before.len(), "as many entries after as before");
     assert!(
         got_rest == rest,
-        "what follows Metadata's brokers is copied as it is: v{version}, {before:?}, \
-         answer {frame:02x?}, rewritten {out:02x?}"
+        "what follows the list is copied as it is: {} v{version}, {before:?}, \
+         answer {frame:02x?}, rewritten {out:02x?}",
+        name(api_key)
     );
     for (was, now) in before.iter().zip(&got) {
         if at_upstream(was) {
@@ -274,9 +278,10 @@ fn damage(u: &mut Unstructured<'_>, frame: &mut Vec<u8>) -> bool {
     true
 }
 
-/// The entries of an answer (header and body), as kafka-protocol reads them, and for
-/// Metadata the bytes after its brokers, unread: kafka-protocol would reserve a vector for
-/// whatever count the topics claim, and the guard copies them as they are.
+/// The entries of an answer (header and body), as kafka-protocol reads them one at a time,
+/// and the bytes after its list, unread: the guard copies them as they are (and
+/// kafka-protocol would reserve a vector for whatever count Metadata's topics claim).
+/// FindCoordinator before v4 has no list: its one coordinator, read whole.
 fn decode(api_key: i16, version: i16, body: &[u8]) -> Result<(Vec<Entry>, Vec<u8>), String> {
     let mut buf = Bytes::copy_from_slice(body);
     let header_version = match api_key {
@@ -285,51 +290,74 @@ fn decode(api_key: i16, version: i16, body: &[u8]) -> Result<(Vec<Entry>, Vec<u8
         _ => DescribeClusterResponse::header_version(version),
     };
     ResponseHeader::decode(&mut buf, header_version).map_err(|e| e.to_string())?;
-    let entries: Vec<Entry> = match api_key {
-        METADATA => {
-            let short = || "cut short".to_owned();
-            if version >= METADATA_THROTTLE {
-                buf.try_get_i32().map_err(|_| short())?;
+    if api_key == FIND_COORDINATOR && version < BATCHED {
+        let answer =
+            FindCoordinatorResponse::decode(&mut buf, version).map_err(|e| e.to_string())?;
+        if buf.has_remaining() {
+            return Err(format!("{} bytes left over", buf.remaining()));
+        }
+        let entries = if answer.node_id.0 >= 0 {
+            vec![(answer.node_id.0, answer.host.to_string(), answer.port)]
+        } else {
+            Vec::new()
+        };
+        return Ok((entries, Vec::new()));
+    }
+    let short = || "cut short".to_owned();
+    let compact_string = |buf: &mut Bytes| -> Result<(), String> {
+        let n = uvarint(buf).ok_or_else(short)? as usize;
+        if n > 0 {
+            let len = n - 1;
+            if buf.remaining() < len {
+                return Err(short());
             }
-            let count = if version >= FLEXIBLE_METADATA {
-                i64::from(uvarint(&mut buf).ok_or_else(short)?) - 1
-            } else {
-                i64::from(buf.try_get_i32().map_err(|_| short())?)
-            };
-            let mut brokers = Vec::new();
-            for _ in 0..count {
+            buf.advance(len);
+        }
+        Ok(())
+    };
+    // The fields before the list.
+    match api_key {
+        METADATA if version < METADATA_THROTTLE => {}
+        METADATA | FIND_COORDINATOR => {
+            buf.try_get_i32().map_err(|_| short())?;
+        }
+        _ => {
+            buf.try_get_i32().map_err(|_| short())?; // throttle time
+            buf.try_get_i16().map_err(|_| short())?; // error code
+            compact_string(&mut buf)?; // error message
+            if version >= 1 {
+                buf.try_get_i8().map_err(|_| short())?; // endpoint type
+            }
+            compact_string(&mut buf)?; // cluster id
+            buf.try_get_i32().map_err(|_| short())?; // controller id
+        }
+    }
+    let count = if api_key != METADATA || version >= FLEXIBLE_METADATA {
+        i64::from(uvarint(&mut buf).ok_or_else(short)?) - 1
+    } else {
+        i64::from(buf.try_get_i32().map_err(|_| short())?)
+    };
+    let mut entries = Vec::new();
+    for _ in 0..count {
+        let entry = match api_key {
+            METADATA => {
                 let b =
                     MetadataResponseBroker::decode(&mut buf, version).map_err(|e| e.to_string())?;
-                brokers.push((b.node_id.0, b.host.to_string(), b.port));
+                (b.node_id.0, b.host.to_string(), b.port)
             }
-            return Ok((brokers, buf.to_vec()));
-        }
-        FIND_COORDINATOR => {
-            let answer =
-                FindCoordinatorResponse::decode(&mut buf, version).map_err(|e| e.to_string())?;
-            if version >= BATCHED {
-                answer
-                    .coordinators
-                    .into_iter()
-                    .map(|c| (c.node_id.0, c.host.to_string(), c.port))
-                    .collect()
-            } else if answer.node_id.0 >= 0 {
-                vec![(answer.node_id.0, answer.host.to_string(), answer.port)]
-            } else {
-                Vec::new()
+            FIND_COORDINATOR => {
+                let c = Coordinator::decode(&mut buf, version).map_err(|e| e.to_string())?;
+                (c.node_id.0, c.host.to_string(), c.port)
             }
-        }
-        _ => DescribeClusterResponse::decode(&mut buf, version)
-            .map_err(|e| e.to_string())?
-            .brokers
-            .into_iter()
-            .map(|b| (b.broker_id.0, b.host.to_string(), b.port))
-            .collect(),
-    };
-    if buf.has_remaining() {
-        return Err(format!("{} bytes left over", buf.remaining()));
+            _ => {
+                let b =
+                    DescribeClusterBroker::decode(&mut buf, version).map_err(|e| e.to_string())?;
+                (b.broker_id.0, b.host.to_string(), b.port)
+            }
+        };
+        entries.push(entry);
     }
-    Ok((entries, Vec::new()))
+    Ok((entries, buf.to_vec()))
 }
 
 fn uvarint(buf: &mut Bytes) -> Option<u32> {

@@ -28,7 +28,7 @@ fn broker(i: usize) -> SocketAddr {
 }
 
 /// The answer's frame (size prefix, response header v1, body).
-fn metadata(brokers: usize) -> Vec<u8> {
+fn metadata(brokers: usize) -> Bytes {
     let mut answer = MetadataResponse::default();
     answer.brokers = (0..brokers)
         .map(|i| {
@@ -67,7 +67,7 @@ fn metadata(brokers: usize) -> Vec<u8> {
     answer.encode(&mut out, VERSION).unwrap();
     let size = (out.len() - 4) as i32;
     out[..4].copy_from_slice(&size.to_be_bytes());
-    out.to_vec()
+    out.freeze()
 }
 
 fn rewrite(c: &mut Criterion) {

@@ -3,8 +3,11 @@
 //!
 //! Three answers carry broker addresses: Metadata (its `brokers`), FindCoordinator (the
 //! coordinator, or `coordinators` from v4) and DescribeCluster (its `brokers`). The guard
-//! decodes them with the `kafka-protocol` crate, replaces each address that is a route's
-//! `--upstream` with that route's `--listen`, and encodes the answer again. These answers
+//! decodes their entries one at a time with the `kafka-protocol` crate, replaces each
+//! address that is a route's `--upstream` with that route's `--listen`, and encodes the
+//! entry again; what follows the list goes to the client from the broker's frame, not
+//! decoded and not copied ([`Rewritten`]). Beyond the answer, a rewrite holds the
+//! rewritten list and one entry at a time, never the answer decoded whole. These answers
 //! are off the hot path (a client asks for them at bootstrap and after a change), and their
 //! version tables change with Kafka's releases: a well-kept codec beats writing a second
 //! one here. ElectLeaders stays on this crate's own codec.
@@ -30,6 +33,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
 use kafka_protocol::messages::{
     DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse, ResponseHeader,
@@ -136,6 +141,75 @@ struct Found<'a> {
     port: &'a mut i32,
 }
 
+/// An answer with broker addresses rewritten: a new `head` (size prefix included, which
+/// counts the whole answer), then the broker's frame from `tail_from` on, as it came. The
+/// head holds the header and the answer up to the end of its list of brokers (or
+/// coordinators); the tail is what follows the list, not copied.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rewritten {
+    pub head: BytesMut,
+    pub tail_from: usize,
+}
+
+impl Rewritten {
+    /// The head with its size prefix set for a tail of `frame_len - tail_from` bytes.
+    fn new(mut head: BytesMut, tail_from: usize, frame_len: usize) -> Result<Rewritten, String> {
+        let size = (head.len() - 4)
+            .checked_add(frame_len - tail_from)
+            .and_then(|n| i32::try_from(n).ok())
+            .ok_or("the answer is too large")?;
+        head[..4].copy_from_slice(&size.to_be_bytes());
+        Ok(Rewritten { head, tail_from })
+    }
+
+    /// The whole answer in one buffer: the head, then `frame` (the broker's answer this was
+    /// made from) from `tail_from` on. The guard itself writes the two parts in turn.
+    pub fn to_frame(&self, frame: &[u8]) -> BytesMut {
+        let tail = &frame[self.tail_from..];
+        let mut whole = BytesMut::with_capacity(self.head.len() + tail.len());
+        whole.put_slice(&self.head);
+        whole.put_slice(tail);
+        whole
+    }
+}
+
+/// An entry of a list that carries a broker address, as kafka-protocol reads it.
+trait ListEntry: Decodable + Encodable + PartialEq {
+    /// Its address, if it has one.
+    fn found(&mut self) -> Option<Found<'_>>;
+}
+
+impl ListEntry for MetadataResponseBroker {
+    fn found(&mut self) -> Option<Found<'_>> {
+        Some(Found {
+            node: self.node_id.0,
+            host: &mut self.host,
+            port: &mut self.port,
+        })
+    }
+}
+
+impl ListEntry for DescribeClusterBroker {
+    fn found(&mut self) -> Option<Found<'_>> {
+        Some(Found {
+            node: self.broker_id.0,
+            host: &mut self.host,
+            port: &mut self.port,
+        })
+    }
+}
+
+impl ListEntry for Coordinator {
+    /// A coordinator with a negative node id is none (an error's entry): not an address.
+    fn found(&mut self) -> Option<Found<'_>> {
+        (self.node_id.0 >= 0).then_some(Found {
+            node: self.node_id.0,
+            host: &mut self.host,
+            port: &mut self.port,
+        })
+    }
+}
+
 impl Addresses {
     /// `routes`: (the listener as bound, the broker, its host name as written).
     pub fn new(
@@ -172,11 +246,11 @@ impl Addresses {
     /// or nothing in it changes, or when it cannot be decoded (then with a warning).
     pub fn rewrite(
         &self,
-        frame: &[u8],
+        frame: &Bytes,
         api_key: i16,
         api_version: i16,
         conn: &ConnInfo,
-    ) -> Option<BytesMut> {
+    ) -> Option<Rewritten> {
         // Without routes (a guard embedded without any, the conn fuzz target) nothing can
         // be rewritten: not even decoded.
         if !Addresses::carries_addresses(api_key)
@@ -202,129 +276,141 @@ impl Addresses {
 
     fn try_rewrite(
         &self,
-        frame: &[u8],
+        frame: &Bytes,
         api_key: i16,
         api_version: i16,
         conn: &ConnInfo,
-    ) -> Result<Option<BytesMut>, String> {
-        let body = frame.get(4..).ok_or("no size prefix")?;
-        let mut buf = Bytes::copy_from_slice(body);
-        let header_version = match api_key {
-            METADATA => MetadataResponse::header_version(api_version),
-            FIND_COORDINATOR => FindCoordinatorResponse::header_version(api_version),
-            _ => DescribeClusterResponse::header_version(api_version),
+    ) -> Result<Option<Rewritten>, String> {
+        let (known, header_version) = match api_key {
+            METADATA => (
+                MetadataResponse::VERSIONS.max,
+                MetadataResponse::header_version(api_version),
+            ),
+            FIND_COORDINATOR => (
+                FindCoordinatorResponse::VERSIONS.max,
+                FindCoordinatorResponse::header_version(api_version),
+            ),
+            _ => (
+                DescribeClusterResponse::VERSIONS.max,
+                DescribeClusterResponse::header_version(api_version),
+            ),
         };
+        if !(0..=known).contains(&api_version) {
+            return Err(format!(
+                "{} v{api_version} is not a version the crate knows",
+                api_name(api_key)
+            ));
+        }
+        if frame.len() < 4 {
+            return Err("no size prefix".to_owned());
+        }
+        // Slices of the frame: kafka-protocol reads the strings without copying them.
+        let mut buf = frame.slice(4..);
         ResponseHeader::decode(&mut buf, header_version).map_err(|e| e.to_string())?;
-        let header_len = body.len() - buf.remaining();
-        let mut out = BytesMut::with_capacity(frame.len() + 64);
-        out.put_i32(0);
-        out.put_slice(&body[..header_len]);
-        check_list(&body[header_len..], api_key, api_version)?;
-        let changed = match api_key {
-            METADATA => return self.rewrite_metadata(body, header_len, api_version, conn, out),
+        let header_end = frame.len() - buf.remaining();
+        if api_key == FIND_COORDINATOR && api_version < BATCHED_FIND_COORDINATOR {
+            return self.rewrite_coordinator(frame, header_end, api_version, conn);
+        }
+        let list = list_start(&frame[header_end..], api_key, api_version)?;
+        let at = header_end + list.entries_at;
+        match api_key {
+            METADATA => self.rewrite_list::<MetadataResponseBroker>(
+                frame,
+                api_key,
+                at,
+                list.count,
+                api_version,
+                conn,
+            ),
             FIND_COORDINATOR => {
-                let mut answer = decode::<FindCoordinatorResponse>(&mut buf, api_version)?;
-                let mut found: Vec<Found<'_>> = answer
-                    .coordinators
-                    .iter_mut()
-                    .filter(|c| c.node_id.0 >= 0)
-                    .map(|c| Found {
-                        node: c.node_id.0,
-                        host: &mut c.host,
-                        port: &mut c.port,
-                    })
-                    .collect();
-                // v0-3: one coordinator at the top level (node -1: none, on an error);
-                // from v4 those fields are not on the wire.
-                if api_version < BATCHED_FIND_COORDINATOR && answer.node_id.0 >= 0 {
-                    found.push(Found {
-                        node: answer.node_id.0,
-                        host: &mut answer.host,
-                        port: &mut answer.port,
-                    });
-                }
-                let changed = self.replace(found.into_iter(), conn);
-                encode(&answer, &mut out, api_version, changed)?
+                self.rewrite_list::<Coordinator>(frame, api_key, at, list.count, api_version, conn)
             }
-            _ => {
-                let mut answer = decode::<DescribeClusterResponse>(&mut buf, api_version)?;
-                let found = answer.brokers.iter_mut().map(|b| Found {
-                    node: b.broker_id.0,
-                    host: &mut b.host,
-                    port: &mut b.port,
-                });
-                let changed = self.replace(found, conn);
-                encode(&answer, &mut out, api_version, changed)?
-            }
-        };
+            _ => self.rewrite_list::<DescribeClusterBroker>(
+                frame,
+                api_key,
+                at,
+                list.count,
+                api_version,
+                conn,
+            ),
+        }
+    }
+
+    /// The list of `count` entries (Metadata's brokers, FindCoordinator's coordinators from
+    /// v4, DescribeCluster's brokers) starting at `at` in `frame`, decoded, rewritten and
+    /// encoded again one entry at a time, each with kafka-protocol's structure for it:
+    /// what the guard holds beyond the frame is the rewritten head and one entry, however
+    /// long the list. What follows the list (for Metadata, the topics and their partitions,
+    /// often most of the answer) is neither decoded nor copied: it goes to the client from
+    /// the broker's frame ([`Rewritten`]).
+    fn rewrite_list<T: ListEntry>(
+        &self,
+        frame: &Bytes,
+        api_key: i16,
+        at: usize,
+        count: usize,
+        api_version: i16,
+        conn: &ConnInfo,
+    ) -> Result<Option<Rewritten>, String> {
+        // A first pass finds where the list ends, so that the head is allocated once: one
+        // entry decoded at a time, its strings slices of the frame.
+        let mut buf = frame.slice(at..);
+        for _ in 0..count {
+            T::decode(&mut buf, api_version).map_err(|e| e.to_string())?;
+        }
+        let list_len = frame.len() - at - buf.remaining();
+        // Room for addresses a little longer than the broker's, one in eight bytes.
+        let mut head = BytesMut::with_capacity(at + list_len + list_len / 8 + 64);
+        head.put_slice(&frame[..at]);
+        let mut buf = frame.slice(at..);
+        let mut changed = false;
+        for _ in 0..count {
+            let mut entry = T::decode(&mut buf, api_version).map_err(|e| e.to_string())?;
+            changed |= self.replace(entry.found().into_iter(), conn);
+            let start = head.len();
+            entry
+                .encode(&mut head, api_version)
+                .map_err(|e| format!("cannot encode it again: {e}"))?;
+            reads_back(&head[start..], api_version, &entry)?;
+        }
         if !changed {
             return Ok(None);
         }
-        let size = i32::try_from(out.len() - 4).map_err(|_| "the answer is too large")?;
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        Ok(Some(out))
+        let tail_from = frame.len() - buf.remaining();
+        check_tail(&frame[tail_from..], api_key)?;
+        Rewritten::new(head, tail_from, frame.len()).map(Some)
     }
 
-    /// Metadata: the brokers come first in the answer (after the throttle time, from v3),
-    /// the topics and their partitions, often most of it, after them. Only the brokers
-    /// are decoded and encoded again (each with kafka-protocol's `MetadataResponseBroker`);
-    /// the rest is copied as it is. The cost is then that of the brokers, not of the
-    /// partitions (BENCHMARKS.md).
-    fn rewrite_metadata(
+    /// FindCoordinator before v4: one coordinator at the top level (node -1: none, on an
+    /// error), in an answer of a few fixed fields: decoded and encoded whole.
+    fn rewrite_coordinator(
         &self,
-        body: &[u8],
-        header_len: usize,
+        frame: &Bytes,
+        header_end: usize,
         api_version: i16,
         conn: &ConnInfo,
-        mut out: BytesMut,
-    ) -> Result<Option<BytesMut>, String> {
-        if !(0..=MetadataResponse::VERSIONS.max).contains(&api_version) {
-            return Err(format!(
-                "Metadata v{api_version} is newer than the crate knows"
-            ));
+    ) -> Result<Option<Rewritten>, String> {
+        let mut buf = frame.slice(header_end..);
+        let mut answer =
+            FindCoordinatorResponse::decode(&mut buf, api_version).map_err(|e| e.to_string())?;
+        if buf.has_remaining() {
+            return Err(format!("{} bytes left over", buf.remaining()));
         }
-        let flexible = api_version >= FLEXIBLE_METADATA;
-        let mut read = Reader::new(&body[header_len..]);
-        if api_version >= METADATA_THROTTLE {
-            read.int32().ok_or("no throttle time")?;
-        }
-        let count = if flexible {
-            read.uvarint()
-                .and_then(|n| n.checked_sub(1))
-                .ok_or("no broker count")? as usize
-        } else {
-            usize::try_from(read.int32().ok_or("no broker count")?)
-                .map_err(|_| "a negative broker count")?
-        };
-        let prefix = body.len() - read.remaining();
-        let mut buf = Bytes::copy_from_slice(&body[prefix..]);
-        // Each broker takes at least 10 bytes: no allocation sized by the count alone.
-        let mut brokers = Vec::with_capacity(count.min(buf.remaining() / 10));
-        for _ in 0..count {
-            brokers.push(
-                MetadataResponseBroker::decode(&mut buf, api_version).map_err(|e| e.to_string())?,
-            );
-        }
-        let found = brokers.iter_mut().map(|b| Found {
-            node: b.node_id.0,
-            host: &mut b.host,
-            port: &mut b.port,
+        let found = (answer.node_id.0 >= 0).then_some(Found {
+            node: answer.node_id.0,
+            host: &mut answer.host,
+            port: &mut answer.port,
         });
-        if !self.replace(found, conn) {
+        if !self.replace(found.into_iter(), conn) {
             return Ok(None);
         }
-        out.put_slice(&body[header_len..prefix]);
-        let start = out.len();
-        for broker in &brokers {
-            broker
-                .encode(&mut out, api_version)
-                .map_err(|e| format!("cannot encode it again: {e}"))?;
-        }
-        out.put_slice(&buf);
-        reads_back(&out[start..], api_version, &brokers, &buf)?;
-        let size = i32::try_from(out.len() - 4).map_err(|_| "the answer is too large")?;
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        Ok(Some(out))
+        let mut head = BytesMut::with_capacity(frame.len() + 64);
+        head.put_slice(&frame[..header_end]);
+        answer
+            .encode(&mut head, api_version)
+            .map_err(|e| format!("cannot encode it again: {e}"))?;
+        reads_back(&head[header_end..], api_version, &answer)?;
+        Rewritten::new(head, frame.len(), frame.len()).map(Some)
     }
 
     /// Replaces each address found that the guard fronts; whether any changed.
@@ -475,6 +561,8 @@ impl Addresses {
     }
 }
 
+/// The fewest bytes a Metadata broker takes on the wire (v0: id, empty host, port).
+const MIN_METADATA_BROKER_BYTES: usize = 10;
 /// The fewest bytes a DescribeCluster broker takes on the wire (id, empty host, port,
 /// null rack, no tags).
 const MIN_BROKER_BYTES: usize = 11;
@@ -482,12 +570,21 @@ const MIN_BROKER_BYTES: usize = 11;
 /// host, port, error code, null message, no tags).
 const MIN_COORDINATOR_BYTES: usize = 14;
 
-/// Refuses an answer whose list (DescribeCluster's brokers, FindCoordinator's coordinators
-/// from v4) claims more entries than its remaining bytes can hold, before kafka-protocol
-/// reads it: kafka-protocol 0.18 reserves room for as many entries as the count says
-/// before reading the first (a few bytes claiming 4 billion entries asked for 584 GB and
-/// aborted the guard). Metadata's brokers are read entry by entry here, already bounded.
-fn check_list(answer: &[u8], api_key: i16, api_version: i16) -> Result<(), String> {
+/// Where an answer's list of entries begins, after its count.
+#[derive(Debug)]
+struct ListStart {
+    /// Offset of the first entry in the answer (after the header).
+    entries_at: usize,
+    count: usize,
+}
+
+/// Finds the list in `answer` (the body, after the header): Metadata's brokers (after the
+/// throttle time, from v3), FindCoordinator's coordinators (from v4, after the throttle
+/// time), DescribeCluster's brokers (after the throttle time, error code and message,
+/// endpoint type from v1, cluster id and controller). A list that claims more entries than
+/// its remaining bytes can hold is refused before anything is read: entries are read one
+/// at a time, so nothing would be allocated for it, but the answer is not what it says.
+fn list_start(answer: &[u8], api_key: i16, api_version: i16) -> Result<ListStart, String> {
     let mut read = Reader::new(answer);
     let short = "cut short before its list";
     let compact_string = |read: &mut Reader<'_>| -> Result<(), String> {
@@ -496,12 +593,22 @@ fn check_list(answer: &[u8], api_key: i16, api_version: i16) -> Result<(), Strin
             n => read.skip(n as usize - 1).ok_or_else(|| short.to_owned()),
         }
     };
-    let (what, min) = match api_key {
-        FIND_COORDINATOR if api_version >= BATCHED_FIND_COORDINATOR => {
-            read.int32().ok_or(short)?;
-            ("coordinators", MIN_COORDINATOR_BYTES)
+    let (what, min, flexible) = match api_key {
+        METADATA => {
+            if api_version >= METADATA_THROTTLE {
+                read.int32().ok_or(short)?;
+            }
+            (
+                "brokers",
+                MIN_METADATA_BROKER_BYTES,
+                api_version >= FLEXIBLE_METADATA,
+            )
         }
-        DESCRIBE_CLUSTER => {
+        FIND_COORDINATOR => {
+            read.int32().ok_or(short)?;
+            ("coordinators", MIN_COORDINATOR_BYTES, true)
+        }
+        _ => {
             read.int32().ok_or(short)?;
             read.int16().ok_or(short)?;
             compact_string(&mut read)?;
@@ -510,66 +617,65 @@ fn check_list(answer: &[u8], api_key: i16, api_version: i16) -> Result<(), Strin
             }
             compact_string(&mut read)?;
             read.int32().ok_or(short)?;
-            ("brokers", MIN_BROKER_BYTES)
+            ("brokers", MIN_BROKER_BYTES, true)
         }
-        _ => return Ok(()),
     };
-    // A compact array: the count plus one, 0 for null.
-    let entries = read.uvarint().ok_or(short)?.saturating_sub(1) as usize;
-    if entries > read.remaining() / min {
+    let entries = if flexible {
+        // A compact array: the count plus one, 0 for null.
+        match read.uvarint().ok_or(short)? {
+            0 => return Err(format!("its {what} are null")),
+            n => u64::from(n - 1),
+        }
+    } else {
+        u64::try_from(read.int32().ok_or(short)?)
+            .map_err(|_| format!("a negative count of {what}"))?
+    };
+    if entries > (read.remaining() / min) as u64 {
         return Err(format!(
             "its {what} claim {entries} entries, more than the {} bytes after them can hold",
             read.remaining()
         ));
     }
-    Ok(())
+    Ok(ListStart {
+        entries_at: answer.len() - read.remaining(),
+        count: entries as usize,
+    })
 }
 
-fn decode<T: Decodable>(buf: &mut Bytes, version: i16) -> Result<T, String> {
-    let answer = T::decode(buf, version).map_err(|e| e.to_string())?;
-    if buf.has_remaining() {
-        return Err(format!("{} bytes left over", buf.remaining()));
+/// What follows the list, read through to its end: DescribeCluster's authorized
+/// operations and tagged fields, FindCoordinator's tagged fields (from v4). An answer with
+/// bytes left over, or cut short, is not rewritten, as when kafka-protocol read these
+/// answers whole. Metadata's (the topics and partitions, often most of the answer) is not
+/// read: it goes to the client as the broker sent it.
+fn check_tail(tail: &[u8], api_key: i16) -> Result<(), String> {
+    if api_key == METADATA {
+        return Ok(());
     }
-    Ok(answer)
-}
-
-/// Encodes `answer` after the header in `out` when `changed`, and checks that it reads
-/// back as it is ([`reads_back`]); returns `changed`.
-fn encode<T: Encodable + Decodable + PartialEq>(
-    answer: &T,
-    out: &mut BytesMut,
-    version: i16,
-    changed: bool,
-) -> Result<bool, String> {
-    if changed {
-        let start = out.len();
-        answer
-            .encode(out, version)
-            .map_err(|e| format!("cannot encode it again: {e}"))?;
-        reads_back(&out[start..], version, std::slice::from_ref(answer), &[])?;
+    let mut read = Reader::new(tail);
+    let short = "cut short after its list";
+    if api_key == DESCRIBE_CLUSTER {
+        read.int32().ok_or(short)?;
     }
-    Ok(changed)
+    read.skip_tagged_fields().ok_or(short)?;
+    match read.remaining() {
+        0 => Ok(()),
+        n => Err(format!("{n} bytes left over")),
+    }
 }
 
-/// Checks that `written` reads back as the `entries` (each a `T` at `version`) followed by
-/// exactly `rest`. kafka-protocol reads some malformed bytes without complaint and then
-/// writes them otherwise: a tagged field whose tag is a varint too long (87 83 83 ff ff) is
-/// read as tag -2047609 and written as nothing but its count, so that the client would
-/// read the rest of the answer shifted. Such an answer is forwarded as the broker sent it.
+/// Checks that `written` reads back as `entry` at `version`, nothing left over.
+/// kafka-protocol reads some malformed bytes without complaint and then writes them
+/// otherwise: a tagged field whose tag is a varint too long (87 83 83 ff ff) is read as
+/// tag -2047609 and written as nothing but its count, so that the client would read the
+/// rest of the answer shifted. Such an answer is forwarded as the broker sent it.
 fn reads_back<T: Decodable + PartialEq>(
     written: &[u8],
     version: i16,
-    entries: &[T],
-    rest: &[u8],
+    entry: &T,
 ) -> Result<(), String> {
     let mut buf = Bytes::copy_from_slice(written);
-    for entry in entries {
-        let again = T::decode(&mut buf, version).map_err(|e| e.to_string());
-        if again.as_ref() != Ok(entry) {
-            return Err("kafka-protocol does not write it back as it read it".to_owned());
-        }
-    }
-    if buf[..] != *rest {
+    let again = T::decode(&mut buf, version).map_err(|e| e.to_string());
+    if again.as_ref() != Ok(entry) || buf.has_remaining() {
         return Err("kafka-protocol does not write it back as it read it".to_owned());
     }
     Ok(())
@@ -637,10 +743,14 @@ mod tests {
             answer.encode(&mut frame, version).unwrap();
             let size = (frame.len() - 4) as i32;
             frame[..4].copy_from_slice(&size.to_be_bytes());
+            let frame = frame.freeze();
 
-            let out = addresses
+            let rewritten = addresses
                 .rewrite(&frame, METADATA, version, &conn)
                 .expect("rewritten");
+            // Everything after the brokers comes from the broker's frame, not copied.
+            assert!(rewritten.tail_from < frame.len(), "v{version}");
+            let out = rewritten.to_frame(&frame);
             let mut body = Bytes::copy_from_slice(&out[4..]);
             let header = ResponseHeader::decode(&mut body, header_version).unwrap();
             assert_eq!(header.correlation_id, 5);
@@ -688,6 +798,7 @@ mod tests {
             answer.encode(&mut frame, VERSION).unwrap();
             let size = (frame.len() - 4) as i32;
             frame[..4].copy_from_slice(&size.to_be_bytes());
+            let frame = frame.freeze();
             // Nothing to rewrite (no broker is the route's), so the answer goes as it is.
             let _ = addresses.rewrite(&frame, METADATA, VERSION, &conn);
             let warned = addresses.warned.lock().unwrap().len();
@@ -722,7 +833,7 @@ mod tests {
             frame.put_slice(&[0; 16]);
             let size = (frame.len() - 4) as i32;
             frame[..4].copy_from_slice(&size.to_be_bytes());
-            frame
+            frame.freeze()
         };
         // FindCoordinator v4: the throttle time, then the coordinators.
         let mut find = vec![0, 0, 0, 0];
@@ -759,11 +870,18 @@ mod tests {
     }
 
     /// The smallest entries there are, at every version, are no shorter than the bounds
-    /// `check_list` divides by: no answer that can exist is refused by it.
+    /// `list_start` divides by: no answer that can exist is refused by it.
     #[test]
     fn the_smallest_entries_fit_the_bounds() {
-        use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
-        use kafka_protocol::messages::find_coordinator_response::Coordinator;
+        for version in 0..=MetadataResponse::VERSIONS.max {
+            let len = MetadataResponseBroker::default()
+                .compute_size(version)
+                .unwrap();
+            assert!(
+                len >= MIN_METADATA_BROKER_BYTES,
+                "Metadata v{version}: {len}"
+            );
+        }
         for version in 0..=DescribeClusterResponse::VERSIONS.max {
             let len = DescribeClusterBroker::default()
                 .compute_size(version)
@@ -799,6 +917,7 @@ mod tests {
         frame.extend_from_slice(&[0, 0, 0, 0, 1, 1, 0]);
         let size = (frame.len() - 4) as i32;
         frame[..4].copy_from_slice(&size.to_be_bytes());
+        let frame = Bytes::from(frame);
         let refused = addresses.try_rewrite(&frame, METADATA, VERSION, &conn);
         assert_eq!(
             refused.err().as_deref(),

@@ -41,7 +41,7 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore, TryAcqui
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
-use crate::addresses::Addresses;
+use crate::addresses::{Addresses, Rewritten};
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
@@ -840,6 +840,24 @@ where
     Ok(())
 }
 
+/// A rewritten answer: its new head, then the rest of the broker's `frame` as it came. A
+/// large one goes out in two writes, the tail (most of a Metadata answer) never copied.
+async fn forward_rewritten<W: AsyncWrite + Unpin>(
+    to: &mut ToPeer<W>,
+    rewritten: Rewritten,
+    frame: &Bytes,
+) -> Result<(), CodecError> {
+    let tail = &frame[rewritten.tail_from..];
+    if rewritten.head.len() + tail.len() <= WRITE_BOUNDARY {
+        return to.feed(rewritten.to_frame(frame)).await;
+    }
+    flush(to).await?;
+    let w = to.get_mut();
+    w.write_all(&rewritten.head).await?;
+    w.write_all(tail).await?;
+    Ok(())
+}
+
 /// Resolves [`SHUTDOWN_GRACE`] after the proxy was told to stop.
 async fn grace(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
@@ -1273,15 +1291,6 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                     if pending.api_key == API_VERSIONS {
                         cap_versions(&mut frame, pending, conn_info);
                     }
-                    if let Some(rewritten) = shared.addresses.rewrite(
-                        &frame,
-                        pending.api_key,
-                        pending.api_version,
-                        conn_info,
-                    ) {
-                        frame = rewritten;
-                        shared.metrics.rewrote();
-                    }
                     if pending.api_key == SASL_AUTHENTICATE {
                         identity.authenticate_answer(
                             &frame,
@@ -1289,9 +1298,20 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                             pending.correlation_id,
                         );
                     }
-                    forward(&mut to_client, frame)
-                        .await
-                        .map_err(&client_write)?;
+                    let frame = frame.freeze();
+                    match shared.addresses.rewrite(
+                        &frame,
+                        pending.api_key,
+                        pending.api_version,
+                        conn_info,
+                    ) {
+                        Some(rewritten) => {
+                            shared.metrics.rewrote();
+                            forward_rewritten(&mut to_client, rewritten, &frame).await
+                        }
+                        None => forward(&mut to_client, frame).await,
+                    }
+                    .map_err(&client_write)?;
                     break;
                 }
                 Slot::Merge { pending, sent, .. } => {
