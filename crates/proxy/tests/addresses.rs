@@ -498,3 +498,74 @@ async fn dynamic_listeners_for_brokers_that_appear_later_and_past_the_range() {
     );
     TcpStream::connect(("127.0.0.1", second)).await.unwrap();
 }
+
+/// A Metadata answer larger than the guard's write buffer (64 KiB) goes out in two
+/// writes: its rewritten head, then its topics straight from the broker's frame. Both
+/// arrive whole, in order with the answer after them, at a flexible and an older version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_metadata_answer_is_rewritten_and_its_topics_go_as_they_came() {
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::TopicName;
+    let topics: Vec<MetadataResponseTopic> = (0..50)
+        .map(|t| {
+            MetadataResponseTopic::default()
+                .with_name(Some(TopicName(StrBytes::from_string(format!("topic-{t}")))))
+                .with_partitions(
+                    (0..200)
+                        .map(|p| {
+                            MetadataResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_leader_id(BrokerId(1 + p % 2))
+                                .with_replica_nodes(vec![BrokerId(1), BrokerId(2)])
+                                .with_isr_nodes(vec![BrokerId(1), BrokerId(2)])
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    let cluster = Cluster {
+        first: free_addr(),
+        second: free_addr(),
+    };
+    let with_topics = {
+        let topics = topics.clone();
+        move |api_key: i16, version: i16| {
+            if api_key != METADATA {
+                return cluster.answer(api_key, version);
+            }
+            let mut body = BytesMut::new();
+            let mut answer =
+                MetadataResponse::decode(&mut cluster.answer(METADATA, version).freeze(), version)
+                    .unwrap();
+            answer.topics = topics.clone();
+            answer.encode(&mut body, version).unwrap();
+            body
+        }
+    };
+    let upstream = serve_at(cluster.first, with_topics.clone()).await;
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    });
+    let guard = Guard::bind(config).await.unwrap();
+    let listen = guard.routes()[0].listen;
+    tokio::spawn(guard.run(std::future::pending()));
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    for (id, version) in [(1, 12), (2, 1)] {
+        assert!(with_topics(METADATA, version).len() > 64 * 1024);
+        // The large answer, then a small one behind it on the same connection.
+        let body = ask(&mut client, METADATA, version, id).await;
+        let got = MetadataResponse::decode(&mut body.clone(), version).unwrap();
+        assert_eq!(
+            (got.brokers[0].host.as_str(), got.brokers[0].port),
+            (listen.ip().to_string().as_str(), i32::from(listen.port())),
+            "v{version}"
+        );
+        assert_eq!(got.topics, topics, "v{version}");
+        let body = ask(&mut client, DESCRIBE_CLUSTER, 0, id + 10).await;
+        assert_eq!(brokers_in(DESCRIBE_CLUSTER, 0, body).len(), 3);
+    }
+}
