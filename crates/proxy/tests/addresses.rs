@@ -172,7 +172,10 @@ async fn ask(s: &mut TcpStream, api_key: i16, version: i16, id: i32) -> Bytes {
         .expect("an answer within 5 s")
         .unwrap();
     let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-    s.read_exact(&mut frame).await.unwrap();
+    timeout(Duration::from_secs(5), s.read_exact(&mut frame))
+        .await
+        .expect("the whole answer within 5 s")
+        .unwrap();
     let mut frame = Bytes::from(frame);
     let header =
         ResponseHeader::decode(&mut frame, response_header_version(api_key, version)).unwrap();
