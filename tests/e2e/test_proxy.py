@@ -19,15 +19,16 @@ import socket
 import subprocess
 import time
 
-from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaAdminClient
-import kafka.errors
 from kafka.protocol.admin.topics import ElectLeadersRequest
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.metadata.metadata import MetadataRequest
 from kafka.protocol.parser import KafkaProtocol
+
+import e2e_common as common
+from e2e_common import PREFERRED, UNCLEAN, admin_tool, registry, wait_for
 
 PROXY = os.environ.get("PROXY_BOOTSTRAP", "")
 AUDIT = os.environ.get("PROXY_AUDIT", "")
@@ -36,35 +37,17 @@ PROXY_LOG = os.environ.get("PROXY_LOG", "")
 ADMIN_CP = os.environ.get("ADMIN_CP", "")
 E2E_FRAMES = os.environ.get("E2E_FRAMES", "")
 
-PREFERRED, UNCLEAN = 0, 1
 NONE, POLICY_VIOLATION, ELECTION_NOT_NEEDED = 0, 44, 84
 PROTECTED = "guarded"
 CLIENT_IDS = {"java": "px-java", "confluent": "px-confluent", "kafka-python": "px-kafka-python"}
 
 
 def java(cmd, *args, client_id="px-java-setup"):
-    argv = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-cp", ADMIN_CP,
-            "e2e.AdminTool", cmd, "--bootstrap", PROXY, "--client-id", client_id, *args]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise AssertionError("AdminTool %s through the proxy failed (%d): %s %s"
-                             % (cmd, p.returncode, p.stdout, p.stderr))
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return admin_tool(ADMIN_CP, PROXY, cmd, *args, client_id=client_id, where="through the proxy")
 
 
 def describe(topic):
     return java("describe", "--topic", topic)["topics"][topic]
-
-
-def wait_for(what, fn, timeout=30.0):
-    deadline = time.time() + timeout
-    while True:
-        ok, last = fn()
-        if ok:
-            return last
-        if time.time() > deadline:
-            raise AssertionError("timed out waiting for %s; last: %r" % (what, last))
-        time.sleep(0.3)
 
 
 def wait_partitions(topic, pred, what, timeout=30.0):
@@ -75,53 +58,18 @@ def wait_partitions(topic, pred, what, timeout=30.0):
 
 
 def audit_lines():
-    with open(AUDIT, encoding="utf-8") as f:
-        return [json.loads(l) for l in f if l.strip()]
+    return common.audit_lines(AUDIT)
 
 
 def elect(client, etype, parts):
     """One ElectLeaders through the proxy; {"top": whole-request error or None,
     "results": {(topic, partition): code}, "messages": {(topic, partition): text}}."""
-    results, messages, top = {}, {}, None
-    if client == "java":
-        args = ["--type", "unclean" if etype == UNCLEAN else "preferred"]
-        for t, p in parts:
-            args += ["--partition", "%s:%d" % (t, p)]
-        out = java("elect", *args, client_id=CLIENT_IDS["java"])
-        top = out["error"]["code"] if out["error"] else None
-        for r in out["results"] or []:
-            key = (r["topic"], r["partition"])
-            results[key] = r["error"]["code"] if r["error"] else 0
-            messages[key] = r["error"]["message"] if r["error"] else None
-    elif client == "confluent":
-        a = AdminClient({"bootstrap.servers": PROXY, "client.id": CLIENT_IDS["confluent"],
-                         "log_level": 3})
-        et = ElectionType.UNCLEAN if etype == UNCLEAN else ElectionType.PREFERRED
-        try:
-            r = a.elect_leaders(et, [TopicPartition(t, p) for t, p in parts]).result(timeout=60)
-            for tp, e in r.items():
-                if isinstance(e, KafkaException):
-                    e = e.args[0]
-                results[(tp.topic, tp.partition)] = e.code() if e is not None else 0
-                messages[(tp.topic, tp.partition)] = e.str() if e is not None else None
-        except KafkaException as e:
-            top = e.args[0].code()
-    elif client == "kafka-python":
-        a = KafkaAdminClient(bootstrap_servers=PROXY, client_id=CLIENT_IDS["kafka-python"],
-                             request_timeout_ms=30000)
-        try:
-            tps = {}
-            for t, p in parts:
-                tps.setdefault(t, []).append(p)
-            resp = a.elect_leaders(etype, tps, timeout_ms=30000, raise_errors=False)
-            top = resp.error_code or None
-            for res in resp.replica_election_results:
-                for pr in res.partition_result:
-                    results[(res.topic, pr.partition_id)] = pr.error_code
-                    messages[(res.topic, pr.partition_id)] = pr.error_message
-        finally:
-            a.close()
-    return {"top": top, "results": results, "messages": messages}
+    cid = CLIENT_IDS[client]
+    return common.elect(
+        client, etype, parts,
+        java=lambda *args: java("elect", *args, client_id=cid),
+        confluent_conf={"bootstrap.servers": PROXY, "client.id": cid, "log_level": 3},
+        kafka_python_conf={"bootstrap_servers": PROXY, "client_id": cid, "request_timeout_ms": 30000})
 
 
 def create(topic, assignment):
@@ -139,15 +87,7 @@ def make_non_preferred(topic, partitions=1):
     assert all(p["leader"] == 2 for p in d), d
 
 
-TESTS = []
-
-
-def test(name):
-    def register(fn):
-        fn.__name__ = "proxy: " + name
-        TESTS.append(fn)
-        return fn
-    return register
+TESTS, test = registry("proxy: ")
 
 
 @test("an allowed preferred election moves the leader [java]")

@@ -25,17 +25,18 @@ test_e2e.py runs these tests after test_tls.py's, in the same summary.
 """
 
 import collections
-import json
 import os
 import re
 import subprocess
 import time
 import urllib.request
 
-from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka import TopicPartition as KafkaTopicPartition
+
+import e2e_common as common
+from e2e_common import PREFERRED, UNCLEAN, Topics, admin_tool, registry
 
 GUARD = os.environ.get("REWRITE_BOOTSTRAP", "")
 METRICS = os.environ.get("REWRITE_METRICS", "")
@@ -48,7 +49,6 @@ OWN_PORTS = [int(p) for p in os.environ.get("OWN_PORTS", "").split(",") if p]
 ADMIN_CP = os.environ.get("ADMIN_CP", "")
 E2E_DIR = os.environ.get("E2E_DIR", "")
 
-PREFERRED, UNCLEAN = 0, 1
 NONE, POLICY_VIOLATION = 0, 44
 CLIENTS = ("java", "confluent", "kafka-python")
 # Every client id of this module starts with it: the taps' recordings are searched for it.
@@ -69,13 +69,8 @@ def cid(name):
 
 
 def java(cmd, *args, client_id="java-setup"):
-    argv = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-cp", ADMIN_CP,
-            "e2e.AdminTool", cmd, "--bootstrap", GUARD, "--client-id", cid(client_id), *args]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise AssertionError("AdminTool %s through the rewriting guard failed (%d): %s %s"
-                             % (cmd, p.returncode, p.stdout, p.stderr))
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return admin_tool(ADMIN_CP, GUARD, cmd, *args, client_id=cid(client_id),
+                      where="through the rewriting guard")
 
 
 _ADMIN = {}
@@ -97,109 +92,33 @@ def reassigner():
     return _ADMIN["kafka-python"]
 
 
-def wait_for(what, fn, timeout=30.0):
-    deadline = time.time() + timeout
-    while True:
-        ok, last = fn()
-        if ok:
-            return last
-        if time.time() > deadline:
-            raise AssertionError("timed out waiting for %s; last: %r" % (what, last))
-        time.sleep(0.2)
-
-
-def describe(topic):
-    t = admin().list_topics(topic, timeout=20).topics.get(topic)
-    if t is None or t.error is not None:
-        return None
-    return [{"partition": p.id, "leader": p.leader, "replicas": list(p.replicas), "isr": sorted(p.isrs)}
-            for p in sorted(t.partitions.values(), key=lambda p: p.id)]
-
-
-def wait_partitions(topic, pred, what, count):
-    def check():
-        d = describe(topic)
-        return (d is not None and len(d) == count and all(pred(p) for p in d)), d
-    return wait_for("%s of %s" % (what, topic), check)
-
-
-def create(topic, assignment):
-    new = NewTopic(topic, num_partitions=len(assignment), replication_factor=-1, replica_assignment=assignment)
-    admin().create_topics([new], operation_timeout=30)[topic].result(timeout=60)
-
-
-def make_non_preferred(topic, partitions):
-    """Replicas [2,3] reassigned to [3,2]: the leader stays 2, no longer the preferred one."""
-    create(topic, [[2, 3]] * partitions)
-    wait_partitions(topic, lambda p: p["leader"] == 2 and p["isr"] == [2, 3], "isr [2,3]", partitions)
-    result = reassigner().alter_partition_reassignments(
-        {KafkaTopicPartition(topic, p): [3, 2] for p in range(partitions)}, timeout_ms=30000)
-    assert all(e is None for e in result.values()), result
-    d = wait_partitions(topic, lambda p: p["replicas"] == [3, 2] and p["isr"] == [2, 3], "replicas [3,2]",
-                        partitions)
-    assert all(p["leader"] == 2 for p in d), d
+TOPICS = Topics(admin, reassigner)
+describe = TOPICS.describe
+wait_partitions = TOPICS.wait_partitions
+create = TOPICS.create
+make_non_preferred = TOPICS.make_non_preferred
 
 
 def elect(client, etype, parts, verdict):
     """One ElectLeaders through the guard, which should decide `verdict`; {"top", "results":
     {(topic, partition): code}, "messages": {(topic, partition): text}}."""
-    results, messages, top = {}, {}, None
     client_id = cid("elect-" + client)
-    if client == "java":
-        args = ["--type", "unclean" if etype == UNCLEAN else "preferred"]
-        for t, p in parts:
-            args += ["--partition", "%s:%d" % (t, p)]
-        out = java("elect", *args, client_id="elect-java")
-        top = out["error"]["code"] if out["error"] else None
-        for r in out["results"] or []:
-            key = (r["topic"], r["partition"])
-            results[key] = r["error"]["code"] if r["error"] else 0
-            messages[key] = r["error"]["message"] if r["error"] else None
-    elif client == "confluent":
-        a = AdminClient({"bootstrap.servers": GUARD, "client.id": client_id, "log_level": 3})
-        et = ElectionType.UNCLEAN if etype == UNCLEAN else ElectionType.PREFERRED
-        try:
-            r = a.elect_leaders(et, [TopicPartition(t, p) for t, p in parts]).result(timeout=60)
-            for tp, e in r.items():
-                if isinstance(e, KafkaException):
-                    e = e.args[0]
-                results[(tp.topic, tp.partition)] = e.code() if e is not None else 0
-                messages[(tp.topic, tp.partition)] = e.str() if e is not None else None
-        except KafkaException as e:
-            top = e.args[0].code()
-    elif client == "kafka-python":
-        a = KafkaAdminClient(bootstrap_servers=GUARD.split(","), client_id=client_id, request_timeout_ms=30000)
-        try:
-            tps = {}
-            for t, p in parts:
-                tps.setdefault(t, []).append(p)
-            resp = a.elect_leaders(etype, tps, timeout_ms=30000, raise_errors=False)
-            top = resp.error_code or None
-            for res in resp.replica_election_results:
-                for pr in res.partition_result:
-                    results[(res.topic, pr.partition_id)] = pr.error_code
-                    messages[(res.topic, pr.partition_id)] = pr.error_message
-        finally:
-            a.close()
+    got = common.elect(
+        client, etype, parts,
+        java=lambda *args: java("elect", *args, client_id="elect-java"),
+        confluent_conf={"bootstrap.servers": GUARD, "client.id": client_id, "log_level": 3},
+        kafka_python_conf={"bootstrap_servers": GUARD.split(","), "client_id": client_id,
+                           "request_timeout_ms": 30000})
     DECISIONS.append({"client": client, "client_id": client_id, "type": etype, "partitions": list(parts),
                       "verdict": verdict})
-    return {"top": top, "results": results, "messages": messages}
+    return got
 
 
 def audit_lines():
-    with open(AUDIT, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return common.audit_lines(AUDIT)
 
 
-TESTS = []
-
-
-def test(name):
-    def register(fn):
-        fn.__name__ = name
-        TESTS.append(fn)
-        return fn
-    return register
+TESTS, test = registry()
 
 
 # ---------------------------------------------------------------- the tests

@@ -26,15 +26,13 @@ test_e2e.py runs these tests after test_proxy.py's, in the same summary.
 """
 
 import base64
-import json
 import os
 import socket
 import ssl
-import subprocess
 import time
 
-from confluent_kafka import Consumer, ElectionType, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.net.sasl.scram import ScramClient
@@ -42,6 +40,9 @@ from kafka.protocol.admin.topics import ElectLeadersRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.parser import KafkaProtocol
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+import e2e_common as common
+from e2e_common import PREFERRED, UNCLEAN, Topics, admin_tool, audit_lines, registry
 
 RUN = os.environ.get("E2E_RUN", "")
 PKI = os.environ.get("TLS_DIR", "")
@@ -53,7 +54,6 @@ MTLS_AUDIT = os.environ.get("MTLS_AUDIT", "")
 MTLS_PRINCIPAL = os.environ.get("MTLS_PRINCIPAL", "")
 ADMIN_CP = os.environ.get("ADMIN_CP", "")
 
-PREFERRED, UNCLEAN = 0, 1
 NONE, SASL_AUTHENTICATION_FAILED, POLICY_VIOLATION, ELECTION_NOT_NEEDED = 0, 58, 44, 84
 CLIENTS = ("java", "confluent", "kafka-python")
 # The SCRAM mechanism each client uses (the brokers enable both).
@@ -145,59 +145,20 @@ def java_config(who):
 
 
 def java(cmd, *args, who="alice", cid=None):
-    argv = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-cp", ADMIN_CP,
-            "e2e.AdminTool", cmd, "--bootstrap", bootstrap(who), "--client-config", java_config(who),
-            "--client-id", cid or "tls-java-setup", *args]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise AssertionError("AdminTool %s through the %s guard as %s failed (%d): %s %s"
-                             % (cmd, "TLS" if who in SASL_USERS else "mTLS", who, p.returncode,
-                                p.stdout, p.stderr))
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return admin_tool(ADMIN_CP, bootstrap(who), cmd, *args, client_id=cid or "tls-java-setup",
+                      client_config=java_config(who),
+                      where="through the %s guard as %s" % ("TLS" if who in SASL_USERS else "mTLS", who))
 
 
 def elect(client, who, etype, parts):
     """One ElectLeaders by `client` as `who` through its guard; {"top": whole-request error
     or None, "results": {(topic, partition): code}, "messages": {(topic, partition): text}}."""
-    results, messages, top = {}, {}, None
     cid = client_id(client, who)
-    if client == "java":
-        args = ["--type", "unclean" if etype == UNCLEAN else "preferred"]
-        for t, p in parts:
-            args += ["--partition", "%s:%d" % (t, p)]
-        out = java("elect", *args, who=who, cid=cid)
-        top = out["error"]["code"] if out["error"] else None
-        for r in out["results"] or []:
-            key = (r["topic"], r["partition"])
-            results[key] = r["error"]["code"] if r["error"] else 0
-            messages[key] = r["error"]["message"] if r["error"] else None
-    elif client == "confluent":
-        a = AdminClient(confluent_conf(who, **{"client.id": cid}))
-        et = ElectionType.UNCLEAN if etype == UNCLEAN else ElectionType.PREFERRED
-        try:
-            r = a.elect_leaders(et, [TopicPartition(t, p) for t, p in parts]).result(timeout=60)
-            for tp, e in r.items():
-                if isinstance(e, KafkaException):
-                    e = e.args[0]
-                results[(tp.topic, tp.partition)] = e.code() if e is not None else 0
-                messages[(tp.topic, tp.partition)] = e.str() if e is not None else None
-        except KafkaException as e:
-            top = e.args[0].code()
-    elif client == "kafka-python":
-        a = KafkaAdminClient(**kafka_python_conf(who, client_id=cid, request_timeout_ms=30000))
-        try:
-            tps = {}
-            for t, p in parts:
-                tps.setdefault(t, []).append(p)
-            resp = a.elect_leaders(etype, tps, timeout_ms=30000, raise_errors=False)
-            top = resp.error_code or None
-            for res in resp.replica_election_results:
-                for pr in res.partition_result:
-                    results[(res.topic, pr.partition_id)] = pr.error_code
-                    messages[(res.topic, pr.partition_id)] = pr.error_message
-        finally:
-            a.close()
-    return {"top": top, "results": results, "messages": messages}
+    return common.elect(
+        client, etype, parts,
+        java=lambda *args: java("elect", *args, who=who, cid=cid),
+        confluent_conf=confluent_conf(who, **{"client.id": cid}),
+        kafka_python_conf=kafka_python_conf(who, client_id=cid, request_timeout_ms=30000))
 
 
 # ---------------------------------------------------------------- set-up, as alice, through the TLS guard
@@ -224,55 +185,11 @@ def close_admins():
     _ADMIN.clear()
 
 
-def wait_for(what, fn, timeout=30.0):
-    deadline = time.time() + timeout
-    while True:
-        ok, last = fn()
-        if ok:
-            return last
-        if time.time() > deadline:
-            raise AssertionError("timed out waiting for %s; last: %r" % (what, last))
-        time.sleep(0.2)
-
-
-def describe(topic):
-    """[{"partition", "leader", "replicas", "isr"}] from metadata through the TLS guard, or
-    None when the topic is not (yet) known."""
-    t = admin().list_topics(topic, timeout=20).topics.get(topic)
-    if t is None or t.error is not None:
-        return None
-    return [{"partition": p.id, "leader": p.leader, "replicas": list(p.replicas), "isr": sorted(p.isrs)}
-            for p in sorted(t.partitions.values(), key=lambda p: p.id)]
-
-
-def wait_partitions(topic, pred, what, count=None):
-    def check():
-        d = describe(topic)
-        return (d is not None and (count is None or len(d) == count) and all(pred(p) for p in d)), d
-    return wait_for("%s of %s" % (what, topic), check)
-
-
-def create(topic, assignment):
-    new = NewTopic(topic, num_partitions=len(assignment), replication_factor=-1, replica_assignment=assignment)
-    fs = admin().create_topics([new], operation_timeout=30)
-    fs[topic].result(timeout=60)
-
-
-def make_non_preferred(topic, partitions=1):
-    """Replicas [2,3] reassigned to [3,2]: the leader stays 2, no longer the preferred one."""
-    create(topic, [[2, 3]] * partitions)
-    wait_partitions(topic, lambda p: p["leader"] == 2 and p["isr"] == [2, 3], "isr [2,3]", partitions)
-    result = reassigner().alter_partition_reassignments(
-        {KafkaTopicPartition(topic, p): [3, 2] for p in range(partitions)}, timeout_ms=30000)
-    assert all(e is None for e in result.values()), result
-    d = wait_partitions(topic, lambda p: p["replicas"] == [3, 2] and p["isr"] == [2, 3], "replicas [3,2]",
-                        partitions)
-    assert all(p["leader"] == 2 for p in d), d
-
-
-def audit_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+TOPICS = Topics(admin, reassigner)
+describe = TOPICS.describe
+wait_partitions = TOPICS.wait_partitions
+create = TOPICS.create
+make_non_preferred = TOPICS.make_non_preferred
 
 
 def decisions(who, topic):
@@ -288,15 +205,7 @@ def refused_whole(got, tp):
     return got["top"] == POLICY_VIOLATION or (got["top"] is None and got["results"] == {tp: POLICY_VIOLATION})
 
 
-TESTS = []
-
-
-def test(name):
-    def register(fn):
-        fn.__name__ = name
-        TESTS.append(fn)
-        return fn
-    return register
+TESTS, test = registry()
 
 
 # ---------------------------------------------------------------- the tests
