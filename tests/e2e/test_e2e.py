@@ -20,7 +20,7 @@ import sys
 import time
 import traceback
 
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 import confluent_kafka
 import kafka
