@@ -239,6 +239,20 @@ async fn two_routes(edit: impl FnOnce(&mut Config)) -> (Cluster, [SocketAddr; 2]
     (cluster, [routes[0].listen, routes[1].listen])
 }
 
+/// One route in front of `upstream` (the config edited by `edit`); the guard's listener.
+async fn one_route(upstream: SocketAddr, edit: impl FnOnce(&mut Config)) -> SocketAddr {
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    });
+    edit(&mut config);
+    let guard = Guard::bind(config).await.unwrap();
+    let listen = guard.routes()[0].listen;
+    tokio::spawn(guard.run(std::future::pending()));
+    listen
+}
+
 /// A fake broker on `addr`: answers each request with what `answer` makes of (api key,
 /// version), under a response header of the right version.
 async fn serve_at(
@@ -355,14 +369,7 @@ async fn an_answer_that_cannot_be_decoded_goes_through_unchanged() {
         body
     };
     let upstream = serve_at(addr, spoil).await;
-    let mut config = Config::default();
-    config.routes.push(Route {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        upstream,
-    });
-    let guard = Guard::bind(config).await.unwrap();
-    let listen = guard.routes()[0].listen;
-    tokio::spawn(guard.run(std::future::pending()));
+    let listen = one_route(upstream, |_| {}).await;
     let mut client = TcpStream::connect(listen).await.unwrap();
     for (api_key, version) in [
         (METADATA, 12),
@@ -406,15 +413,7 @@ async fn a_listener_for_a_broker_with_no_route() {
     };
     serve_at(third, answer).await;
     let route_upstream = serve_at(free_addr(), answer).await;
-    let mut config = Config::default();
-    config.routes.push(Route {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        upstream: route_upstream,
-    });
-    config.dynamic_listen = Some(range);
-    let guard = Guard::bind(config).await.unwrap();
-    let listen = guard.routes()[0].listen;
-    tokio::spawn(guard.run(std::future::pending()));
+    let listen = one_route(route_upstream, |c| c.dynamic_listen = Some(range)).await;
 
     let mut client = TcpStream::connect(listen).await.unwrap();
     let got = brokers_in(METADATA, 12, ask(&mut client, METADATA, 12, 1).await);
@@ -474,15 +473,7 @@ async fn dynamic_listeners_for_brokers_that_appear_later_and_past_the_range() {
     for at in brokers {
         serve_at(at, |_, _| BytesMut::new()).await;
     }
-    let mut config = Config::default();
-    config.routes.push(Route {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        upstream: route_upstream,
-    });
-    config.dynamic_listen = Some(range);
-    let guard = Guard::bind(config).await.unwrap();
-    let listen = guard.routes()[0].listen;
-    tokio::spawn(guard.run(std::future::pending()));
+    let listen = one_route(route_upstream, |c| c.dynamic_listen = Some(range)).await;
 
     let mut client = TcpStream::connect(listen).await.unwrap();
     let told = |port: u16| ("127.0.0.1".to_owned(), i32::from(port));
@@ -548,14 +539,7 @@ async fn a_large_metadata_answer_is_rewritten_and_its_topics_go_as_they_came() {
         }
     };
     let upstream = serve_at(cluster.first, with_topics.clone()).await;
-    let mut config = Config::default();
-    config.routes.push(Route {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        upstream,
-    });
-    let guard = Guard::bind(config).await.unwrap();
-    let listen = guard.routes()[0].listen;
-    tokio::spawn(guard.run(std::future::pending()));
+    let listen = one_route(upstream, |_| {}).await;
     let mut client = TcpStream::connect(listen).await.unwrap();
     for (id, version) in [(1, 12), (2, 1)] {
         assert!(with_topics(METADATA, version).len() > 64 * 1024);
