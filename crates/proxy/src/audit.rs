@@ -152,6 +152,14 @@ impl Audit {
             return Err(AuditError::Failing);
         }
         let line = DecisionRecord::new(conn, principal, policy, request, decision).line();
+        self.record_line(line)
+    }
+
+    /// Hands one line (JSON, newline included) to the writer, as [`Audit::record`] does.
+    pub fn record_line(&self, line: String) -> Result<(), AuditError> {
+        if self.failing.load(Ordering::Relaxed) {
+            return Err(AuditError::Failing);
+        }
         // Counted before it is sent, so that the writer never takes it below zero.
         self.queued.inc();
         let sent = self.lines.try_send(Message::Line(line));
@@ -214,7 +222,7 @@ fn write_lines(
 
 /// A name as the tool's JSON writes it: a string when it is UTF-8, else `{"hex": ...}`,
 /// so that two different names never look the same.
-struct Name<'a>(&'a [u8]);
+pub(crate) struct Name<'a>(pub(crate) &'a [u8]);
 
 impl Serialize for Name<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -290,7 +298,7 @@ where
 }
 
 /// The names of a decision's rules, in their fixed order.
-struct RuleList(crate::policy::Rules);
+pub(crate) struct RuleList(pub(crate) crate::policy::Rules);
 
 impl Serialize for RuleList {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -299,7 +307,7 @@ impl Serialize for RuleList {
 }
 
 /// A value written with its `Display`.
-struct Shown<T>(T);
+pub(crate) struct Shown<T>(pub(crate) T);
 
 impl<T: std::fmt::Display> Serialize for Shown<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -32,7 +32,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use kafka_elect_leaders::{
     parse_response, peek_request, peek_response, CodecError, Error, ErrorKind, InFlight,
-    KafkaFrameCodec, OwnedRequest, Pending, API_KEY,
+    KafkaFrameCodec, OwnedRequest, Pending, RequestPeek, API_KEY,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
@@ -46,6 +46,7 @@ use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
 use crate::identity::{certificate_subject, Identity, SASL_AUTHENTICATE, SASL_HANDSHAKE};
+use crate::leadership;
 use crate::metrics::{Metrics, RecentDecision};
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
@@ -274,6 +275,12 @@ enum Slot {
         _held: OwnedSemaphorePermit,
         _share: Option<Share>,
     },
+    /// A request other than ElectLeaders refused by the leadership-change policy: its
+    /// answer, written when it was decided, goes out in its turn.
+    Reply {
+        frame: Bytes,
+        _held: OwnedSemaphorePermit,
+    },
     /// Refused whole: answered by the proxy, in its turn.
     Local {
         request: OwnedRequest<Bytes>,
@@ -288,7 +295,7 @@ impl Slot {
     fn pending(&self) -> Option<Pending> {
         match self {
             Slot::Forwarded { pending, .. } | Slot::Merge { pending, .. } => Some(*pending),
-            Slot::Local { .. } => None,
+            Slot::Local { .. } | Slot::Reply { .. } => None,
         }
     }
 
@@ -296,8 +303,13 @@ impl Slot {
     fn due(&self) -> Option<Instant> {
         match self {
             Slot::Forwarded { due, .. } | Slot::Merge { due, .. } => Some(*due),
-            Slot::Local { .. } => None,
+            Slot::Local { .. } | Slot::Reply { .. } => None,
         }
+    }
+
+    /// Answered by the guard, not the broker.
+    fn is_local(&self) -> bool {
+        matches!(self, Slot::Local { .. } | Slot::Reply { .. })
     }
 }
 
@@ -948,6 +960,17 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             if peek.api_key == SASL_HANDSHAKE || peek.api_key == SASL_AUTHENTICATE {
                 identity.request(&frame, peek.api_key, peek.api_version, peek.correlation_id);
             }
+            if let Some(reply) = police_change(&frame, peek, conn, identity, shared)? {
+                let permits = reply.len().min(shared.max_frame_size);
+                let held = or_gone!(hold(&held, &mut to_upstream, permits))?;
+                let slot = Slot::Reply {
+                    frame: reply,
+                    _held: held,
+                };
+                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                drop(share);
+                continue;
+            }
             let owed = owed(&frame, peek.api_key, peek.api_version, 0);
             if owed.answer {
                 let sent = Instant::now();
@@ -1060,6 +1083,83 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     }
 }
 
+/// The leadership-change policy on a request other than ElectLeaders: None to forward it
+/// (not an API the policy reads, no rule that concerns leadership, or allowed), the answer
+/// to send instead when it is refused; an error closes the connection (a request the guard
+/// cannot read, of a version it does not know, or one no client sends).
+fn police_change(
+    frame: &[u8],
+    peek: RequestPeek,
+    conn: &ConnInfo,
+    identity: &Identity,
+    shared: &Shared,
+) -> Result<Option<Bytes>, Close> {
+    let api = leadership::Api::of(peek.api_key);
+    let inter_broker = leadership::inter_broker(peek.api_key);
+    if api.is_none() && inter_broker.is_none() {
+        return Ok(None);
+    }
+    let policy = shared.policy();
+    if !policy.polices_leadership() {
+        return Ok(None);
+    }
+    let refused = |what: String| {
+        Close::of(
+            CloseReason::Malformed,
+            format!(
+                "{what} (correlation id {}): never forwarded while the guard polices \
+                 leadership changes",
+                peek.correlation_id
+            ),
+        )
+    };
+    let Some(api) = api else {
+        let name = inter_broker.unwrap_or("an inter-broker API");
+        return Err(refused(format!(
+            "the client sent {name} (api key {}), which only brokers and controllers send \
+             each other",
+            peek.api_key
+        )));
+    };
+    if !api.reads(peek.api_version) {
+        return Err(refused(format!(
+            "the client sent {} v{}, a version the guard does not read (it reads v{}-v{})",
+            api.name(),
+            peek.api_version,
+            api.min_version(),
+            api.max_version()
+        )));
+    }
+    let request = leadership::read_request(api, peek.api_version, frame).map_err(|e| {
+        refused(format!(
+            "malformed {} v{} request: {e}",
+            api.name(),
+            peek.api_version
+        ))
+    })?;
+    let principal = identity.principal();
+    let mut decision = policy.decide_change(&request, principal.as_deref());
+    let line = leadership::audit::line(conn, principal.as_deref(), &request, &decision);
+    if let Err(e) = shared.audit.record_line(line) {
+        log(format_args!(
+            "{} -> {}: {} request (correlation id {}) refused: {}",
+            conn.client,
+            conn.upstream,
+            api.name(),
+            peek.correlation_id,
+            e.reason()
+        ));
+        decision = decision.unaudited(e.reason());
+    }
+    shared.metrics.change_decided(api.name(), decision.verdict);
+    if decision.verdict != Verdict::Refused {
+        return Ok(None);
+    }
+    let mut reply = BytesMut::new();
+    leadership::encode_refusal(&request, &decision, &mut reply);
+    Ok(Some(reply.freeze()))
+}
+
 /// When the client's frame begun must be whole: the frame timeout after it began.
 fn frame_deadline<R>(from_client: &FromClient<R>, shared: &Shared) -> Option<Instant> {
     from_client
@@ -1151,7 +1251,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     let mut requests_open = true;
     let mut scratch = BytesMut::new();
     loop {
-        while matches!(waiting.front(), Some(Slot::Local { .. })) {
+        while waiting.front().is_some_and(Slot::is_local) {
             if let Some(slot) = waiting.pop_front() {
                 write_answer(&mut to_client, slot, None, &mut scratch).await?;
             }
@@ -1277,7 +1377,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 return Err(Close::new("answer queue out of step"));
             };
             match slot {
-                Slot::Local { .. } => {
+                Slot::Local { .. } | Slot::Reply { .. } => {
                     write_answer(&mut to_client, slot, None, &mut scratch).await?;
                 }
                 // The broker answered a later request: this one gets no answer (a Produce
@@ -1371,6 +1471,11 @@ async fn write_answer<W: AsyncWrite + Unpin>(
     broker: Option<&[u8]>,
     scratch: &mut BytesMut,
 ) -> Result<(), Close> {
+    if let Slot::Reply { frame, .. } = slot {
+        return forward(to_client, frame)
+            .await
+            .map_err(Close::write("client"));
+    }
     let (Slot::Local {
         request,
         policy,

@@ -93,6 +93,7 @@ mod budget;
 mod conn;
 pub mod file;
 mod identity;
+pub mod leadership;
 pub mod metrics;
 mod owed;
 pub mod policy;

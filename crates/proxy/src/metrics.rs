@@ -51,6 +51,12 @@ struct Api {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChangeLabel {
+    api: &'static str,
+    verdict: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerdictLabel {
     verdict: &'static str,
 }
@@ -91,6 +97,7 @@ pub struct Metrics {
     bytes: Family<Traffic, Counter>,
     decisions: Family<VerdictLabel, Counter>,
     decision_rules: Family<RuleLabel, Counter>,
+    changes: Family<ChangeLabel, Counter>,
     refused_partitions: Counter,
     connections_open: Gauge,
     connections_accepted: Counter,
@@ -141,6 +148,7 @@ impl Metrics {
             bytes: Family::default(),
             decisions: Family::default(),
             decision_rules: Family::default(),
+            changes: Family::default(),
             refused_partitions: Counter::default(),
             connections_open: Gauge::default(),
             connections_accepted: Counter::default(),
@@ -167,6 +175,12 @@ impl Metrics {
             "elect_leaders_decisions",
             "ElectLeaders requests decided, by verdict (forwarded, trimmed, refused, would-refuse)",
             metrics.decisions.clone(),
+        );
+        registry.register(
+            "leadership_changes",
+            "Requests other than ElectLeaders that can change partition leadership, decided by \
+             the leadership-change policy, by API and verdict (forwarded, refused, would-refuse)",
+            metrics.changes.clone(),
         );
         registry.register(
             "elect_leaders_decision_rules",
@@ -260,6 +274,19 @@ impl Metrics {
     }
 
     /// A decision on an ElectLeaders request, for the counters and the status page.
+    /// A leadership-change request decided (see `leadership`).
+    pub fn change_decided(&self, api: &'static str, verdict: Verdict) {
+        if !self.enabled {
+            return;
+        }
+        self.changes
+            .get_or_create(&ChangeLabel {
+                api,
+                verdict: verdict.name(),
+            })
+            .inc();
+    }
+
     pub fn decided(&self, decision: &Decision, recent: impl FnOnce() -> RecentDecision) {
         if !self.enabled {
             return;

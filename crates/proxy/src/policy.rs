@@ -333,17 +333,24 @@ impl Policy {
                 Some(_) => {}
             }
         }
-        if topics.is_none() && unclean {
+        // An empty list elects nothing at the broker today, but what the policy cannot
+        // prove allowed is refused: it is refused whole, as a null list is.
+        let no_topics = topics.is_none_or(|list| list.is_empty());
+        if no_topics && unclean {
             rules.insert(Rule::DenyUnclean);
+            let which = if topics.is_none() {
+                "all partitions"
+            } else {
+                "an empty topic list"
+            };
             reasons.push(if other_type {
                 format!(
-                    "an election of unknown type {} for all partitions; only PREFERRED \
+                    "an election of unknown type {} for {which}; only PREFERRED \
                      elections are allowed (--deny-unclean)",
                     election_type.0
                 )
             } else {
-                "unclean leader elections are denied (--deny-unclean), here for all partitions"
-                    .to_owned()
+                format!("unclean leader elections are denied (--deny-unclean), here for {which}")
             });
         }
         if topics.is_none() && !self.protected_topics.is_empty() {
@@ -609,6 +616,17 @@ mod tests {
                 assert!(message.contains("--deny-unclean"), "{message}");
             }
         }
+        // Issue 35, finding 9: an empty topic list of any type but PREFERRED was forwarded.
+        for raw in [1i8, 2, -1] {
+            let f = frame(2, Some(b"x"), ElectionType(raw), Some(&[]));
+            let d = decide(&policy, &f);
+            assert_eq!(d.verdict, Verdict::Refused, "type {raw}, empty list");
+            assert!(
+                matches!(&d.refusal, Refusal::Whole { message } if message.contains("an empty topic list"))
+            );
+        }
+        let f = frame(2, Some(b"x"), ElectionType::PREFERRED, Some(&[]));
+        assert_eq!(decide(&policy, &f).verdict, Verdict::Forwarded);
         // Log-only still says what it would refuse.
         let log_only = Policy {
             log_only: true,
