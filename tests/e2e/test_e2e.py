@@ -552,6 +552,9 @@ def frame_matches(e, rq, rs):
 if os.environ.get("PROXY_BOOTSTRAP"):
     import test_proxy
     TESTS.extend(test_proxy.TESTS)
+    # The leadership-change policy (issue 35), on the same guard.
+    import test_leadership
+    TESTS.extend(test_leadership.TESTS)
 
 # ---------------------------------------------------------------- TLS, SASL and mTLS guards (test_tls.py)
 

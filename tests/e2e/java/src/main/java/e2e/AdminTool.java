@@ -44,6 +44,13 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * AdminTool produce  --bootstrap B --partition topic:N [--count N]
  * AdminTool delete   --bootstrap B --topic T ...
  * AdminTool cluster  --bootstrap B          (describeCluster: the nodes and the controller as told)
+ * AdminTool alter    --bootstrap B --resource topic:T|broker:ID|broker: [--set k=v ...] [--delete k ...]
+ *                    (incrementalAlterConfigs; "broker:" is the cluster default)
+ * AdminTool configs  --bootstrap B --resource R --key K ...   (describeConfigs: each key's value and source)
+ * AdminTool try      --bootstrap B --what reassign|add-partitions|delete|create ...
+ *                    reassign --partition t:N --replicas 3,2; add-partitions --topic T --count N;
+ *                    delete --topic T; create --topic T --assignment 2,3 [--config k=v]
+ *                    (one call, not waited on: {"op":"try","what":..,"error":null|{...}})
  * </pre>
  *
  * Every command also takes {@code --client-config FILE}: client properties (security.protocol,
@@ -89,6 +96,9 @@ public final class AdminTool {
                     case "describe": code = describe(admin, opts); break;
                     case "delete": code = delete(admin, opts); break;
                     case "cluster": code = cluster(admin); break;
+                    case "alter": code = alter(admin, opts); break;
+                    case "configs": code = configs(admin, opts); break;
+                    case "try": code = attempt(admin, opts); break;
                     default: fail("unknown command " + cmd); code = 2;
                 }
             }
@@ -262,6 +272,99 @@ public final class AdminTool {
         }
         System.out.println(out.append("]}"));
         return 0;
+    }
+
+    static org.apache.kafka.common.config.ConfigResource resource(String spec) {
+        int i = spec.indexOf(':');
+        String kind = spec.substring(0, i);
+        String name = spec.substring(i + 1);
+        return new org.apache.kafka.common.config.ConfigResource(kind.equals("topic")
+                ? org.apache.kafka.common.config.ConfigResource.Type.TOPIC
+                : org.apache.kafka.common.config.ConfigResource.Type.BROKER, name);
+    }
+
+    /** The outcome of one Admin call: {"op":OP,...,"error":null|{...}}. */
+    static int outcome(String op, String what, org.apache.kafka.common.KafkaFuture<?> f) throws Exception {
+        String error;
+        try {
+            f.get(30, TimeUnit.SECONDS);
+            error = "null";
+        } catch (ExecutionException e) {
+            error = err(e.getCause());
+        }
+        System.out.println("{\"op\":" + q(op) + (what == null ? "" : ",\"what\":" + q(what))
+                + ",\"error\":" + error + "}");
+        return 0;
+    }
+
+    static int alter(Admin admin, Map<String, List<String>> opts) throws Exception {
+        org.apache.kafka.common.config.ConfigResource r = resource(one(opts, "resource", null));
+        List<org.apache.kafka.clients.admin.AlterConfigOp> ops = new ArrayList<>();
+        for (String kv : opts.getOrDefault("set", List.of())) {
+            String[] s = kv.split("=", 2);
+            ops.add(new org.apache.kafka.clients.admin.AlterConfigOp(
+                    new org.apache.kafka.clients.admin.ConfigEntry(s[0], s[1]),
+                    org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET));
+        }
+        for (String k : opts.getOrDefault("delete", List.of())) {
+            ops.add(new org.apache.kafka.clients.admin.AlterConfigOp(
+                    new org.apache.kafka.clients.admin.ConfigEntry(k, null),
+                    org.apache.kafka.clients.admin.AlterConfigOp.OpType.DELETE));
+        }
+        return outcome("alter", null, admin.incrementalAlterConfigs(Map.of(r, ops)).all());
+    }
+
+    // configs: {"op":"configs","configs":{"key":{"value":..,"source":..}|null}}
+    static int configs(Admin admin, Map<String, List<String>> opts) throws Exception {
+        org.apache.kafka.common.config.ConfigResource r = resource(one(opts, "resource", null));
+        org.apache.kafka.clients.admin.Config c = admin.describeConfigs(List.of(r)).all()
+                .get(30, TimeUnit.SECONDS).get(r);
+        StringBuilder out = new StringBuilder("{\"op\":\"configs\",\"configs\":{");
+        boolean first = true;
+        for (String k : opts.getOrDefault("key", List.of())) {
+            org.apache.kafka.clients.admin.ConfigEntry e = c.get(k);
+            out.append(first ? "" : ",").append(q(k)).append(':');
+            out.append(e == null ? "null" : "{\"value\":" + q(e.value()) + ",\"source\":" + q(e.source().name()) + "}");
+            first = false;
+        }
+        System.out.println(out.append("}}"));
+        return 0;
+    }
+
+    static int attempt(Admin admin, Map<String, List<String>> opts) throws Exception {
+        String what = one(opts, "what", "");
+        switch (what) {
+            case "reassign": {
+                TopicPartition t = tp(one(opts, "partition", null));
+                List<Integer> replicas = ints(one(opts, "replicas", null));
+                return outcome("try", what, admin.alterPartitionReassignments(
+                        Map.of(t, Optional.of(new NewPartitionReassignment(replicas)))).all());
+            }
+            case "add-partitions":
+                return outcome("try", what, admin.createPartitions(Map.of(one(opts, "topic", null),
+                        org.apache.kafka.clients.admin.NewPartitions.increaseTo(
+                                Integer.parseInt(one(opts, "count", "2"))))).all());
+            case "delete":
+                return outcome("try", what, admin.deleteTopics(opts.getOrDefault("topic", List.of())).all());
+            case "create": {
+                Map<Integer, List<Integer>> assignment = new LinkedHashMap<>();
+                int p = 0;
+                for (String replicas : one(opts, "assignment", "2,3").split("/")) {
+                    assignment.put(p++, ints(replicas));
+                }
+                NewTopic nt = new NewTopic(one(opts, "topic", null), assignment);
+                Map<String, String> configs = new HashMap<>();
+                for (String kv : opts.getOrDefault("config", List.of())) {
+                    String[] s = kv.split("=", 2);
+                    configs.put(s[0], s[1]);
+                }
+                nt.configs(configs);
+                return outcome("try", what, admin.createTopics(List.of(nt)).all());
+            }
+            default:
+                fail("unknown --what " + what);
+                return 2;
+        }
     }
 
     static String node(Node n) {
