@@ -107,10 +107,12 @@ def elect(client, etype, parts, java, confluent_conf, kafka_python_conf):
     return {"top": top, "results": results, "messages": messages}
 
 
-def audit_lines(path):
-    """The guard's audit log, one JSON object per line."""
+def audit_lines(path, every=False):
+    """The guard's audit log, one JSON object per line: its ElectLeaders decisions, or with
+    `every` also the leadership-change decisions (lines with an `api_name`)."""
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        lines = [json.loads(line) for line in f if line.strip()]
+    return lines if every else [a for a in lines if "api_name" not in a]
 
 
 class Topics:
