@@ -12,6 +12,13 @@ use kafka_elect_leaders::{
 
 use crate::policy::{Decision, Policy, Refusal};
 
+/// Refused partitions whose answer carries the refusal's message, at most. A message is
+/// ~100 bytes and a partition in the request 4: were every partition to carry one, a
+/// refusal would be ~25 times the request (issue 35, finding 5). Past these, the partitions
+/// are answered `POLICY_VIOLATION` without a message (Kafka's clients then show the error's
+/// own text), so that the answer stays within about twice the request.
+pub const MESSAGES: usize = 64;
+
 /// Appends the request without the refused topics to `out`, under its own correlation id
 /// (each client has its own broker connection, so ids need no rewriting).
 pub fn encode_trimmed(
@@ -40,9 +47,13 @@ pub fn encode_refusal(
 ) -> Result<usize, EncodeError> {
     if let (Refusal::Whole { message }, None) = (&decision.refusal, broker) {
         // At v0, which has no top-level ErrorCode, a request for all partitions gets an
-        // empty result list: what Kafka's own getErrorResponse gives at v0.
+        // empty result list: what Kafka's own getErrorResponse gives at v0. The message is
+        // in every partition's answer, so a request of more than MESSAGES partitions gets
+        // none (see MESSAGES).
+        let message =
+            Some(message.as_bytes()).filter(|_| decision.requested.unwrap_or(0) <= MESSAGES);
         return request
-            .error_response(ErrorCode::POLICY_VIOLATION, Some(message.as_bytes()))
+            .error_response(ErrorCode::POLICY_VIOLATION, message)
             .encode_buf(request.version(), out);
     }
     encode_partition_refusals(policy, decision, request, broker, out)
@@ -99,6 +110,7 @@ fn encode_partition_refusals(
 
     let mut partitions: Vec<PartitionResultData<'_>> = Vec::new();
     let mut results: Vec<ResultSpan<'_>> = Vec::new();
+    let mut messages = MESSAGES;
     if let Some(b) = broker {
         let mut next_tags = partition_tags.iter();
         for (result, &rtags) in b.replica_election_results().iter().zip(&result_tags) {
@@ -125,11 +137,15 @@ fn encode_partition_refusals(
         }
         let message = decision.partition_message(policy, entry.topic());
         let start = partitions.len();
-        partitions.extend(entry.partitions().iter().map(|p| PartitionResultData {
-            partition_id: p,
-            error_code: ErrorCode::POLICY_VIOLATION,
-            error_message: Some(message.as_bytes()),
-            tagged_fields: &[],
+        partitions.extend(entry.partitions().iter().map(|p| {
+            let with_message = messages > 0;
+            messages = messages.saturating_sub(1);
+            PartitionResultData {
+                partition_id: p,
+                error_code: ErrorCode::POLICY_VIOLATION,
+                error_message: with_message.then_some(message.as_bytes()),
+                tagged_fields: &[],
+            }
         }));
         results.push((entry.topic(), (start, partitions.len()), (0, 0)));
     }
@@ -311,6 +327,70 @@ mod tests {
             .unwrap()
             .unwrap()
             .contains("--max-partitions 1"));
+    }
+
+    /// Issue 35, finding 5: a refusal carried its message in every partition's answer, 25
+    /// times the request; now the first MESSAGES partitions do.
+    #[test]
+    fn a_refusal_of_many_partitions_stays_about_the_size_of_the_request() {
+        let many: Vec<i32> = (0..10_000).collect();
+        let topics = [
+            TopicPartitionsData::new(b"a", &many),
+            TopicPartitionsData::new(b"b", &many),
+        ];
+        for (policy, etype) in [
+            (
+                Policy {
+                    deny_unclean: true,
+                    ..Default::default()
+                },
+                ElectionType::UNCLEAN,
+            ),
+            (
+                Policy {
+                    max_partitions: Some(10),
+                    ..Default::default()
+                },
+                ElectionType::PREFERRED,
+            ),
+        ] {
+            for version in VERSIONS {
+                let frame = ElectLeadersRequestData {
+                    correlation_id: 1,
+                    election_type: if version == 0 {
+                        ElectionType::PREFERRED
+                    } else {
+                        etype
+                    },
+                    topic_partitions: Some(&topics),
+                    ..Default::default()
+                }
+                .encode_to_vec(version)
+                .unwrap();
+                let view = parse_request(&frame).unwrap();
+                let decision = policy.decide(&view);
+                if decision.refusal == Refusal::Nothing {
+                    continue;
+                }
+                let mut out = BytesMut::new();
+                encode_refusal(&policy, &decision, &view, None, &mut out).unwrap();
+                assert!(
+                    out.len() < 2 * frame.len() + 16 * 1024,
+                    "v{version} {:?}: {} bytes answering {}",
+                    decision.refusal,
+                    out.len(),
+                    frame.len()
+                );
+                let r = parse_response(&out, version).unwrap();
+                let with_message = r
+                    .replica_election_results()
+                    .iter()
+                    .flat_map(|t| t.partition_result().iter())
+                    .filter(|p| p.error_message().is_some())
+                    .count();
+                assert!(with_message <= MESSAGES, "v{version}: {with_message}");
+            }
+        }
     }
 
     #[test]

@@ -61,6 +61,22 @@ impl Budget {
         self.semaphore.available_permits()
     }
 
+    /// A share of `len` bytes for what the guard keeps besides the frames being read: an
+    /// ElectLeaders request kept to answer or merge, an answer the guard wrote. Waits while
+    /// the budget is spent, as a reader does.
+    pub async fn hold(&self, len: usize) -> Share {
+        match self
+            .semaphore
+            .clone()
+            .acquire_many_owned(self.share(len))
+            .await
+        {
+            Ok(permit) => Share(permit),
+            // The budget's semaphore is never closed.
+            Err(_) => unreachable!("the budget is never closed"),
+        }
+    }
+
     /// The share a frame of `len` bytes (size prefix included) takes: all of it, or the
     /// whole budget for a frame larger than that.
     fn share(&self, len: usize) -> u32 {

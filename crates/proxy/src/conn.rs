@@ -273,13 +273,14 @@ enum Slot {
         policy: Arc<Policy>,
         decision: Decision,
         _held: OwnedSemaphorePermit,
-        _share: Option<Share>,
+        _share: Share,
     },
     /// A request other than ElectLeaders refused by the leadership-change policy: its
     /// answer, written when it was decided, goes out in its turn.
     Reply {
         frame: Bytes,
         _held: OwnedSemaphorePermit,
+        _share: Share,
     },
     /// Refused whole: answered by the proxy, in its turn.
     Local {
@@ -287,7 +288,7 @@ enum Slot {
         policy: Arc<Policy>,
         decision: Decision,
         _held: OwnedSemaphorePermit,
-        _share: Option<Share>,
+        _share: Share,
     },
 }
 
@@ -963,9 +964,11 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             if let Some(reply) = police_change(&frame, peek, conn, identity, shared)? {
                 let permits = reply.len().min(shared.max_frame_size);
                 let held = or_gone!(hold(&held, &mut to_upstream, permits))?;
+                let budget = or_gone!(budget_share(shared, &mut to_upstream, reply.len()))?;
                 let slot = Slot::Reply {
                     frame: reply,
                     _held: held,
+                    _share: budget,
                 };
                 or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
                 drop(share);
@@ -1055,6 +1058,14 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                 answer::encode_trimmed(&policy, &decision, &view, &mut trimmed)
                     .map_err(|e| Close::new(format!("cannot encode the trimmed request: {e}")))?;
                 let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
+                let share = match share {
+                    Some(share) => share,
+                    None => or_gone!(budget_share(
+                        shared,
+                        &mut to_upstream,
+                        request.frame().len()
+                    ))?,
+                };
                 let slot = Slot::Merge {
                     pending,
                     sent,
@@ -1070,6 +1081,14 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             }
             Verdict::Refused => {
                 let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
+                let share = match share {
+                    Some(share) => share,
+                    None => or_gone!(budget_share(
+                        shared,
+                        &mut to_upstream,
+                        request.frame().len()
+                    ))?,
+                };
                 let slot = Slot::Local {
                     request,
                     policy: policy.clone(),
@@ -1221,6 +1240,24 @@ async fn hold<W: AsyncWrite + Unpin>(
         }
         Err(TryAcquireError::Closed) => Err(Close::new("request budget closed")),
     }
+}
+
+/// A share of the guard's buffer budget for `len` bytes kept: a request kept to answer or
+/// merge (issue 35, finding 5: small ones were kept outside the budget, up to 128 of
+/// them a connection), or an answer the guard wrote. Flushes the broker side before
+/// waiting, as `hold` does.
+async fn budget_share<W: AsyncWrite + Unpin>(
+    shared: &Shared,
+    to_upstream: &mut ToPeer<W>,
+    len: usize,
+) -> Result<Share, Close> {
+    let wait = shared.budget.hold(len);
+    tokio::pin!(wait);
+    if let Some(share) = (&mut wait).now_or_never() {
+        return Ok(share);
+    }
+    flush(to_upstream).await.map_err(Close::write("broker"))?;
+    Ok(wait.await)
 }
 
 /// Writes out what a `FramedWrite` holds (its items are frames, whichever type they came as).
