@@ -500,6 +500,10 @@ fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c if c.is_control() => out.push('\u{fffd}'),
+            // A bidi control would turn the rest of the cell around: shown as its code.
+            c if crate::audit::is_hidden(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
             c => out.push(c),
         }
     }
@@ -691,12 +695,13 @@ mod tests {
         m.decided(&decision, || RecentDecision {
             client: "127.0.0.1:1".parse().unwrap(),
             principal: Some("<script>alert(1)</script>".into()),
-            client_id: "a&b".into(),
+            client_id: "a&b\u{202e}cba".into(),
             election_type: "PREFERRED".into(),
         });
         let page = m.status_page(&[], &Policy::default());
         assert!(!page.contains("<script>"), "{page}");
-        assert!(page.contains("&lt;script&gt;") && page.contains("a&amp;b"));
+        assert!(page.contains("&lt;script&gt;") && page.contains("a&amp;b\\u{202e}cba"));
+        assert!(!page.chars().any(crate::audit::is_hidden), "{page}");
         assert!(page.contains("<td id=\"audit-failures\">1</td>"), "{page}");
     }
 }
