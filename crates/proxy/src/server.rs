@@ -97,6 +97,10 @@ pub struct Config {
     /// Where `/metrics` (Prometheus) and `/status` (a page for a person) are served
     /// (`--metrics-listen`); None: nowhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// What a client of `/metrics` and `/status` may hold: clients at once, the time to
+    /// ask and the time to take the answer, each with its default
+    /// ([`crate::metrics::MetricsLimits`]); apart from the Kafka listeners' limits.
+    pub metrics_limits: crate::metrics::MetricsLimits,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
@@ -143,6 +147,7 @@ impl Default for Config {
             advertise_host: None,
             dynamic_listen: None,
             metrics_listen: None,
+            metrics_limits: crate::metrics::MetricsLimits::default(),
             plain: false,
         }
     }
@@ -305,6 +310,7 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     check(old.advertise_host != new.advertise_host, "advertise-host");
     check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
     check(old.metrics_listen != new.metrics_listen, "metrics-listen");
+    check(old.metrics_limits != new.metrics_limits, "metrics limits");
     changed
 }
 
@@ -313,8 +319,9 @@ pub struct Guard {
     listeners: Vec<(TcpListener, SocketAddr, SocketAddr)>,
     /// Listeners opened while the guard runs, for brokers with no route.
     opened: tokio::sync::mpsc::UnboundedReceiver<Opened>,
-    /// `/metrics` and `/status`.
+    /// `/metrics` and `/status`, and their limits.
     metrics: Option<(TcpListener, SocketAddr)>,
+    metrics_limits: crate::metrics::MetricsLimits,
     max_connections: usize,
     shared: Arc<Shared>,
     started: Arc<Config>,
@@ -381,6 +388,7 @@ impl Guard {
             listeners,
             opened,
             metrics,
+            metrics_limits: config.metrics_limits,
             max_connections: config.max_connections,
             shared: Arc::new(Shared {
                 tls,
@@ -442,6 +450,7 @@ impl Guard {
                 listener,
                 self.shared.clone(),
                 routes_shown,
+                self.metrics_limits,
                 stop_rx.clone(),
             )));
         }
