@@ -22,8 +22,22 @@
 //!   listener of its own for it on port FIRST + node id (stable across restarts), which
 //!   forwards to the address the broker advertised; without it the address is left as it
 //!   is, with one warning naming the broker (clients then go around the guard to it).
-//!   An address that is already one of the guard's own listeners is left as it is, quietly
-//!   (brokers that advertise the guard's addresses, the older way to deploy it).
+//!   An address that is already one of the guard's route listeners is left as it is,
+//!   quietly (brokers that advertise the guard's addresses, the older way to deploy it).
+//! - The guard never forwards to itself. A broker that advertises another of the guard's
+//!   own listening addresses (the metrics listener, a listener opened for a broker, or
+//!   the very address its own listener would have: port FIRST + its node id) gets no
+//!   listener, which would forward to the guard itself, each connection through it opening
+//!   another until `--max-connections`. Its entry is left as it advertised it, with one
+//!   warning: a client that connects there reaches the guard, or nothing. An address is
+//!   the guard's when its port is a listener's and its IP that listener's, or, for a
+//!   listener on `0.0.0.0` or `::`, a loopback address or the one the client reached;
+//!   host names are not resolved here, but `--advertise-host` is the guard's. A listener
+//!   opened for a broker resolves the broker's address for each client, and closes the
+//!   client with a log line when that address is one of the guard's listeners (then any
+//!   address this host can bind counts for `0.0.0.0`: [`Addresses::own_listener`]). A
+//!   route whose `--upstream` is one of the guard's listeners is refused at start
+//!   ([`crate::Config::forwarding_to_itself`]).
 //! - An answer that cannot be decoded (a version newer than the crate knows, bytes that do
 //!   not parse, bytes left over) is forwarded unchanged with a warning: failing open is
 //!   safe here, as it loses only the rewrite.
@@ -118,6 +132,8 @@ struct Pair {
 /// What the rewrite needs: the routes, and where to open listeners for the others.
 pub struct Addresses {
     pairs: Vec<Pair>,
+    /// The guard's other listening addresses (the metrics listener): never a broker's.
+    others: Vec<(SocketAddr, &'static str)>,
     advertise_host: Option<String>,
     dynamic: Option<Dynamic>,
     /// Unpaired brokers already warned about.
@@ -226,6 +242,7 @@ impl Addresses {
                     listen,
                 })
                 .collect(),
+            others: Vec::new(),
             advertise_host,
             dynamic: dynamic.map(|(range, open)| Dynamic {
                 range,
@@ -234,6 +251,44 @@ impl Addresses {
             }),
             warned: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// These addresses with `listen` among the guard's own listening addresses, under the
+    /// option `option` that made it (`--metrics-listen`): no broker address may be one.
+    pub fn also_listening(mut self, listen: SocketAddr, option: &'static str) -> Addresses {
+        self.others.push((listen, option));
+        self
+    }
+
+    /// The first of the guard's listening addresses (its routes' listeners, the others
+    /// given by [`Addresses::also_listening`], the listeners opened for brokers with no
+    /// route) for which `matches` holds, by the option that made it.
+    fn own(&self, matches: impl Fn(SocketAddr) -> bool) -> Option<&'static str> {
+        if self.pairs.iter().any(|p| matches(p.listen)) {
+            return Some("--listen");
+        }
+        if let Some(&(_, option)) = self.others.iter().find(|(listen, _)| matches(*listen)) {
+            return Some(option);
+        }
+        let dynamic = self.dynamic.as_ref()?;
+        let opened = dynamic.opened.lock().unwrap_or_else(|p| p.into_inner());
+        opened
+            .values()
+            .any(|(_, listen)| matches(*listen))
+            .then_some("--dynamic-listen")
+    }
+
+    /// The option of the guard's listener at `addr` (a broker's address, resolved), if it
+    /// is one: the same port and the same IP, or for a listener on an unspecified address
+    /// (`0.0.0.0`, `::`) any address of this host: its loopback, `reached` (the address
+    /// the client reached) or any other the host can bind. Checked before a listener
+    /// opened for a broker connects to it: the guard never connects to itself.
+    pub(crate) fn own_listener(&self, addr: SocketAddr, reached: IpAddr) -> Option<&'static str> {
+        self.own(|listen| {
+            listen.port() != 0
+                && listen.port() == addr.port()
+                && same_host(listen.ip(), addr.ip(), Some(reached), true)
+        })
     }
 
     /// Whether an answer to this API carries broker addresses.
@@ -457,15 +512,42 @@ impl Addresses {
         {
             return Some(pair.listen);
         }
-        // One of the guard's own listeners already: nothing to do.
-        let own = |listen: SocketAddr| {
-            i32::from(listen.port()) == port
-                && (ip == Some(listen.ip())
-                    || ip == Some(conn.local.ip())
-                    || self.advertise_host.as_deref() == Some(host))
+        // One of the guard's own listening addresses: by its IP (names are not resolved
+        // here), or by the name clients are told for the guard.
+        let told = self
+            .advertise_host
+            .as_deref()
+            .is_some_and(|h| h.eq_ignore_ascii_case(host));
+        let is_own = |listen: SocketAddr| {
+            listen.port() != 0
+                && i32::from(listen.port()) == port
+                && (told
+                    || ip
+                        .is_some_and(|ip| same_host(listen.ip(), ip, Some(conn.local.ip()), false)))
         };
-        if self.pairs.iter().any(|p| own(p.listen)) {
-            return None;
+        // Or the address the listener for it would have: it would forward to itself.
+        let would_be = self.dynamic.as_ref().and_then(|d| {
+            let listen = SocketAddr::new(d.range.ip, d.range.port(node)?);
+            is_own(listen).then_some("--dynamic-listen: its own listener's address")
+        });
+        match self.own(is_own).or(would_be) {
+            // A route's listener: a broker that advertises the guard's address (the older
+            // way to deploy it). Clients that connect there reach that route: nothing to do.
+            Some("--listen") => return None,
+            // Any other: a listener opened for it would forward to the guard itself, and
+            // each connection through it would open another.
+            Some(option) => {
+                if self.first_warning(host, port) {
+                    log(format_args!(
+                        "{} -> {}: broker {host}:{port} (node {node}) advertises an address of \
+                         the guard's own ({option}): no listener is opened for it, as it \
+                         would forward to the guard itself; left as the broker advertises it",
+                        conn.client, conn.upstream
+                    ));
+                }
+                return None;
+            }
+            None => {}
         }
         if let Some(dynamic) = &self.dynamic {
             match self.open(dynamic, node, host, port) {
@@ -535,9 +617,15 @@ impl Addresses {
         Ok(local)
     }
 
-    fn warn(&self, host: &str, port: i32, conn: &ConnInfo, why: &str) {
+    /// Whether the broker at `host:port` is warned about for the first time (at most
+    /// [`WARNED_MAX`] brokers are remembered).
+    fn first_warning(&self, host: &str, port: i32) -> bool {
         let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
-        if warned.len() >= WARNED_MAX || !warned.insert((host.to_owned(), port)) {
+        warned.len() < WARNED_MAX && warned.insert((host.to_owned(), port))
+    }
+
+    fn warn(&self, host: &str, port: i32, conn: &ConnInfo, why: &str) {
+        if !self.first_warning(host, port) {
             return;
         }
         log(format_args!(
@@ -559,6 +647,30 @@ impl Addresses {
         };
         ip.to_string()
     }
+}
+
+/// Whether a connection to `ip` reaches a listener on `listen` (on the same port): the same
+/// address (an IPv4-mapped IPv6 address as its IPv4 one); `0.0.0.0` or `::`, which Linux
+/// connects to its loopback; or, for a listener on an unspecified address (`0.0.0.0`
+/// takes every IPv4 address of the host, `::` every address of both families), an address
+/// of this host: its loopback, `reached` (an address a client reached the guard on) and,
+/// when `probe`, any address the host can bind (a UDP socket bound to it: a system call,
+/// made only for a port that is the guard's).
+pub(crate) fn same_host(listen: IpAddr, ip: IpAddr, reached: Option<IpAddr>, probe: bool) -> bool {
+    let listen = listen.to_canonical();
+    let ip = match ip.to_canonical() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    if ip == listen {
+        return true;
+    }
+    listen.is_unspecified()
+        && (listen.is_ipv6() || ip.is_ipv4())
+        && (ip.is_loopback()
+            || reached.is_some_and(|r| r.to_canonical() == ip)
+            || (probe && std::net::UdpSocket::bind((ip, 0)).is_ok()))
 }
 
 /// The fewest bytes a Metadata broker takes on the wire (v0: id, empty host, port).
@@ -806,6 +918,43 @@ mod tests {
             assert!(warned <= WARNED_MAX, "{warned} remembered");
         }
         assert_eq!(addresses.warned.lock().unwrap().len(), WARNED_MAX);
+    }
+
+    /// Which addresses reach a listener (on the same port): the same one; for a listener
+    /// on `0.0.0.0` or `::`, loopback, the address a client reached and, probed, any
+    /// address this host can bind; `0.0.0.0` and `::` themselves, which connect to
+    /// loopback. Not an address of another host, nor another loopback address for a
+    /// listener on 127.0.0.1.
+    #[test]
+    fn same_host_matches_what_reaches_the_listener() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let reached = Some(ip("10.9.8.7"));
+        for (listen, to, probe, same) in [
+            ("127.0.0.1", "127.0.0.1", false, true),
+            ("127.0.0.1", "::ffff:127.0.0.1", false, true),
+            ("127.0.0.1", "0.0.0.0", false, true),
+            ("::1", "::", false, true),
+            ("127.0.0.1", "127.0.0.2", false, false),
+            ("127.0.0.1", "10.9.8.7", false, false),
+            ("10.9.8.7", "10.9.8.7", false, true),
+            ("0.0.0.0", "127.0.0.1", false, true),
+            ("0.0.0.0", "127.3.2.1", false, true),
+            ("0.0.0.0", "::1", false, false),
+            ("0.0.0.0", "::ffff:127.0.0.1", false, true),
+            ("::", "127.0.0.1", false, true),
+            ("0.0.0.0", "10.9.8.7", false, true),
+            ("0.0.0.0", "0.0.0.0", false, true),
+            // TEST-NET-1: never an address of this host.
+            ("0.0.0.0", "192.0.2.1", false, false),
+            ("0.0.0.0", "192.0.2.1", true, false),
+            ("::", "2001:db8::1", true, false),
+        ] {
+            assert_eq!(
+                same_host(ip(listen), ip(to), reached, probe),
+                same,
+                "{to} reaching {listen} (probe: {probe})"
+            );
+        }
     }
 
     /// A broker answer whose list of brokers or coordinators claims more entries than its

@@ -348,11 +348,15 @@ impl<'a, 'r> DecisionRecord<'a, 'r> {
         }
     }
 
-    /// The record as one line of JSON, with its newline.
+    /// The record as one line of JSON, with its newline. Characters a reader cannot see
+    /// in what a client chose (bidi controls and other format characters, line and
+    /// paragraph separators) are written as `\uXXXX` escapes ([`Visible`]): the JSON value is
+    /// the same, but a line shown in a terminal or an editor reads as its bytes are.
     pub fn line(&self) -> String {
         let mut line = Vec::with_capacity(256);
+        let mut json = serde_json::Serializer::with_formatter(&mut line, Visible);
         // Writing into a Vec cannot fail, nor can any of the record's values.
-        if serde_json::to_writer(&mut line, self).is_err() {
+        if self.serialize(&mut json).is_err() {
             line.clear();
         }
         line.push(b'\n');
@@ -441,22 +445,101 @@ pub fn log(message: std::fmt::Arguments<'_>) {
 }
 
 /// A diagnostic as one line: control characters (a newline, a carriage return, an escape
-/// sequence) shown escaped (`\n`, `\u{1b}`). Some lines quote what a peer sent (a broker's
-/// advertised host name): without this, a broker could write lines of its own into the
-/// guard's log.
+/// sequence) shown escaped (`\n`, `\u{1b}`), and so are the characters a reader cannot see
+/// ([`is_hidden`]: bidi controls such as U+202E, which would show the rest of a line right
+/// to left, and other format characters, line and paragraph separators), as `\u{202e}`.
+/// Some lines quote what a peer sent (a broker's advertised host name): without this, a
+/// broker could write lines of its own into the guard's log, or make one read otherwise
+/// than its bytes.
 fn one_line(message: &str) -> std::borrow::Cow<'_, str> {
-    if !message.chars().any(char::is_control) {
+    if !message.chars().any(|c| c.is_control() || is_hidden(c)) {
         return std::borrow::Cow::Borrowed(message);
     }
     let mut out = String::with_capacity(message.len() + 8);
     for c in message.chars() {
         if c.is_control() {
             out.extend(c.escape_debug());
+        } else if is_hidden(c) {
+            let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\u{{{:x}}}", u32::from(c)));
         } else {
             out.push(c);
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// Whether `c` is a character a reader does not see but that changes how text around it
+/// reads: Unicode's format characters (general category Cf, as of Unicode 15.1: the bidi
+/// controls U+061C, U+200E, U+200F, U+202A to U+202E and U+2066 to U+2069, zero-width
+/// characters, the byte order mark, tag characters...) and the line and paragraph
+/// separators U+2028 and U+2029. Control characters (Cc) are not among them: they are
+/// escaped everywhere already.
+pub(crate) fn is_hidden(c: char) -> bool {
+    /// General category Cf (Unicode 15.1), then Zl and Zp.
+    const HIDDEN: &[(u32, u32)] = &[
+        (0x00AD, 0x00AD),
+        (0x0600, 0x0605),
+        (0x061C, 0x061C),
+        (0x06DD, 0x06DD),
+        (0x070F, 0x070F),
+        (0x0890, 0x0891),
+        (0x08E2, 0x08E2),
+        (0x180E, 0x180E),
+        (0x200B, 0x200F),
+        (0x2028, 0x202E),
+        (0x2060, 0x2064),
+        (0x2066, 0x206F),
+        (0xFEFF, 0xFEFF),
+        (0xFFF9, 0xFFFB),
+        (0x110BD, 0x110BD),
+        (0x110CD, 0x110CD),
+        (0x13430, 0x1343F),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0001, 0xE0001),
+        (0xE0020, 0xE007F),
+    ];
+    let c = u32::from(c);
+    // Everything below U+00AD is ASCII or Latin-1: the common case, decided at once.
+    c >= 0xAD
+        && HIDDEN
+            .binary_search_by(|&(first, last)| {
+                if last < c {
+                    std::cmp::Ordering::Less
+                } else if first > c {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok()
+}
+
+/// serde_json's compact format, but with the characters [`is_hidden`] finds written as
+/// `\uXXXX` escapes (a surrogate pair past U+FFFF), as JSON allows for any character.
+/// serde_json escapes control characters itself, and writes the rest as they are.
+struct Visible;
+
+impl serde_json::ser::Formatter for Visible {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut from = 0;
+        for (at, c) in fragment.char_indices() {
+            if !is_hidden(c) {
+                continue;
+            }
+            writer.write_all(&fragment.as_bytes()[from..at])?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(writer, "\\u{unit:04x}")?;
+            }
+            from = at + c.len_utf8();
+        }
+        writer.write_all(&fragment.as_bytes()[from..])
+    }
 }
 
 /// Waits until the diagnostics logged so far are on stderr, at most `timeout`: what a
@@ -601,6 +684,76 @@ mod tests {
                 "whole": false,
             })
         );
+    }
+
+    /// Bidi controls and other characters a reader cannot see, in what a peer sent, are
+    /// shown as escapes in a diagnostic: a host name with U+202E cannot make the rest of
+    /// the line read right to left ("...9092 left as it is" shown as something else).
+    #[test]
+    fn a_diagnostic_shows_the_characters_a_reader_cannot_see() {
+        let host = "b1\u{202e}si ti sa tfel\u{2066}\u{2069}\u{200e}\u{200f}\u{61c}\u{202a}\
+                    \u{feff}\u{200b}\u{2028}\u{2029}\u{e0041}x";
+        let message = format!("broker {host}:9092 left as it is");
+        let shown = one_line(&message);
+        assert_eq!(
+            shown,
+            "broker b1\\u{202e}si ti sa tfel\\u{2066}\\u{2069}\\u{200e}\\u{200f}\\u{61c}\
+             \\u{202a}\\u{feff}\\u{200b}\\u{2028}\\u{2029}\\u{e0041}x:9092 left as it is"
+        );
+        assert!(!shown.chars().any(|c| c.is_control() || is_hidden(c)));
+        for c in ['a', 'é', '中', 'ש', '🚀', '\u{ad}'] {
+            assert_eq!(is_hidden(c), c == '\u{ad}', "{c:?}");
+        }
+    }
+
+    /// The audit line of a request whose client id and principal carry bidi controls:
+    /// they are written as JSON escapes, so that the line shows as its bytes are, and
+    /// read back as what the client sent.
+    #[test]
+    fn an_audit_line_escapes_the_characters_a_reader_cannot_see() {
+        use kafka_elect_leaders::{
+            parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt,
+            TopicPartitionsData,
+        };
+        let client_id = "ops\u{202e}nimda\u{2066}";
+        let topic = "pay\u{200f}ments\u{1d173}";
+        let topics = [TopicPartitionsData::new(topic.as_bytes(), &[0])];
+        let frame = ElectLeadersRequestData {
+            correlation_id: 1,
+            client_id: Some(client_id.as_bytes()),
+            election_type: ElectionType::PREFERRED,
+            topic_partitions: Some(&topics),
+            ..Default::default()
+        }
+        .encode_to_vec(2)
+        .unwrap();
+        let request = parse_request(&frame).unwrap();
+        let policy = Policy::default();
+        let decision = policy.decide(&request);
+        let conn = ConnInfo {
+            client: "127.0.0.1:5000".parse().unwrap(),
+            listener: "127.0.0.1:19092".parse().unwrap(),
+            local: "127.0.0.1:19092".parse().unwrap(),
+            upstream: "10.0.0.2:9092".parse().unwrap(),
+        };
+        let principal = "CN=al\u{2067}ice";
+        let line = DecisionRecord::new(&conn, Some(principal), &policy, &request, &decision).line();
+        assert!(
+            !line.chars().any(is_hidden),
+            "a hidden character written as it is: {line:?}"
+        );
+        assert!(
+            line.contains(r#""client_id":"ops\u202enimda\u2066""#),
+            "{line}"
+        );
+        assert!(
+            line.contains(r#""topic":"pay\u200fments\ud834\udd73""#),
+            "{line}"
+        );
+        let got: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(got["client_id"], client_id);
+        assert_eq!(got["principal"], principal);
+        assert_eq!(got["partitions"][0]["topic"], topic);
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub struct Config {
     /// Where `/metrics` (Prometheus) and `/status` (a page for a person) are served
     /// (`--metrics-listen`); None: nowhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// What a client of `/metrics` and `/status` may hold: clients at once, the time to
+    /// ask and the time to take the answer, each with its default
+    /// ([`crate::metrics::MetricsLimits`]); apart from the Kafka listeners' limits.
+    pub metrics_limits: crate::metrics::MetricsLimits,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
@@ -110,6 +114,37 @@ impl Config {
             .iter()
             .find(|(addr, _)| *addr == upstream)
             .map(|(_, name)| name.clone())
+    }
+
+    /// Why the guard would forward to itself, if it would: a route whose `--upstream` is
+    /// one of the guard's own listening addresses (a route's `--listen`, its own included,
+    /// or `--metrics-listen`). An address matches as the guard matches brokers'
+    /// ([`crate::addresses`]): the same port and IP, or for a listener on `0.0.0.0` or
+    /// `::` any address of this host. Each client would open a connection through the
+    /// guard to the guard, and so on until `--max-connections`. Port 0 (any free port)
+    /// matches nothing.
+    pub fn forwarding_to_itself(&self) -> Option<String> {
+        let own = self
+            .routes
+            .iter()
+            .map(|r| ("--listen", r.listen))
+            .chain(self.metrics_listen.map(|m| ("--metrics-listen", m)));
+        self.routes.iter().enumerate().find_map(|(n, route)| {
+            let upstream = route.upstream;
+            own.clone()
+                .find(|(_, listen)| {
+                    listen.port() != 0
+                        && listen.port() == upstream.port()
+                        && crate::addresses::same_host(listen.ip(), upstream.ip(), None, true)
+                })
+                .map(|(option, listen)| {
+                    format!(
+                        "route {}: --upstream {upstream} is the guard's own {option} {listen}: \
+                         the guard would forward to itself",
+                        n + 1
+                    )
+                })
+        })
     }
 }
 
@@ -143,6 +178,7 @@ impl Default for Config {
             advertise_host: None,
             dynamic_listen: None,
             metrics_listen: None,
+            metrics_limits: crate::metrics::MetricsLimits::default(),
             plain: false,
         }
     }
@@ -181,6 +217,8 @@ pub enum StartError {
     LocalAddr(SocketAddr, io::Error),
     /// A certificate or key could not be loaded.
     Tls(TlsError),
+    /// A route would forward to the guard itself ([`Config::forwarding_to_itself`]).
+    ForwardsToItself(String),
 }
 
 impl fmt::Display for StartError {
@@ -192,6 +230,7 @@ impl fmt::Display for StartError {
             StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
             StartError::LocalAddr(addr, e) => write!(f, "{addr}: {e}"),
             StartError::Tls(e) => write!(f, "{e}"),
+            StartError::ForwardsToItself(why) => write!(f, "{why}"),
         }
     }
 }
@@ -203,6 +242,7 @@ impl std::error::Error for StartError {
                 Some(e)
             }
             StartError::Tls(e) => Some(e),
+            StartError::ForwardsToItself(_) => None,
         }
     }
 }
@@ -305,6 +345,7 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     check(old.advertise_host != new.advertise_host, "advertise-host");
     check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
     check(old.metrics_listen != new.metrics_listen, "metrics-listen");
+    check(old.metrics_limits != new.metrics_limits, "metrics limits");
     changed
 }
 
@@ -313,8 +354,9 @@ pub struct Guard {
     listeners: Vec<(TcpListener, SocketAddr, SocketAddr)>,
     /// Listeners opened while the guard runs, for brokers with no route.
     opened: tokio::sync::mpsc::UnboundedReceiver<Opened>,
-    /// `/metrics` and `/status`.
+    /// `/metrics` and `/status`, and their limits.
     metrics: Option<(TcpListener, SocketAddr)>,
+    metrics_limits: crate::metrics::MetricsLimits,
     max_connections: usize,
     shared: Arc<Shared>,
     started: Arc<Config>,
@@ -323,6 +365,9 @@ pub struct Guard {
 impl Guard {
     /// Loads the certificates, opens the audit log and binds every route's listener.
     pub async fn bind(config: Config) -> Result<Guard, StartError> {
+        if let Some(why) = config.forwarding_to_itself() {
+            return Err(StartError::ForwardsToItself(why));
+        }
         let tls = if config.tls.is_some() || config.upstream_tls.is_some() {
             Some(
                 Tls::new(config.tls.clone(), config.upstream_tls.clone())
@@ -370,17 +415,21 @@ impl Guard {
             None => None,
         };
         let (open, opened) = tokio::sync::mpsc::unbounded_channel();
-        let addresses = Addresses::new(
+        let mut addresses = Addresses::new(
             listeners
                 .iter()
                 .map(|&(_, listen, upstream)| (listen, upstream, config.upstream_name(upstream))),
             config.advertise_host.clone(),
             config.dynamic_listen.map(|range| (range, open)),
         );
+        if let Some((_, local)) = &metrics {
+            addresses = addresses.also_listening(*local, "--metrics-listen");
+        }
         Ok(Guard {
             listeners,
             opened,
             metrics,
+            metrics_limits: config.metrics_limits,
             max_connections: config.max_connections,
             shared: Arc::new(Shared {
                 tls,
@@ -442,6 +491,7 @@ impl Guard {
                 listener,
                 self.shared.clone(),
                 routes_shown,
+                self.metrics_limits,
                 stop_rx.clone(),
             )));
         }
@@ -592,6 +642,19 @@ async fn accept(
                     }
                 },
             };
+            // The guard never connects to itself: were a broker to advertise a name of one
+            // of the guard's listeners, each client's connection would open another
+            // through the guard, until --max-connections.
+            if advertised.is_some() {
+                if let Some(option) = shared.addresses.own_listener(upstream, reached.ip()) {
+                    log(format_args!(
+                        "{peer} -> {local}: the broker is at {upstream}, one of the guard's \
+                         own listening addresses ({option}): closing the client rather than \
+                         forwarding to the guard itself"
+                    ));
+                    return;
+                }
+            }
             let conn = ConnInfo {
                 client: peer,
                 listener: local,

@@ -35,22 +35,43 @@ pub enum Capped {
 }
 
 /// Lowers ElectLeaders' max version in the ApiVersions response `frame` (size prefix
-/// included) answering a request of `api_version`. An error names what could not be read;
-/// the frame is then unchanged.
+/// included) answering a request of `api_version`, in every entry that lists ElectLeaders
+/// (a broker answer with the key twice must not leave a client the newer version of the
+/// second). The whole list is read first: an error names what could not be read, and the
+/// frame is then unchanged.
 pub fn cap_elect_leaders(frame: &mut [u8], api_version: i16) -> Result<Capped, &'static str> {
-    let Some(max_at) = elect_leaders_max_at(frame, api_version)? else {
-        return Ok(Capped::Unchanged);
-    };
-    let max = i16::from_be_bytes([frame[max_at], frame[max_at + 1]]);
-    if max <= LATEST_VERSION {
-        return Ok(Capped::Unchanged);
+    let list = api_keys(frame, api_version)?;
+    let mut highest = None;
+    let mut at = list.at;
+    for _ in 0..list.count {
+        // The list was read whole: every entry is there.
+        let Some(entry) = list.entry(frame, at) else {
+            break;
+        };
+        at = entry.next;
+        let max_at = entry.max_at;
+        let max = i16::from_be_bytes([frame[max_at], frame[max_at + 1]]);
+        if entry.api_key == API_KEY && max > LATEST_VERSION {
+            frame[max_at..max_at + 2].copy_from_slice(&LATEST_VERSION.to_be_bytes());
+            highest = highest.max(Some(max));
+        }
     }
-    frame[max_at..max_at + 2].copy_from_slice(&LATEST_VERSION.to_be_bytes());
-    Ok(Capped::Lowered { from: max })
+    Ok(match highest {
+        Some(from) => Capped::Lowered { from },
+        None => Capped::Unchanged,
+    })
 }
 
-/// Where ElectLeaders' `MaxVersion` is in the answer, if it is listed.
-fn elect_leaders_max_at(frame: &[u8], api_version: i16) -> Result<Option<usize>, &'static str> {
+/// The answer's list of APIs, read through once: where it starts, how many entries, and
+/// whether they carry tagged fields.
+struct ApiKeys {
+    at: usize,
+    count: usize,
+    flexible: bool,
+}
+
+/// Reads the list of APIs through to its end, or says which field it could not read.
+fn api_keys(frame: &[u8], api_version: i16) -> Result<ApiKeys, &'static str> {
     let mut r = Reader::new(frame);
     // Size prefix and correlation id: the response header is v0 at every version.
     r.skip(4 + 4).ok_or("correlation_id")?;
@@ -63,19 +84,45 @@ fn elect_leaders_max_at(frame: &[u8], api_version: i16) -> Result<Option<usize>,
     } else {
         usize::try_from(r.int32().ok_or("api_keys length")?).unwrap_or(0)
     };
+    let list = ApiKeys {
+        at: frame.len() - r.remaining(),
+        count,
+        flexible,
+    };
+    // An entry takes 6 bytes at least: a count past the bytes fails at its first missing
+    // entry, after at most a sixth of the frame's length of them.
+    let mut at = list.at;
     for _ in 0..count {
-        let api_key = r.int16().ok_or("api_keys: api_key")?;
-        r.skip(2).ok_or("api_keys: min_version")?;
-        let max_at = frame.len() - r.remaining();
-        r.skip(2).ok_or("api_keys: max_version")?;
-        if flexible {
-            r.skip_tagged_fields().ok_or("api_keys: tagged fields")?;
-        }
-        if api_key == API_KEY {
-            return Ok(Some(max_at));
-        }
+        at = list.entry(frame, at).ok_or("api_keys: an entry")?.next;
     }
-    Ok(None)
+    Ok(list)
+}
+
+/// One entry of the list of APIs: its key, where its `MaxVersion` is, where the next
+/// entry starts.
+struct Entry {
+    api_key: i16,
+    max_at: usize,
+    next: usize,
+}
+
+impl ApiKeys {
+    /// The entry at `at` in `frame`: None past the frame's end.
+    fn entry(&self, frame: &[u8], at: usize) -> Option<Entry> {
+        let mut r = Reader::new(frame.get(at..)?);
+        let api_key = r.int16()?;
+        r.skip(2)?;
+        let max_at = frame.len() - r.remaining();
+        r.skip(2)?;
+        if self.flexible {
+            r.skip_tagged_fields()?;
+        }
+        Some(Entry {
+            api_key,
+            max_at,
+            next: frame.len() - r.remaining(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -154,6 +201,41 @@ mod tests {
             );
             let mut want = decode(&original, version);
             want.api_keys[2].max_version = LATEST_VERSION;
+            assert_eq!(decode(&frame, version), want, "v{version}");
+        }
+    }
+
+    /// A broker answer that lists ElectLeaders twice (the second with a newer max): both
+    /// entries are capped. Capping only the first left the client the second's version,
+    /// which some clients take (the last entry of a key wins in a map built from the list).
+    #[test]
+    fn every_elect_leaders_entry_is_capped() {
+        for version in 0..=4 {
+            let mut response = decode(&answer(version, LATEST_VERSION + 1), version);
+            response.api_keys.push(
+                ApiVersion::default()
+                    .with_api_key(API_KEY)
+                    .with_min_version(0)
+                    .with_max_version(LATEST_VERSION + 5),
+            );
+            let mut body = BytesMut::new();
+            ResponseHeader::default()
+                .with_correlation_id(9)
+                .encode(&mut body, 0)
+                .unwrap();
+            response.encode(&mut body, version).unwrap();
+            let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+            frame.extend_from_slice(&body);
+            assert_eq!(
+                cap_elect_leaders(&mut frame, version),
+                Ok(Capped::Lowered {
+                    from: LATEST_VERSION + 5
+                }),
+                "v{version}"
+            );
+            let mut want = response.clone();
+            want.api_keys[2].max_version = LATEST_VERSION;
+            want.api_keys[3].max_version = LATEST_VERSION;
             assert_eq!(decode(&frame, version), want, "v{version}");
         }
     }

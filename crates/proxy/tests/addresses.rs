@@ -556,3 +556,149 @@ async fn a_large_metadata_answer_is_rewritten_and_its_topics_go_as_they_came() {
         assert_eq!(brokers_in(DESCRIBE_CLUSTER, 0, body).len(), 3);
     }
 }
+
+/// `GET /metrics` of a guard: the value of `metric` (a series without labels).
+async fn scrape(addr: SocketAddr, metric: &str) -> u64 {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    timeout(Duration::from_secs(5), s.read_to_string(&mut text))
+        .await
+        .expect("the metrics within 5 s")
+        .unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(metric)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {metric} in:\n{text}"))
+}
+
+/// `--dynamic-listen` and brokers that advertise the guard's own addresses (issue 35,
+/// finding 7): node 1 the metrics listener, node 2 `localhost` at the port its own
+/// listener gets (FIRST + 2: a name, not resolved when the answer is rewritten), node 3
+/// `127.0.0.1` at FIRST + 3, the address its listener would have. No listener is opened
+/// for nodes 1 and 3, and their entries are left as advertised; node 2's listener closes
+/// each client once it resolves the name to one of the guard's listeners. Before, each of
+/// them had a listener forwarding to the guard itself: one connection to node 2's opened
+/// another through the guard, and so on until `--max-connections` (20 here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_advertising_the_guards_own_addresses_makes_no_loop() {
+    use std::sync::{Arc, OnceLock};
+    // FIRST + 1 to FIRST + 3 free.
+    let first = loop {
+        let a = free_addr().port();
+        if a < 65_000 && (1..=3).all(|k| std::net::TcpListener::bind(("127.0.0.1", a + k)).is_ok())
+        {
+            break a;
+        }
+    };
+    let metrics_at: Arc<OnceLock<SocketAddr>> = Arc::new(OnceLock::new());
+    let at = metrics_at.clone();
+    let answer = move |api_key: i16, version: i16| {
+        assert_eq!(api_key, METADATA);
+        let metrics = at.get().expect("the guard's metrics address");
+        let mut m = MetadataResponse::default();
+        m.brokers = [
+            (1, "127.0.0.1".to_owned(), metrics.port()),
+            (2, "localhost".to_owned(), first + 2),
+            (3, "127.0.0.1".to_owned(), first + 3),
+        ]
+        .into_iter()
+        .map(|(node, host, port)| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(node))
+                .with_host(StrBytes::from_string(host))
+                .with_port(i32::from(port))
+        })
+        .collect();
+        let mut body = BytesMut::new();
+        m.encode(&mut body, version).unwrap();
+        body
+    };
+    let upstream = serve_at(free_addr(), answer).await;
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    });
+    config.dynamic_listen = Some(DynamicListen {
+        ip: "127.0.0.1".parse().unwrap(),
+        first,
+        last: first + 3,
+    });
+    config.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
+    config.max_connections = 20;
+    let guard = Guard::bind(config).await.unwrap();
+    let metrics = guard.metrics_addr().unwrap();
+    metrics_at.set(metrics).unwrap();
+    let listen = guard.routes()[0].listen;
+    tokio::spawn(guard.run(std::future::pending()));
+
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    let got = brokers_in(METADATA, 12, ask(&mut client, METADATA, 12, 1).await);
+    // Node 2's listener forwards to localhost:FIRST+2, the guard itself: its client is
+    // closed, unanswered, and opens no connection through the guard.
+    let mut looping = TcpStream::connect(("127.0.0.1", first + 2)).await.unwrap();
+    looping.write_all(&request(METADATA, 12, 2)).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = timeout(Duration::from_secs(20), looping.read_to_end(&mut answer))
+        .await
+        .expect("the client of node 2's listener was neither answered nor closed");
+    assert!(answer.is_empty(), "{answer:?}");
+    assert_eq!(
+        scrape(metrics, "elect_leaders_guard_connections_accepted_total").await,
+        1,
+        "the guard accepted connections of its own"
+    );
+    // Nodes 1 and 3 as they advertised themselves, node 2 at its listener.
+    let own = |port: u16| ("127.0.0.1".to_owned(), i32::from(port));
+    assert_eq!(
+        got,
+        [
+            (1, own(metrics.port()).0, own(metrics.port()).1),
+            (2, own(first + 2).0, own(first + 2).1),
+            (3, own(first + 3).0, own(first + 3).1),
+        ]
+    );
+    for port in [first + 1, first + 3] {
+        assert!(
+            TcpStream::connect(("127.0.0.1", port)).await.is_err(),
+            "a listener was opened at {port}, forwarding to the guard itself"
+        );
+    }
+}
+
+/// A route whose `--upstream` is one of the guard's own listeners (its own `--listen`,
+/// another route's, `--metrics-listen`; on `0.0.0.0`, any address of this host) is
+/// refused at start, the error naming the options.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_to_the_guard_itself_is_refused_at_start() {
+    let taken = free_addr();
+    let other = free_addr();
+    let any = SocketAddr::new("0.0.0.0".parse().unwrap(), taken.port());
+    // (--listen, --upstream) pairs, --metrics-listen, the option named.
+    type Case = (
+        Vec<(SocketAddr, SocketAddr)>,
+        Option<SocketAddr>,
+        &'static str,
+    );
+    let cases: [Case; 4] = [
+        (vec![(taken, taken)], None, "--listen"),
+        (vec![(any, taken)], None, "--listen"),
+        (vec![(taken, other), (other, free_addr())], None, "--listen"),
+        (vec![(free_addr(), taken)], Some(taken), "--metrics-listen"),
+    ];
+    for (routes, metrics, option) in cases {
+        let mut config = Config::default();
+        for &(listen, upstream) in &routes {
+            config.routes.push(Route { listen, upstream });
+        }
+        config.metrics_listen = metrics;
+        let refused = Guard::bind(config).await.err().unwrap_or_else(|| {
+            panic!("{routes:?} (metrics {metrics:?}) started, forwarding to itself")
+        });
+        let why = refused.to_string();
+        assert!(
+            why.contains("--upstream") && why.contains(option) && why.contains("itself"),
+            "{why}"
+        );
+    }
+}
