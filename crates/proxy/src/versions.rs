@@ -4,8 +4,9 @@
 //! pass that answer through unchanged, a client that knows a newer ElectLeaders than the
 //! guard does would send it, and the guard, unable to read it, would close the connection
 //! (it fails closed). So in the broker's answer, ElectLeaders' max version is lowered to
-//! the newest this crate's codec reads, in place: the two bytes of that one field change,
-//! nothing else, and the frame keeps its size. The client then negotiates down, as it
+//! the newest this crate's codec reads, and so is the max version of each API the
+//! leadership-change policy reads (`leadership::Api`), in place: the two bytes of those
+//! fields change, nothing else, and the frame keeps its size. The client then negotiates down, as it
 //! would with an older broker.
 //!
 //! The answer is read by hand, as far as the API list: it is a flat list of fixed-size
@@ -24,6 +25,17 @@ pub const API_VERSIONS: i16 = 18;
 const FIRST_FLEXIBLE: i16 = 3;
 /// UNSUPPORTED_VERSION: the broker did not know the version asked for and answered at v0.
 const UNSUPPORTED_VERSION: i16 = 35;
+
+/// The newest version of `api_key` the guard reads, for the APIs it reads: ElectLeaders
+/// (the codec's), and those of the leadership-change policy (a newer one of those would
+/// close the connection: the guard never forwards what it cannot read while it polices
+/// leadership). Other APIs are forwarded unread, whatever their version.
+fn newest_read(api_key: i16) -> Option<i16> {
+    if api_key == API_KEY {
+        return Some(LATEST_VERSION);
+    }
+    crate::leadership::Api::of(api_key).map(crate::leadership::Api::max_version)
+}
 
 /// What capping did to one answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,9 +63,14 @@ pub fn cap_elect_leaders(frame: &mut [u8], api_version: i16) -> Result<Capped, &
         at = entry.next;
         let max_at = entry.max_at;
         let max = i16::from_be_bytes([frame[max_at], frame[max_at + 1]]);
-        if entry.api_key == API_KEY && max > LATEST_VERSION {
-            frame[max_at..max_at + 2].copy_from_slice(&LATEST_VERSION.to_be_bytes());
-            highest = highest.max(Some(max));
+        match newest_read(entry.api_key) {
+            Some(newest) if max > newest => {
+                frame[max_at..max_at + 2].copy_from_slice(&newest.to_be_bytes());
+                if entry.api_key == API_KEY {
+                    highest = highest.max(Some(max));
+                }
+            }
+            _ => {}
         }
     }
     Ok(match highest {
@@ -237,6 +254,48 @@ mod tests {
             want.api_keys[2].max_version = LATEST_VERSION;
             want.api_keys[3].max_version = LATEST_VERSION;
             assert_eq!(decode(&frame, version), want, "v{version}");
+        }
+    }
+
+    /// Issue 35: a client picking a leadership-change API newer than the guard reads (a
+    /// later Kafka's CreateTopics v8) would have its connection closed; the answer tells it
+    /// the guard's newest instead. APIs the guard does not read keep theirs.
+    #[test]
+    fn the_leadership_change_apis_are_capped_to_what_the_guard_reads() {
+        use crate::leadership::Api;
+        for version in 0..=4 {
+            let mut keys: Vec<ApiVersion> = Api::ALL
+                .iter()
+                .map(|api| {
+                    ApiVersion::default()
+                        .with_api_key(api.key())
+                        .with_max_version(api.max_version() + 3)
+                })
+                .collect();
+            keys.push(ApiVersion::default().with_api_key(3).with_max_version(99));
+            let response = ApiVersionsResponse::default().with_api_keys(keys);
+            let mut body = BytesMut::new();
+            ResponseHeader::default()
+                .with_correlation_id(1)
+                .encode(&mut body, 0)
+                .unwrap();
+            response.encode(&mut body, version).unwrap();
+            let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+            frame.extend_from_slice(&body);
+            assert_eq!(
+                cap_elect_leaders(&mut frame, version),
+                Ok(Capped::Unchanged)
+            );
+            let got = decode(&frame, version);
+            for (key, api) in got.api_keys.iter().zip(Api::ALL) {
+                assert_eq!(
+                    key.max_version,
+                    api.max_version(),
+                    "v{version} {}",
+                    api.name()
+                );
+            }
+            assert_eq!(got.api_keys.last().unwrap().max_version, 99);
         }
     }
 
