@@ -57,7 +57,8 @@ use kafka_elect_leaders::{
     TopicPartitionsData, API_KEY, SIZE_PREFIX_LEN,
 };
 use kafka_elect_leaders_proxy::answer::encode_refusal;
-use kafka_elect_leaders_proxy::audit::{Audit, AuditSink, ConnInfo};
+use kafka_elect_leaders_proxy::audit::{Audit, AuditError, AuditSink, ConnInfo};
+use kafka_elect_leaders_proxy::leadership;
 use kafka_elect_leaders_proxy::testing::{proxy, ClientRead, Shared, MAX_IN_FLIGHT, RESERVE_STEP};
 use kafka_elect_leaders_proxy::{Config, Decision, Policy, Verdict};
 use tokio::io::{
@@ -1716,6 +1717,61 @@ pub struct Sent<'a> {
     pub elect: Option<(i16, Decision)>,
     /// The size of the guard's answer of refusals to it, if it has refusals.
     pub refusal_len: usize,
+    /// For a request the leadership-change policy refuses (`leadership`): the answer the
+    /// guard writes in its place, never forwarding it.
+    pub change_refused: Option<Vec<u8>>,
+}
+
+/// What the leadership-change policy makes of a request of another API: None when it does
+/// not read it (or no rule concerns leadership); `Err(())` when the guard closes the
+/// connection on it (an inter-broker API, a version it does not read, a request it cannot
+/// read); else its refusal, if refused.
+fn police_change(frame: &[u8], policy: &Policy) -> Option<Result<Option<Vec<u8>>, ()>> {
+    if !policy.polices_leadership() {
+        return None;
+    }
+    let peek = peek_request(frame).ok()?;
+    if leadership::inter_broker(peek.api_key).is_some() {
+        return Some(Err(()));
+    }
+    let api = leadership::Api::of(peek.api_key)?;
+    if !api.reads(peek.api_version) {
+        return Some(Err(()));
+    }
+    let Ok(request) = leadership::read_request(api, peek.api_version, frame) else {
+        return Some(Err(()));
+    };
+    let decision = policy.decide_change(&request, None);
+    if decision.verdict != Verdict::Refused {
+        return Some(Ok(None));
+    }
+    let mut answer = BytesMut::new();
+    leadership::encode_refusal(&request, &decision, &mut answer);
+    Some(Ok(Some(answer.to_vec())))
+}
+
+/// The refusals the guard writes for a leadership change it could not audit, whatever the
+/// policy decided (the audit thread's lag depends on scheduling, not on the input).
+fn unaudited_change_refusals(frame: &[u8], policy: &Policy) -> Vec<Vec<u8>> {
+    let Ok(peek) = peek_request(frame) else {
+        return Vec::new();
+    };
+    let Some(api) = leadership::Api::of(peek.api_key) else {
+        return Vec::new();
+    };
+    let Ok(request) = leadership::read_request(api, peek.api_version, frame) else {
+        return Vec::new();
+    };
+    let decision = policy.decide_change(&request, None);
+    AuditError::ALL
+        .iter()
+        .map(|e| e.reason())
+        .map(|why| {
+            let mut answer = BytesMut::new();
+            leadership::encode_refusal(&request, &decision.clone().unaudited(why), &mut answer);
+            answer.to_vec()
+        })
+        .collect()
 }
 
 /// The client's stream as the guard reads it: the whole frames up to the first it must
@@ -1733,6 +1789,17 @@ pub fn classify<'a>(stream: &'a [u8], policy: &Policy) -> (Vec<Sent<'a>>, bool) 
             break;
         };
         let mut refusal_len = 0;
+        let mut change_refused = None;
+        if peek.api_key != API_KEY {
+            match police_change(frame, policy) {
+                Some(Err(())) => break,
+                Some(Ok(Some(answer))) => {
+                    refusal_len = answer.len();
+                    change_refused = Some(answer);
+                }
+                Some(Ok(None)) | None => {}
+            }
+        }
         let elect = if peek.api_key == API_KEY {
             let Ok(request) = parse_request(frame) else {
                 break;
@@ -1755,6 +1822,7 @@ pub fn classify<'a>(stream: &'a [u8], policy: &Policy) -> (Vec<Sent<'a>>, bool) 
             frame,
             elect,
             refusal_len,
+            change_refused,
         });
     }
     (sent, growing)
@@ -1842,6 +1910,12 @@ pub fn check_forwarded(received: &[&[u8]], sent: &HashMap<i32, &Sent<'_>>, polic
         };
         let Some((version, decision)) = &request.elect else {
             assert!(
+                request.change_refused.is_none(),
+                "correlation id {id}: a leadership change the policy refuses (API {}) was \
+                 forwarded",
+                peek.api_key
+            );
+            assert!(
                 *frame == request.frame,
                 "correlation id {id}: a frame of API {} not forwarded byte for byte",
                 peek.api_key
@@ -1903,7 +1977,25 @@ pub fn check_answers(
             panic!("the client got an answer to correlation id {id}, which it never sent");
         };
         let from_broker = broker.get(&id);
+        if let Some(refusal) = &request.change_refused {
+            assert!(
+                *answer == &refusal[..]
+                    || unaudited_change_refusals(request.frame, policy)
+                        .iter()
+                        .any(|r| *answer == &r[..]),
+                "correlation id {id}: a refused leadership change not answered with its refusal"
+            );
+            continue;
+        }
         let Some((version, decision)) = &request.elect else {
+            if !from_broker.is_some_and(|(frame, _)| answer == frame)
+                && unaudited_change_refusals(request.frame, policy)
+                    .iter()
+                    .any(|r| *answer == &r[..])
+            {
+                // A change the policy allows, refused because it could not be audited.
+                continue;
+            }
             let Some((frame, _)) = from_broker else {
                 panic!(
                     "the client got an answer to correlation id {id} that the broker never \
@@ -2495,6 +2587,48 @@ mod tests {
         let broker = HashMap::from([(1, (&one[..], true)), (2, (&two[..], true))]);
         check_answers(&[&one, &two], &by_id, &broker, false, &policy);
         check_answers(&[&two, &one], &by_id, &broker, false, &policy);
+    }
+
+    /// CreatePartitions v0 adding partitions to `topic`.
+    fn add_partitions(id: i32, topic: &str) -> Vec<u8> {
+        let mut out = header(37, 0, id, b"client", false);
+        out.extend_from_slice(&1i32.to_be_bytes());
+        put_string(&mut out, Some(topic.as_bytes()));
+        out.extend_from_slice(&4i32.to_be_bytes());
+        out.extend_from_slice(&(-1i32).to_be_bytes());
+        out.extend_from_slice(&1000i32.to_be_bytes());
+        out.push(0);
+        seal(out)
+    }
+
+    /// Issue 35: a leadership change the policy refuses is answered by the guard and never
+    /// forwarded; one it allows is forwarded byte for byte; an inter-broker API ends the
+    /// stream as the guard reads it (it closes the connection).
+    #[test]
+    #[should_panic(expected = "a leadership change the policy refuses (API 37) was forwarded")]
+    fn a_refused_leadership_change_forwarded_fails() {
+        let policy = protect_payments();
+        let stream = [add_partitions(1, "orders"), add_partitions(2, "payments")].concat();
+        let (sent, _) = classify(&stream, &policy);
+        assert_eq!(sent.len(), 2);
+        assert!(sent[0].change_refused.is_none());
+        let refusal = sent[1].change_refused.clone().expect("refused");
+        let by_id: HashMap<i32, &Sent<'_>> = sent.iter().map(|s| (s.id, s)).collect();
+        // The guard's own answer to the refused one is accepted; the broker's is not.
+        let broker_one = plain_answer(1, 3);
+        let broker = HashMap::from([(1, (&broker_one[..], true))]);
+        check_answers(&[&broker_one, &refusal], &by_id, &broker, false, &policy);
+        check_forwarded(&[sent[0].frame], &by_id, &policy);
+        let mut inter_broker = header(56, 0, 3, b"client", false);
+        inter_broker.extend_from_slice(&[0; 4]);
+        let stream = [
+            add_partitions(1, "orders"),
+            seal(inter_broker),
+            add_partitions(4, "x"),
+        ]
+        .concat();
+        assert_eq!(classify(&stream, &policy).0.len(), 1);
+        check_forwarded(&[sent[0].frame, sent[1].frame], &by_id, &policy);
     }
 
     /// A forwarded request that still names a refused partition fails.

@@ -108,7 +108,8 @@ pub(crate) fn decide(
     let too_many = policy
         .max_partitions
         .is_some_and(|max| requested.map_or(true, |n| n > max));
-    let all_unclean = plain.topics.is_none() && unclean;
+    // A null list and (issue 35) an empty one: refused whole under deny-unclean.
+    let all_unclean = plain.topics.as_ref().map_or(true, |t| t.is_empty()) && unclean;
     let all_protected = plain.topics.is_none() && !policy.protected_topics.is_empty();
     let whole = client_refused || principal_refused || too_many || all_unclean || all_protected;
     let refused_entries: Vec<&PlainTopic> = plain

@@ -86,6 +86,9 @@ pub enum AuditError {
 }
 
 impl AuditError {
+    /// Every kind, for what checks the reasons a refusal can give.
+    pub const ALL: [AuditError; 2] = [AuditError::Stalled, AuditError::Failing];
+
     /// Why, in a few words, for the refusal's message.
     pub fn reason(self) -> &'static str {
         match self {
