@@ -99,6 +99,7 @@ pub mod policy;
 mod server;
 pub mod tls;
 mod versions;
+mod weaker;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.
