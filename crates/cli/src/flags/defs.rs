@@ -535,11 +535,23 @@ pub struct FuzzArgs {
 #[derive(Args, Clone, Debug)]
 pub struct ProxyArgs {
     /// Read the options from this TOML file (their names as keys; see the README); an
-    /// option given here overrides the file's. SIGHUP reads it again
+    /// option given here overrides the file's. SIGHUP reads it again, and keeps the rules
+    /// in force if it does not parse, is empty, or has weaker rules without saying
+    /// allow-weaker-rules = true
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Check this config file, with the other options given, as a start would (its
+    /// certificates loaded, the audit log's place), binding nothing; print one line on
+    /// its rules and exit: 0 when it is valid, 2 when not
+    #[arg(long, value_name = "FILE", conflicts_with = "config")]
+    pub check_config: Option<std::path::PathBuf>,
     /// Address to accept clients on (host:port; port 0: any free one)
-    #[arg(long, value_name = "ADDR", value_parser = values::address, required_unless_present = "config")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        value_parser = values::address,
+        required_unless_present_any = ["config", "check_config"]
+    )]
     pub listen: Vec<SocketAddr>,
     /// The broker behind the --listen before it (host:port)
     #[arg(long, value_name = "ADDR", value_parser = values::upstream)]
