@@ -1166,6 +1166,48 @@ fn a_sighup_reload_that_would_weaken_the_rules_keeps_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 35, finding 6: the audit file was never opened again; after logrotate moved it,
+/// the lines went to the file moved. Moved without a signal, the next line goes to a new
+/// file at the path; SIGHUP (logrotate's `postrotate`) opens it again at once.
+#[test]
+fn the_audit_log_follows_logrotate() {
+    let (fake, _got) = FakeUpstream::answering(b"ok");
+    let proxy = Proxy::start(fake.addr, &["--protect-topic", "payments"]);
+    let (path, rotated) = (
+        proxy.dir.join("audit.jsonl"),
+        proxy.dir.join("audit.jsonl.1"),
+    );
+    let orders = [TopicPartitionsData::new(b"orders", &[0])];
+    let mut c = proxy.connect();
+    assert_eq!(elect_on(&mut c, 1, ElectionType::PREFERRED, &orders).1, 0);
+    assert_eq!(proxy.audit_at_least(1).len(), 1);
+
+    // Moved, then SIGHUP: a new file at once, before any line.
+    std::fs::rename(&path, &rotated).unwrap();
+    proxy.signal("HUP");
+    wait_until("the reopen is logged", || {
+        proxy
+            .stderr()
+            .contains("SIGHUP: audit log opened again at its path")
+    });
+    assert!(path.exists());
+    assert_eq!(elect_on(&mut c, 2, ElectionType::PREFERRED, &orders).1, 0);
+    let audit = proxy.audit_at_least(1);
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["correlation_id"], 2);
+
+    // Moved again, no signal (logrotate without postrotate): the next line still goes to
+    // a new file at the path; the file moved keeps the lines before.
+    std::fs::rename(&path, &rotated).unwrap();
+    assert_eq!(elect_on(&mut c, 3, ElectionType::PREFERRED, &orders).1, 0);
+    let audit = proxy.audit_at_least(1);
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["correlation_id"], 3);
+    let before = std::fs::read_to_string(&rotated).unwrap();
+    assert_eq!(before.lines().count(), 1, "{before}");
+    assert!(before.contains("\"correlation_id\":2"), "{before}");
+}
+
 /// `--check-config FILE`: a valid file is one line on stdout and exit 0, binding nothing
 /// and creating nothing; an invalid one (does not parse, is empty, a certificate that
 /// cannot be loaded, an audit log in no directory) is exit 2 with the place named.

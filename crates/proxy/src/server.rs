@@ -310,6 +310,15 @@ impl Reloader {
             weakened,
         })
     }
+
+    /// Opens the audit log file again at its path (SIGHUP; what logrotate's `postrotate`
+    /// asks for), once the lines queued before are written, and waits for it at most
+    /// `timeout`. On an error elections are refused until the file can be opened again
+    /// (tried every second). Without a file (standard output or error) there is nothing
+    /// to reopen: `Ok(false)`. Blocks: call it off the runtime's workers.
+    pub fn reopen_audit(&self, timeout: Duration) -> io::Result<bool> {
+        self.shared.audit.reopen(timeout)
+    }
 }
 
 /// The options of `new` that differ from `old`'s and take effect only at a restart.
@@ -378,13 +387,7 @@ impl Guard {
         let sink = match &config.audit {
             AuditTarget::Stderr => AuditSink::Stderr,
             AuditTarget::Stdout => AuditSink::Stdout,
-            AuditTarget::File(path) => AuditSink::File(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(failed)?,
-            ),
+            AuditTarget::File(path) => AuditSink::open(path).map_err(failed)?,
         };
         let audit = Audit::start(sink, config.audit_queue).map_err(failed)?;
         let mut listeners = Vec::new();

@@ -1,10 +1,13 @@
-//! Issue 35, finding 4, through a running guard: a reload that would weaken the rules
-//! keeps them.
+//! Issue 35, findings 4 and 6, through a running guard: a reload that would weaken the
+//! rules keeps them, and the audit file follows logrotate.
 //!
 //! Finding 4: SIGHUP with an empty or truncated config file dropped every rule while the
 //! log said its rules were in force. A reload is what `elect-leaders proxy` does on
 //! SIGHUP: [`ConfigFile::read_again`], then [`Reloader::apply`]. Each refused reload is
 //! proved by a decision: an election of the protected topic is still refused after it.
+//!
+//! Finding 6: the audit file was never opened again; after logrotate moved it, every line
+//! went to the file moved (or a deleted one) while elections kept passing.
 //!
 //! The upstream is a **fake broker** that answers every request with its correlation id
 //! alone: the guard forwards the answers of requests it let through without parsing them.
@@ -17,7 +20,9 @@ use kafka_elect_leaders::{
     parse_response, ElectLeadersRequestData, ElectionType, EncodeRequestExt, ErrorCode,
     TopicPartitionsData,
 };
-use kafka_elect_leaders_proxy::{Config, ConfigFile, Guard, ReloadError, Reloader, Route};
+use kafka_elect_leaders_proxy::{
+    AuditTarget, Config, ConfigFile, Guard, ReloadError, Reloader, Route,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
@@ -225,4 +230,114 @@ async fn apply_refuses_a_weaker_policy_unless_allowed() {
     assert!(reloaded.restart.is_empty());
     // Back to the stricter rules: nothing to allow.
     assert!(reloader.apply(&config).unwrap().weakened.is_empty());
+}
+
+/// Lines of the file at `path` (none when it is missing).
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+/// Waits until the file at `path` has `n` lines (the writer thread writes after the
+/// answer may have gone out); panics after 10 s.
+async fn wait_lines(path: &Path, n: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while lines(path) < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} has {} lines, not {n}",
+            path.display(),
+            lines(path)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn audited_guard(path: &Path) -> (SocketAddr, Reloader) {
+    let mut config = Config::default();
+    config.routes.push(Route {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream: answering_broker().await,
+    });
+    config
+        .policy
+        .protected_topics
+        .insert(b"payments"[..].into());
+    config.audit = AuditTarget::File(path.to_owned());
+    guard(config).await
+}
+
+/// logrotate's default `create` mode moves the file away and expects the writer to open a
+/// new one; a deleted file the same. Each election's line lands in a file at the path; the
+/// lines before stay in the file moved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_file_follows_a_move_and_a_delete() {
+    let dir = Dir::new("audit-rotate");
+    let path = dir.0.join("audit.jsonl");
+    let rotated = dir.0.join("audit.jsonl.1");
+    let (listen, _reloader) = audited_guard(&path).await;
+    assert_eq!(elect(listen, b"orders").await, None);
+    wait_lines(&path, 1).await;
+
+    std::fs::rename(&path, &rotated).unwrap();
+    assert_eq!(elect(listen, b"orders").await, None);
+    wait_lines(&path, 1).await;
+    assert_eq!(lines(&rotated), 1, "the line went to the file moved");
+
+    std::fs::remove_file(&path).unwrap();
+    assert!(elect(listen, b"payments").await.is_some());
+    wait_lines(&path, 1).await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"verdict\":\"refused\""), "{text}");
+    assert_eq!(lines(&rotated), 1);
+}
+
+/// SIGHUP (`Reloader::reopen_audit`) opens the file again at once; when it cannot be
+/// opened (its directory removed, or the path made a directory), the next election is
+/// refused, failing closed; once the path can be opened, elections pass again, and are
+/// audited there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_file_that_cannot_be_opened_again_refuses_elections() {
+    let dir = Dir::new("audit-gone");
+    let logs = dir.0.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let path = logs.join("audit.jsonl");
+    let (listen, reloader) = audited_guard(&path).await;
+    let reopen = |reloader: Reloader| async move {
+        tokio::task::spawn_blocking(move || reloader.reopen_audit(Duration::from_secs(10)))
+            .await
+            .unwrap()
+    };
+    assert_eq!(elect(listen, b"orders").await, None);
+    wait_lines(&path, 1).await;
+
+    std::fs::rename(&path, logs.join("audit.jsonl.1")).unwrap();
+    assert!(reopen(reloader.clone()).await.unwrap());
+    assert!(path.exists(), "opened again before any election");
+
+    std::fs::remove_dir_all(&logs).unwrap();
+    let e = reopen(reloader.clone()).await.unwrap_err();
+    assert!(e.to_string().contains("audit.jsonl again"), "{e}");
+    let refused = elect(listen, b"orders").await;
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|m| m.contains("the audit log cannot be written")),
+        "{refused:?}"
+    );
+
+    std::fs::create_dir_all(&path).unwrap();
+    assert!(reopen(reloader.clone()).await.is_err());
+    assert!(elect(listen, b"orders").await.is_some());
+
+    // The path can be opened again: the writer does it by itself within a second or so.
+    std::fs::remove_dir(&path).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while elect(listen, b"orders").await.is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "still refused");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    wait_lines(&path, 1).await;
 }

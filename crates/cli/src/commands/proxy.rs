@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use kafka_elect_leaders_proxy::audit::log;
 use kafka_elect_leaders_proxy::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Policy, Route,
-    ServerTls,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Policy, Reloader,
+    Route, ServerTls,
 };
 
 use crate::fail::Failure;
@@ -278,6 +278,25 @@ fn override_rules(args: &ProxyArgs, policy: &mut Policy) {
     }
 }
 
+/// How long SIGHUP waits for the audit lines queued before it to be written, and the file
+/// opened again.
+const AUDIT_REOPEN: Duration = Duration::from_secs(5);
+
+/// SIGHUP's first step: the audit file opened again at its path (logrotate's `postrotate`),
+/// off the runtime's workers.
+async fn reopen_audit(reloader: &Reloader) {
+    let reloader = reloader.clone();
+    let reopened = tokio::task::spawn_blocking(move || reloader.reopen_audit(AUDIT_REOPEN)).await;
+    match reopened {
+        Ok(Ok(true)) => log(format_args!("SIGHUP: audit log opened again at its path")),
+        Ok(Ok(false)) | Err(_) => {}
+        Ok(Err(e)) => log(format_args!(
+            "SIGHUP: audit log not opened again: {e}; elections are refused until it can be \
+             written (tried every second)"
+        )),
+    }
+}
+
 async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Failure> {
     let guard = Guard::bind(config).await.map_err(|e| match e {
         kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
@@ -295,6 +314,7 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
     let reload_args = args.clone();
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
+            reopen_audit(&reloader).await;
             match &reload_args.config {
                 // The file again, with the command line over it as at the start. It fails
                 // closed: a file that is empty, does not parse, or has weaker rules than
