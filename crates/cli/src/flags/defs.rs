@@ -617,8 +617,9 @@ pub struct ProxyArgs {
     /// Forward everything unchanged; audit what would be refused
     #[arg(long)]
     pub log_only: bool,
-    /// One JSON line per ElectLeaders decision, appended to FILE, or to standard output
-    /// with -; default: standard error
+    /// One JSON line per ElectLeaders decision, appended to FILE (opened again when it is
+    /// moved or deleted, and on SIGHUP: logrotate), or to standard output with -;
+    /// default: standard error
     #[arg(long, value_name = "FILE|-")]
     pub audit_log: Option<OsString>,
     /// Audit lines waiting to be written, at most; past it the log is stalled and
