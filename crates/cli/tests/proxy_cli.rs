@@ -998,10 +998,11 @@ fn config_file_rules_overrides_and_reload() {
     assert_eq!(audit[0]["principal_rules"], "ops");
     assert_eq!(audit[1]["principal_rules"], Value::Null);
 
-    // ops loses its own rules, and the idle timeout changes: reloaded, on the open
-    // connections too; the timeout waits for a restart.
+    // ops loses its own rules, bob is allowed (weaker rules: the file says it may), and
+    // the idle timeout changes: reloaded, on the open connections too; the timeout waits
+    // for a restart.
     write_with(
-        "idle-timeout = \"1m\"",
+        "idle-timeout = \"1m\"\nallow-weaker-rules = true",
         "[rules]\ndeny-unclean = true\nallow-principal = [\"alice\", \"ops\", \"bob\"]\n",
     );
     proxy.signal("HUP");
@@ -1012,6 +1013,14 @@ fn config_file_rules_overrides_and_reload() {
         proxy
             .stderr()
             .contains("not applied until a restart: idle-timeout"),
+        "{}",
+        proxy.stderr()
+    );
+    assert!(
+        proxy.stderr().contains(
+            "its rules are weaker than those before, as its allow-weaker-rules = true allows: \
+             allow-principal widened to \"bob\""
+        ),
         "{}",
         proxy.stderr()
     );
@@ -1062,6 +1071,225 @@ fn config_file_rules_overrides_and_reload() {
         err.contains("guard.toml:8:16: invalid type: string \"no\", expected a boolean"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 35, finding 4: SIGHUP with an empty or truncated config file dropped every rule
+/// while logging that its rules were in force. Now a file that is empty, cut mid-table, or
+/// has a protected topic fewer keeps the rules in force (an election of the protected
+/// topic is still refused after each) and the log says why, naming what would be dropped;
+/// with `allow-weaker-rules = true` the weaker rules are put in force, and the log says
+/// so.
+#[test]
+fn a_sighup_reload_that_would_weaken_the_rules_keeps_them() {
+    let (fake, _got) = FakeUpstream::answering(b"ok");
+    // The route on the command line, the rules in the file: an empty file parses.
+    let dir = Proxy::dir();
+    let file = dir.join("guard.toml");
+    let whole = "[rules]\ndeny-unclean = true\nprotect-topic = [\"payments\", \"orders\"]\n";
+    std::fs::write(&file, whole).unwrap();
+    let proxy = Proxy::start(fake.addr, &["--config", file.to_str().unwrap()]);
+    let payments = [TopicPartitionsData::new(b"payments", &[0])];
+    let mut c = proxy.connect();
+    let mut id = 0;
+    let mut refused = |c: &mut TcpStream| {
+        id += 1;
+        let (results, top) = elect_on(c, id, ElectionType::PREFERRED, &payments);
+        top == 0 && results.len() == 1 && results[0].2 == 44
+    };
+    assert!(refused(&mut c));
+    let mut failures = 0;
+    let mut reload_refused = |contents: &str, says: &str| {
+        std::fs::write(&file, contents).unwrap();
+        proxy.signal("HUP");
+        failures += 1;
+        wait_until("the refused reload is logged", || {
+            proxy.stderr().matches("guard.toml not reloaded").count() >= failures
+        });
+        let log = proxy.stderr();
+        let line = log
+            .lines()
+            .filter(|l| l.contains("guard.toml not reloaded"))
+            .nth(failures - 1)
+            .unwrap();
+        assert!(line.contains(says), "{says:?} not in {line}");
+        assert!(!log.contains("guard.toml reloaded"), "{log}");
+    };
+
+    reload_refused("", "the file is empty (it sets nothing)");
+    assert!(refused(&mut c), "after an empty file");
+    // Cut mid-table, in the list of protected topics.
+    reload_refused(
+        &whole[..whole.len() - 12],
+        "guard.toml:3:28: unclosed array",
+    );
+    assert!(refused(&mut c), "after a truncated file");
+    // Cut at a line boundary: it parses, with fewer rules.
+    reload_refused(
+        &whole[..whole.find("protect-topic").unwrap()],
+        "its rules are weaker than those in force, and it does not say allow-weaker-rules = \
+         true: protect-topic \"orders\", \"payments\" dropped",
+    );
+    assert!(refused(&mut c), "after a file cut at a line");
+    reload_refused(
+        &whole.replace("\"payments\", ", ""),
+        "allow-weaker-rules = true: protect-topic \"payments\" dropped",
+    );
+    assert!(refused(&mut c), "after a file with a protected topic fewer");
+
+    // Said so: put in force, and the log says what it dropped.
+    std::fs::write(
+        &file,
+        format!(
+            "allow-weaker-rules = true\n{}",
+            whole.replace("\"payments\", ", "")
+        ),
+    )
+    .unwrap();
+    proxy.signal("HUP");
+    wait_until("the reload is logged", || {
+        proxy.stderr().contains("guard.toml reloaded")
+    });
+    assert!(
+        proxy.stderr().contains(
+            "its rules are weaker than those before, as its allow-weaker-rules = true allows: \
+             protect-topic \"payments\" dropped"
+        ),
+        "{}",
+        proxy.stderr()
+    );
+    assert!(!refused(&mut c), "payments is no longer protected");
+    // Every line of the log is one line: no newline from a file or a name.
+    for line in proxy.stderr().lines() {
+        assert!(line.starts_with("elect-leaders proxy: "), "{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 35, finding 6: the audit file was never opened again; after logrotate moved it,
+/// the lines went to the file moved. Moved without a signal, the next line goes to a new
+/// file at the path; SIGHUP (logrotate's `postrotate`) opens it again at once.
+#[test]
+fn the_audit_log_follows_logrotate() {
+    let (fake, _got) = FakeUpstream::answering(b"ok");
+    let proxy = Proxy::start(fake.addr, &["--protect-topic", "payments"]);
+    let (path, rotated) = (
+        proxy.dir.join("audit.jsonl"),
+        proxy.dir.join("audit.jsonl.1"),
+    );
+    let orders = [TopicPartitionsData::new(b"orders", &[0])];
+    let mut c = proxy.connect();
+    assert_eq!(elect_on(&mut c, 1, ElectionType::PREFERRED, &orders).1, 0);
+    assert_eq!(proxy.audit_at_least(1).len(), 1);
+
+    // Moved, then SIGHUP: a new file at once, before any line.
+    std::fs::rename(&path, &rotated).unwrap();
+    proxy.signal("HUP");
+    wait_until("the reopen is logged", || {
+        proxy
+            .stderr()
+            .contains("SIGHUP: audit log opened again at its path")
+    });
+    assert!(path.exists());
+    assert_eq!(elect_on(&mut c, 2, ElectionType::PREFERRED, &orders).1, 0);
+    let audit = proxy.audit_at_least(1);
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["correlation_id"], 2);
+
+    // Moved again, no signal (logrotate without postrotate): the next line still goes to
+    // a new file at the path; the file moved keeps the lines before.
+    std::fs::rename(&path, &rotated).unwrap();
+    assert_eq!(elect_on(&mut c, 3, ElectionType::PREFERRED, &orders).1, 0);
+    let audit = proxy.audit_at_least(1);
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["correlation_id"], 3);
+    let before = std::fs::read_to_string(&rotated).unwrap();
+    assert_eq!(before.lines().count(), 1, "{before}");
+    assert!(before.contains("\"correlation_id\":2"), "{before}");
+}
+
+/// `--check-config FILE`: a valid file is one line on stdout and exit 0, binding nothing
+/// and creating nothing; an invalid one (does not parse, is empty, a certificate that
+/// cannot be loaded, an audit log in no directory) is exit 2 with the place named.
+#[test]
+fn check_config() {
+    let dir = Proxy::dir();
+    let file = dir.join("guard.toml");
+    let check = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["proxy", "--check-config"])
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The port is taken: a check binds nothing, so it does not mind.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let valid = format!(
+        "audit-log = \"logs/audit.jsonl\"\n\n[[route]]\nlisten = \"{}\"\n\
+         upstream = \"127.0.0.1:9092\"\n\n[rules]\ndeny-unclean = true\n\
+         protect-topic = [\"payments\", \"orders\"]\nallow-principal = [\"ops\"]\n\n\
+         [rules.principal.ops]\nlog-only = true\n",
+        taken.local_addr().unwrap()
+    );
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::write(&file, &valid).unwrap();
+    let out = check(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{}: valid: 1 route(s); rules: deny-unclean, protect-topic (2), allow-principal \
+             (1), own rules for 1 principal(s); audit-log {}\n",
+            file.display(),
+            dir.join("logs/audit.jsonl").display()
+        )
+    );
+    assert!(
+        !dir.join("logs/audit.jsonl").exists(),
+        "the check created it"
+    );
+    // The options given count, as at a start.
+    let out = check(&["--max-partitions", "5", "--log-only"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("max-partitions 5, log-only, own rules"),
+        "{out:?}"
+    );
+
+    let invalid = |contents: &str, extra: &[&str], says: &str| {
+        std::fs::write(&file, contents).unwrap();
+        let out = check(extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{contents}: {err}");
+        assert!(err.contains(says), "{says:?} not in {err}");
+        assert!(out.stdout.is_empty());
+    };
+    invalid(
+        &valid.replace("deny-unclean = true", "deny-unclean = yes"),
+        &[],
+        "guard.toml:8:16: ",
+    );
+    // Cut mid-table, in a name.
+    let cut = valid.find("\"orders\"").unwrap() + 3;
+    invalid(&valid[..cut], &[], "guard.toml:9:");
+    invalid("", &[], "guard.toml: the file is empty");
+    invalid(
+        &format!("{valid}\n[tls]\ncert = \"missing.pem\"\nkey = \"missing.key\"\n"),
+        &[],
+        "missing.pem",
+    );
+    invalid(
+        &valid.replace("logs/audit.jsonl", "nowhere/audit.jsonl"),
+        &[],
+        "cannot open the audit log",
+    );
+    invalid(&valid, &["--tls-cert", "c.pem"], "--tls-key");
+    let out = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["proxy", "--check-config", "a.toml", "--config", "b.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

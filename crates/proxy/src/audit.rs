@@ -11,12 +11,22 @@
 //! says so, and the guard refuses the election it could not audit: it fails closed, while
 //! every other API keeps flowing. Diagnostics go through a queue of their own to a thread
 //! that writes stderr; when it is full they are dropped and counted, never waited for.
+//!
+//! An audit file is opened again at its path when the path no longer names the file open
+//! (its device and inode, looked at before each line): moved or deleted, as logrotate's
+//! default `create` mode does, the next line goes to a new file at the path, and the lines
+//! before stay in the file moved. [`Audit::reopen`] opens it again at once (SIGHUP,
+//! logrotate's `postrotate`). `copytruncate` needs nothing: the file is appended to, so
+//! the next line goes to the start of the truncated file. When the file cannot be opened
+//! again (its directory gone, the path a directory), elections are refused, failing
+//! closed, and the writer tries again every second.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -35,10 +45,102 @@ pub enum AuditSink {
     Stdout,
     /// Standard error.
     Stderr,
-    /// A file, appended to.
-    File(File),
+    /// A file, appended to, and opened again at its path when that names another file or
+    /// none ([`AuditSink::open`]).
+    File(AuditFile),
     /// Any writer, e.g. `io::sink()` or a pipe of the embedding program's.
     Writer(Box<dyn Write + Send>),
+}
+
+impl AuditSink {
+    /// The file at `path`, opened to append (created if missing).
+    pub fn open(path: &Path) -> io::Result<AuditSink> {
+        let mut file = AuditFile {
+            path: path.to_owned(),
+            open: None,
+        };
+        file.reopen()?;
+        Ok(AuditSink::File(file))
+    }
+
+    /// An audit file that could not be opened again: tried every second.
+    fn broken(&self) -> bool {
+        matches!(self, AuditSink::File(AuditFile { open: None, .. }))
+    }
+}
+
+/// An audit file: its path, and the file open with its identity (None: it could not be
+/// opened again).
+pub struct AuditFile {
+    path: PathBuf,
+    open: Option<(File, Option<FileId>)>,
+}
+
+/// A file's device and inode: whether a path still names the file open.
+type FileId = (u64, u64);
+
+#[cfg(unix)]
+fn file_id(meta: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+/// Elsewhere a file has no identity the standard library shows: a move is not seen (a
+/// delete still is), and SIGHUP opens the file again.
+#[cfg(not(unix))]
+fn file_id(_: &std::fs::Metadata) -> Option<FileId> {
+    None
+}
+
+impl AuditFile {
+    /// Opens the file at the path (created if missing) in place of the one open; on an
+    /// error none is open (lines are not written to a file the path no longer names).
+    fn reopen(&mut self) -> io::Result<()> {
+        self.open = None;
+        let opened = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .and_then(|file| {
+                let id = file_id(&file.metadata()?);
+                Ok((file, id))
+            });
+        match opened {
+            Ok(open) => {
+                self.open = Some(open);
+                Ok(())
+            }
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("cannot open {} again: {e}", self.path.display()),
+            )),
+        }
+    }
+
+    /// Writes `line` to the file the path names: opened again first when it is not the
+    /// one open (moved or deleted), or when none is.
+    fn write(&mut self, line: &[u8]) -> io::Result<()> {
+        let at_path = std::fs::metadata(&self.path).map(|m| file_id(&m));
+        let moved = match (&self.open, &at_path) {
+            (Some((_, Some(open))), Ok(Some(at_path))) => open != at_path,
+            (Some(_), Ok(_)) | (None, _) => false,
+            (Some(_), Err(_)) => true,
+        };
+        if moved || self.open.is_none() {
+            self.reopen()?;
+            if moved {
+                log(format_args!(
+                    "audit log {}: the path names another file or none (moved or deleted, as \
+                     logrotate does): opened again; the lines before stay in the file moved",
+                    self.path.display()
+                ));
+            }
+        }
+        match &mut self.open {
+            Some((file, _)) => file.write_all(line),
+            None => Err(io::Error::other("no audit file open")),
+        }
+    }
 }
 
 /// One JSON line per decision, handed to a writer thread through a bounded queue. Lines
@@ -55,7 +157,12 @@ pub struct Audit {
 enum Message {
     Line(String),
     Drained(std::sync::mpsc::Sender<()>),
+    /// Open the audit file again; the answer: whether there is a file.
+    Reopen(std::sync::mpsc::Sender<io::Result<bool>>),
 }
+
+/// How often a writer whose file could not be opened again tries again.
+const REOPEN_RETRY: Duration = Duration::from_secs(1);
 
 /// Hands `Drained` to a writer and waits for its answer, at most until `deadline`: whether
 /// every line queued before it was written.
@@ -141,6 +248,42 @@ impl Audit {
         drain(&self.lines, std::time::Instant::now() + timeout)
     }
 
+    /// Opens the audit file again at its path once the lines queued before are written,
+    /// and waits for it at most `timeout`: what SIGHUP does, for logrotate. `Ok(false)`:
+    /// the sink is no file. On an error (the file cannot be opened, or the log is stalled
+    /// past `timeout`) elections are refused until a line can be written. Blocks: call it
+    /// off the runtime's workers.
+    pub fn reopen(&self, timeout: Duration) -> io::Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        let (done, wait) = std::sync::mpsc::channel();
+        let mut message = Message::Reopen(done);
+        loop {
+            match self.lines.try_send(message) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if std::time::Instant::now() < deadline => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(TrySendError::Full(_)) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the audit log is stalled (its queue is full): not opened again",
+                    ))
+                }
+                Err(TrySendError::Disconnected(_)) => {
+                    return Err(io::Error::other("the audit writer is gone"))
+                }
+            }
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        wait.recv_timeout(left).unwrap_or_else(|_| {
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the audit log is stalled: the lines before are not written yet",
+            ))
+        })
+    }
+
     /// Hands the line for one decision to the writer; an error when it cannot be audited
     /// (the caller then refuses the election, and nothing is written for it).
     pub fn record(
@@ -179,17 +322,59 @@ impl Audit {
 
 /// The writer thread: one `write` per line. A line whose write fails is tried again every
 /// second until it is written; meanwhile `failing` is set and no decision is let through.
+/// A file that could not be opened again is tried every second too, lines or not.
 fn write_lines(
     mut sink: AuditSink,
     lines: &Receiver<Message>,
     failing: &AtomicBool,
     queued: &prometheus_client::metrics::gauge::Gauge,
 ) {
-    for message in lines {
+    loop {
+        let message = if sink.broken() {
+            match lines.recv_timeout(REOPEN_RETRY) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let AuditSink::File(file) = &mut sink {
+                        if file.reopen().is_ok() {
+                            failing.store(false, Ordering::Relaxed);
+                            log(format_args!(
+                                "audit log {} opened again: elections are audited again",
+                                file.path.display()
+                            ));
+                        }
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        } else {
+            match lines.recv() {
+                Ok(message) => message,
+                Err(_) => return,
+            }
+        };
         let line = match message {
             Message::Line(line) => line,
             Message::Drained(done) => {
                 let _ = done.send(());
+                continue;
+            }
+            Message::Reopen(done) => {
+                let reopened = match &mut sink {
+                    AuditSink::File(file) => match file.reopen() {
+                        Ok(()) => {
+                            failing.store(false, Ordering::Relaxed);
+                            Ok(true)
+                        }
+                        // The caller says it (its error), once.
+                        Err(e) => {
+                            failing.store(true, Ordering::Relaxed);
+                            Err(e)
+                        }
+                    },
+                    _ => Ok(false),
+                };
+                let _ = done.send(reopened);
                 continue;
             }
         };
@@ -200,7 +385,7 @@ fn write_lines(
                     out.write_all(line.as_bytes()).and_then(|()| out.flush())
                 }
                 AuditSink::Stderr => io::stderr().lock().write_all(line.as_bytes()),
-                AuditSink::File(f) => f.write_all(line.as_bytes()),
+                AuditSink::File(f) => f.write(line.as_bytes()),
                 AuditSink::Writer(w) => w.write_all(line.as_bytes()).and_then(|()| w.flush()),
             };
             match written {
@@ -571,6 +756,10 @@ fn diagnostics() -> Option<&'static Diagnostics> {
                                 let _ = done.send(());
                                 continue;
                             }
+                            Message::Reopen(done) => {
+                                let _ = done.send(Ok(false));
+                                continue;
+                            }
                         };
                         let lost = counter.swap(0, Ordering::Relaxed);
                         let mut err = io::stderr().lock();
@@ -838,6 +1027,114 @@ mod tests {
         assert!(!audit.drain(Duration::from_millis(300)));
         assert!(started.elapsed() < Duration::from_secs(5));
         drop(open);
+    }
+
+    /// A directory of its own for one test, removed when dropped.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let dir = std::env::temp_dir().join(format!("kel-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Dir(dir)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn read(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
+    /// Issue 35, finding 6: the audit file was never opened again, so after logrotate
+    /// moved it (its default `create` mode) every line went to the file moved, and after
+    /// a delete to a file no one can read. Now the next line goes to a new file at the
+    /// path; the lines before stay where they were.
+    #[test]
+    fn a_file_moved_or_deleted_is_opened_again_at_its_path() {
+        let dir = Dir::new("audit-moved");
+        let path = dir.0.join("audit.jsonl");
+        let audit = Audit::start(AuditSink::open(&path).unwrap(), 16).unwrap();
+        queue_lines(&audit, 1);
+        assert!(audit.drain(Duration::from_secs(10)));
+        std::fs::rename(&path, dir.0.join("audit.jsonl.1")).unwrap();
+        queue_lines(&audit, 2);
+        assert!(audit.drain(Duration::from_secs(10)));
+        assert_eq!(read(&dir.0.join("audit.jsonl.1")), "{\"line\":0}\n");
+        assert_eq!(read(&path), "{\"line\":0}\n{\"line\":1}\n");
+
+        std::fs::remove_file(&path).unwrap();
+        queue_lines(&audit, 1);
+        assert!(audit.drain(Duration::from_secs(10)));
+        assert_eq!(read(&path), "{\"line\":0}\n");
+        assert!(!audit.failing.load(Ordering::Relaxed));
+    }
+
+    /// logrotate's `copytruncate`: the file is copied, then cut to nothing in place; the
+    /// next line goes at its start (appended), not after a hole where the old end was.
+    #[test]
+    fn a_file_truncated_in_place_is_written_from_its_start() {
+        let dir = Dir::new("audit-truncated");
+        let path = dir.0.join("audit.jsonl");
+        let audit = Audit::start(AuditSink::open(&path).unwrap(), 16).unwrap();
+        queue_lines(&audit, 3);
+        assert!(audit.drain(Duration::from_secs(10)));
+        std::fs::copy(&path, dir.0.join("audit.jsonl.1")).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        queue_lines(&audit, 1);
+        assert!(audit.drain(Duration::from_secs(10)));
+        assert_eq!(read(&path), "{\"line\":0}\n");
+        assert_eq!(read(&dir.0.join("audit.jsonl.1")).lines().count(), 3);
+    }
+
+    /// SIGHUP: opened again at once, before any line; a path that cannot be opened (its
+    /// directory gone, or a directory itself) sets the log failing, so that the next
+    /// decision is refused; once it can be opened again, the writer does it by itself.
+    #[test]
+    fn reopen_at_once_and_fail_closed_when_it_cannot() {
+        let dir = Dir::new("audit-reopen");
+        let logs = dir.0.join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let path = logs.join("audit.jsonl");
+        let audit = Audit::start(AuditSink::open(&path).unwrap(), 16).unwrap();
+        std::fs::rename(&path, logs.join("audit.jsonl.1")).unwrap();
+        assert!(audit.reopen(Duration::from_secs(10)).unwrap());
+        assert!(path.exists(), "opened again before any line");
+
+        std::fs::remove_dir_all(&logs).unwrap();
+        let e = audit.reopen(Duration::from_secs(10)).unwrap_err();
+        assert!(e.to_string().contains("audit.jsonl again"), "{e}");
+        assert!(audit.failing.load(Ordering::Relaxed), "elections refused");
+
+        // The path is now a directory: still failing, whatever is asked.
+        std::fs::create_dir_all(&path).unwrap();
+        assert!(audit.reopen(Duration::from_secs(10)).is_err());
+        assert!(audit.failing.load(Ordering::Relaxed));
+
+        // Fixed: the writer opens it by itself (it tries every second).
+        std::fs::remove_dir(&path).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while audit.failing.load(Ordering::Relaxed) {
+            assert!(std::time::Instant::now() < deadline, "never opened again");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        queue_lines(&audit, 1);
+        assert!(audit.drain(Duration::from_secs(10)));
+        assert_eq!(read(&path), "{\"line\":0}\n");
+
+        // Standard error is no file: nothing to open.
+        let stderr = Audit::start(AuditSink::Stderr, 4).unwrap();
+        assert!(!stderr.reopen(Duration::from_secs(10)).unwrap());
     }
 
     /// A broker that advertises a host name with a newline and an escape sequence in it

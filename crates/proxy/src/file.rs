@@ -36,6 +36,13 @@
 //! Relative paths are read from the file's directory. A file that fails to parse or does
 //! not hold what the guard expects is refused whole, with its line and column; on SIGHUP
 //! the guard then keeps the configuration it runs with.
+//!
+//! A reload fails closed ([`ConfigFile::read_again`], [`crate::Reloader::apply`]): a file
+//! that sets nothing (empty, or comments only) is refused, and so is one whose rules are
+//! weaker than those in force ([`Policy::weakened_by`]: a protected topic fewer,
+//! `deny-unclean` off, ...) unless it says so with a top-level
+//! `allow-weaker-rules = true`. A file cut short mid-table does not parse; one cut at a line
+//! boundary has fewer rules: either way the rules in force stay.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -72,6 +79,11 @@ pub struct ConfigFile {
     pub metrics_listen: Option<SocketAddr>,
     /// `[rules]`, with `[rules.principal.NAME]` in `principal_rules`.
     pub policy: Policy,
+    /// `allow-weaker-rules = true`: a reload from this file may put in force rules weaker
+    /// than those in force ([`Config::allow_weaker_rules`]).
+    pub allow_weaker_rules: bool,
+    /// The file sets nothing: no key at all (empty, or only comments and blank lines).
+    pub empty: bool,
 }
 
 /// A broker's address as written: resolved, with its host name when it is not an IP
@@ -175,6 +187,24 @@ impl ConfigFile {
         })
     }
 
+    /// Reads the file at `path` again, for a reload: as [`ConfigFile::read`], and a file
+    /// that sets nothing is refused (an empty file is a file being written, or truncated,
+    /// never a wish to drop every rule).
+    pub fn read_again(path: &Path) -> Result<ConfigFile, FileError> {
+        let file = ConfigFile::read(path)?;
+        if file.empty {
+            return Err(FileError {
+                path: path.to_owned(),
+                line: 0,
+                column: 0,
+                message: "the file is empty (it sets nothing): a reload never drops every \
+                          rule"
+                    .into(),
+            });
+        }
+        Ok(file)
+    }
+
     /// Parses `text`, with relative paths taken from `base`; an error is `(line, column,
     /// message)`, 1-based.
     pub fn parse(text: &str, base: &Path) -> Result<ConfigFile, (usize, usize, String)> {
@@ -182,7 +212,14 @@ impl ConfigFile {
             let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
             (line, column, e.message().trim_end().to_owned())
         })?;
-        Ok(raw.into_file(base))
+        let mut file = raw.into_file(base);
+        // TOML has no multi-line comment: a line that is neither blank nor a comment holds
+        // a key or a table.
+        file.empty = text.lines().all(|line| {
+            let line = line.trim();
+            line.is_empty() || line.starts_with('#')
+        });
+        Ok(file)
     }
 
     /// Puts what the file sets into `config`, leaving the rest as it is.
@@ -232,6 +269,7 @@ impl ConfigFile {
         }
         config.upstream_names = self.upstream_names();
         config.policy = self.policy.clone();
+        config.allow_weaker_rules = self.allow_weaker_rules;
     }
 
     /// Each route's broker host name, for its certificate's check.
@@ -240,6 +278,65 @@ impl ConfigFile {
             .iter()
             .filter_map(|(_, u)| Some((u.addr, u.host.clone()?)))
             .collect()
+    }
+}
+
+/// One line on a configuration: its routes, its rules (lists counted, never their names),
+/// its audit log, and whether a reload may weaken the rules (`elect-leaders proxy
+/// --check-config`).
+pub fn summary(config: &Config) -> String {
+    let audit = match &config.audit {
+        AuditTarget::Stderr => "standard error".to_owned(),
+        AuditTarget::Stdout => "standard output".to_owned(),
+        AuditTarget::File(path) => path.display().to_string(),
+    };
+    let mut line = format!(
+        "{} route(s); rules: {}; audit-log {audit}",
+        config.routes.len(),
+        rules_summary(&config.policy)
+    );
+    if config.tls.is_some() {
+        line.push_str("; tls");
+    }
+    if config.upstream_tls.is_some() {
+        line.push_str("; upstream-tls");
+    }
+    if config.allow_weaker_rules {
+        line.push_str("; allow-weaker-rules = true");
+    }
+    line
+}
+
+/// The rules set, each by its option, lists counted.
+fn rules_summary(policy: &Policy) -> String {
+    let mut rules = Vec::new();
+    if policy.deny_unclean {
+        rules.push("deny-unclean".to_owned());
+    }
+    let mut count = |option: &str, n: usize| {
+        if n > 0 {
+            rules.push(format!("{option} ({n})"));
+        }
+    };
+    count("protect-topic", policy.protected_topics.len());
+    count("allow-client-id", policy.allowed_client_ids.len());
+    count("allow-principal", policy.allowed_principals.len());
+    if let Some(max) = policy.max_partitions {
+        rules.push(format!("max-partitions {max}"));
+    }
+    if policy.log_only {
+        rules.push("log-only".to_owned());
+    }
+    if !policy.principal_rules.is_empty() {
+        rules.push(format!(
+            "own rules for {} principal(s)",
+            policy.principal_rules.len()
+        ));
+    }
+    if rules.is_empty() {
+        "none (every election is forwarded)".to_owned()
+    } else {
+        rules.join(", ")
     }
 }
 
@@ -285,6 +382,8 @@ struct Raw {
     metrics_listen: Option<SocketAddr>,
     #[serde(default)]
     rules: RawRules,
+    #[serde(default)]
+    allow_weaker_rules: bool,
 }
 
 #[derive(Deserialize)]
@@ -434,6 +533,8 @@ impl Raw {
                 principal_rules,
                 ..policy
             },
+            allow_weaker_rules: self.allow_weaker_rules,
+            empty: false,
         }
     }
 }
@@ -676,6 +777,55 @@ log-only = true
             assert_eq!((l, c), (line, column), "{text:?}: {message}");
             assert!(message.contains(says), "{text:?}: {message}");
         }
+    }
+
+    /// Issue 35, finding 4: an empty file on SIGHUP dropped every rule. A reload now
+    /// refuses a file that sets nothing (empty, blank, comments only), and one cut
+    /// mid-table, with its line and column; `allow-weaker-rules` is read and reaches the
+    /// configuration.
+    #[test]
+    fn a_reload_refuses_an_empty_or_truncated_file() {
+        let dir = std::env::temp_dir().join(format!("kel-file-again-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("guard.toml");
+        for empty in ["", "\n  \n", "# the guard\n\n   # nothing else\n"] {
+            std::fs::write(&path, empty).unwrap();
+            assert!(ConfigFile::read(&path).unwrap().empty, "{empty:?}");
+            let e = ConfigFile::read_again(&path).unwrap_err();
+            assert!(
+                e.to_string().ends_with(
+                    "guard.toml: the file is empty (it sets nothing): a \
+                                        reload never drops every rule"
+                ),
+                "{e}"
+            );
+        }
+        let whole = "[rules]\ndeny-unclean = true\nprotect-topic = [\"payments\", \"orders\"]\n";
+        std::fs::write(&path, whole).unwrap();
+        let file = ConfigFile::read_again(&path).unwrap();
+        assert!(!file.empty && !file.allow_weaker_rules);
+        // Cut mid-table, mid-value: it does not parse.
+        std::fs::write(&path, &whole[..whole.len() - 12]).unwrap();
+        let e = ConfigFile::read_again(&path).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 28), "{e}");
+        assert!(e.message.contains("unclosed array"), "{e}");
+
+        std::fs::write(&path, format!("allow-weaker-rules = true\n{whole}")).unwrap();
+        let file = ConfigFile::read_again(&path).unwrap();
+        assert!(file.allow_weaker_rules);
+        let mut config = Config::default();
+        file.apply(&mut config);
+        assert!(config.allow_weaker_rules);
+        assert_eq!(
+            summary(&config),
+            "0 route(s); rules: deny-unclean, protect-topic (2); audit-log standard error; \
+             allow-weaker-rules = true"
+        );
+        assert_eq!(
+            rules_summary(&Policy::default()),
+            "none (every election is forwarded)"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

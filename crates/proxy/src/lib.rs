@@ -100,6 +100,7 @@ pub mod policy;
 mod server;
 pub mod tls;
 mod versions;
+mod weaker;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.
@@ -113,8 +114,9 @@ pub mod testing {
 pub use file::{ConfigFile, FileError};
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloader, Route,
-    StartError, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BUFFERED_BYTES,
-    DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT, RESERVED_FDS,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloaded,
+    Reloader, Route, StartError, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+    RESERVED_FDS,
 };
 pub use tls::{ServerTls, UpstreamTls};

@@ -101,6 +101,11 @@ pub struct Config {
     /// ask and the time to take the answer, each with its default
     /// ([`crate::metrics::MetricsLimits`]); apart from the Kafka listeners' limits.
     pub metrics_limits: crate::metrics::MetricsLimits,
+    /// For [`Reloader::apply`]: put this policy in force even when it is weaker than the
+    /// one in force ([`Policy::weakened_by`]). The config file's `allow-weaker-rules =
+    /// true`, and never a command-line option (the command line is read again at every
+    /// reload: it would allow every weakening for good). Default false.
+    pub allow_weaker_rules: bool,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
@@ -179,6 +184,7 @@ impl Default for Config {
             dynamic_listen: None,
             metrics_listen: None,
             metrics_limits: crate::metrics::MetricsLimits::default(),
+            allow_weaker_rules: false,
             plain: false,
         }
     }
@@ -260,14 +266,34 @@ pub struct Reloader {
 pub enum ReloadError {
     /// A certificate or key could not be loaded, or TLS would be turned on or off.
     Tls(TlsError),
+    /// The new rules are weaker than those in force, and the new configuration does not
+    /// allow it ([`Config::allow_weaker_rules`]): what they would drop, one phrase each
+    /// ([`Policy::weakened_by`]).
+    Weaker(Vec<String>),
 }
 
 impl fmt::Display for ReloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReloadError::Tls(e) => write!(f, "{e}"),
+            ReloadError::Weaker(dropped) => write!(
+                f,
+                "its rules are weaker than those in force, and it does not say \
+                 allow-weaker-rules = true: {}",
+                dropped.join("; ")
+            ),
         }
     }
+}
+
+/// What a reload put in force, besides its policy and certificates.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// The options whose new values wait for a restart, by their command-line names.
+    pub restart: Vec<&'static str>,
+    /// What the new rules dropped of those in force ([`Policy::weakened_by`]); not empty
+    /// only when the configuration allowed it ([`Config::allow_weaker_rules`]).
+    pub weakened: Vec<String>,
 }
 
 impl std::error::Error for ReloadError {}
@@ -287,11 +313,22 @@ impl Reloader {
     /// decided by the new policy (a request already decided is answered by the policy
     /// that decided it), and new connections use the new certificates.
     ///
+    /// It fails closed: a policy weaker than the one in force (a protected topic fewer,
+    /// `deny-unclean` off, ...: [`Policy::weakened_by`]) is refused, naming what it would
+    /// drop, unless `config` allows it ([`Config::allow_weaker_rules`]); then it is put in
+    /// force and what it dropped is returned, for the caller to log.
+    ///
     /// The rest of `config` (listeners and brokers, the audit log, limits and timeouts)
     /// is not changed while the guard runs: the options whose values differ from those it
     /// started with are returned, by their command-line names, for the caller to say that
     /// they wait for a restart. TLS cannot be turned on or off on either side either.
-    pub fn apply(&self, config: &Config) -> Result<Vec<&'static str>, ReloadError> {
+    ///
+    /// Calls are not serialized: one caller (the SIGHUP handler) reloads at a time.
+    pub fn apply(&self, config: &Config) -> Result<Reloaded, ReloadError> {
+        let weakened = self.shared.policy().weakened_by(&config.policy);
+        if !weakened.is_empty() && !config.allow_weaker_rules {
+            return Err(ReloadError::Weaker(weakened));
+        }
         let prepared = match &self.shared.tls {
             Some(tls) => Some(
                 tls.prepare(config.tls.clone(), config.upstream_tls.clone())
@@ -308,7 +345,19 @@ impl Reloader {
         if let (Some(tls), Some(prepared)) = (&self.shared.tls, prepared) {
             tls.install(prepared);
         }
-        Ok(restart_only(&self.started, config))
+        Ok(Reloaded {
+            restart: restart_only(&self.started, config),
+            weakened,
+        })
+    }
+
+    /// Opens the audit log file again at its path (SIGHUP; what logrotate's `postrotate`
+    /// asks for), once the lines queued before are written, and waits for it at most
+    /// `timeout`. On an error elections are refused until the file can be opened again
+    /// (tried every second). Without a file (standard output or error) there is nothing
+    /// to reopen: `Ok(false)`. Blocks: call it off the runtime's workers.
+    pub fn reopen_audit(&self, timeout: Duration) -> io::Result<bool> {
+        self.shared.audit.reopen(timeout)
     }
 }
 
@@ -383,13 +432,7 @@ impl Guard {
         let sink = match &config.audit {
             AuditTarget::Stderr => AuditSink::Stderr,
             AuditTarget::Stdout => AuditSink::Stdout,
-            AuditTarget::File(path) => AuditSink::File(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(failed)?,
-            ),
+            AuditTarget::File(path) => AuditSink::open(path).map_err(failed)?,
         };
         let audit = Audit::start(sink, config.audit_queue).map_err(failed)?;
         let mut listeners = Vec::new();

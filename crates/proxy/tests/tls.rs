@@ -587,7 +587,7 @@ async fn apply_swaps_certificates_and_policy_together_or_nothing() {
     // Both in force at once; a changed timeout is named as waiting for a restart.
     next.tls = Some(two.server_tls(false));
     next.idle_timeout = Duration::from_secs(1);
-    assert_eq!(reloader.apply(&next).unwrap(), ["idle-timeout"]);
+    assert_eq!(reloader.apply(&next).unwrap().restart, ["idle-timeout"]);
     assert!(refused(two.path("ca.pem")).await.unwrap());
     assert!(refused(one.path("ca.pem")).await.is_err());
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use kafka_elect_leaders_proxy::audit::log;
 use kafka_elect_leaders_proxy::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Policy, Route,
-    ServerTls,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Policy, Reloader,
+    Route, ServerTls,
 };
 
 use crate::fail::Failure;
@@ -20,6 +20,9 @@ use crate::flags::ProxyArgs;
 /// The soft limit on open files is raised to the hard limit first; without
 /// `--max-connections`, the guard takes as many clients as that limit allows.
 pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
+    if let Some(path) = &args.check_config {
+        return check_config(args, path);
+    }
     let fd_limit = raise_fd_limit().unwrap_or_else(|e| {
         // 1,024: the usual soft limit.
         log(format_args!("cannot raise the limit on open files: {e}"));
@@ -38,6 +41,61 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(serve(config, args, fd_limit))
+}
+
+/// `--check-config FILE`: the file read as a reload reads it (an empty one refused), the
+/// options given over it, its certificates loaded and the audit log's place checked, as a
+/// start does them, without binding or creating anything; one line on its rules. Every
+/// error is exit 2, naming the file (with the line and column where it is the file's).
+fn check_config(args: &ProxyArgs, path: &std::path::Path) -> Result<(), Failure> {
+    let invalid = |e: String| Failure::cannot_open(format!("{}: {e}", path.display()));
+    let file = ConfigFile::read_again(path).map_err(|e| Failure::cannot_open(e.to_string()))?;
+    // The limit on open files matters only to a guard that runs.
+    let config = settings(args, Some(&file), 1).map_err(|e| Failure::usage("proxy", e))?;
+    if config.tls.is_some() || config.upstream_tls.is_some() {
+        kafka_elect_leaders_proxy::tls::Tls::new(config.tls.clone(), config.upstream_tls.clone())
+            .map_err(|e| invalid(e.to_string()))?;
+    }
+    if let AuditTarget::File(audit) = &config.audit {
+        audit_log_openable(audit).map_err(|e| {
+            invalid(format!(
+                "cannot open the audit log {}: {e}",
+                audit.display()
+            ))
+        })?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "{}: valid: {}",
+        path.display(),
+        kafka_elect_leaders_proxy::file::summary(&config)
+    )?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Whether the guard could open the audit log at `path` to append, changing nothing: an
+/// existing file is opened (without writing); a missing one needs its directory.
+fn audit_log_openable(path: &std::path::Path) -> std::io::Result<()> {
+    if path.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop);
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    if std::fs::metadata(dir)?.is_dir() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )))
+    }
 }
 
 /// The guard's configuration: the file's (when there is one), each option given on the
@@ -220,6 +278,25 @@ fn override_rules(args: &ProxyArgs, policy: &mut Policy) {
     }
 }
 
+/// How long SIGHUP waits for the audit lines queued before it to be written, and the file
+/// opened again.
+const AUDIT_REOPEN: Duration = Duration::from_secs(5);
+
+/// SIGHUP's first step: the audit file opened again at its path (logrotate's `postrotate`),
+/// off the runtime's workers.
+async fn reopen_audit(reloader: &Reloader) {
+    let reloader = reloader.clone();
+    let reopened = tokio::task::spawn_blocking(move || reloader.reopen_audit(AUDIT_REOPEN)).await;
+    match reopened {
+        Ok(Ok(true)) => log(format_args!("SIGHUP: audit log opened again at its path")),
+        Ok(Ok(false)) | Err(_) => {}
+        Ok(Err(e)) => log(format_args!(
+            "SIGHUP: audit log not opened again: {e}; elections are refused until it can be \
+             written (tried every second)"
+        )),
+    }
+}
+
 async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Failure> {
     let guard = Guard::bind(config).await.map_err(|e| match e {
         kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
@@ -237,28 +314,42 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
     let reload_args = args.clone();
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
+            reopen_audit(&reloader).await;
             match &reload_args.config {
-                // The file again, with the command line over it as at the start.
+                // The file again, with the command line over it as at the start. It fails
+                // closed: a file that is empty, does not parse, or has weaker rules than
+                // those in force without saying allow-weaker-rules = true changes nothing.
                 Some(path) => {
-                    let applied = ConfigFile::read(path)
+                    let applied = ConfigFile::read_again(path)
                         .map_err(|e| e.to_string())
                         .and_then(|file| {
                             settings(&reload_args, Some(&file), max_connections_for(fd_limit))
                         })
                         .and_then(|config| reloader.apply(&config).map_err(|e| e.to_string()));
                     match applied {
-                        Ok(restart) if restart.is_empty() => log(format_args!(
-                            "SIGHUP: {} reloaded: its rules are in force, and its \
-                             certificates for new connections",
-                            path.display()
-                        )),
-                        Ok(restart) => log(format_args!(
-                            "SIGHUP: {} reloaded: its rules are in force, and its \
-                             certificates for new connections; changed but not applied until \
-                             a restart: {}",
-                            path.display(),
-                            restart.join(", ")
-                        )),
+                        Ok(reloaded) => {
+                            let mut line = format!(
+                                "SIGHUP: {} reloaded: its rules are in force, and its \
+                                 certificates for new connections",
+                                path.display()
+                            );
+                            if !reloaded.weakened.is_empty() {
+                                line.push_str(&format!(
+                                    "; its rules are weaker than those before, as its \
+                                     allow-weaker-rules = true allows: {} (remove \
+                                     allow-weaker-rules once done: while it is there, a file \
+                                     cut short weakens the rules too)",
+                                    reloaded.weakened.join("; ")
+                                ));
+                            }
+                            if !reloaded.restart.is_empty() {
+                                line.push_str(&format!(
+                                    "; changed but not applied until a restart: {}",
+                                    reloaded.restart.join(", ")
+                                ));
+                            }
+                            log(format_args!("{line}"));
+                        }
                         Err(e) => log(format_args!(
                             "SIGHUP: {} not reloaded, the configuration in force stays: {e}",
                             path.display()

@@ -535,11 +535,23 @@ pub struct FuzzArgs {
 #[derive(Args, Clone, Debug)]
 pub struct ProxyArgs {
     /// Read the options from this TOML file (their names as keys; see the README); an
-    /// option given here overrides the file's. SIGHUP reads it again
+    /// option given here overrides the file's. SIGHUP reads it again, and keeps the rules
+    /// in force if it does not parse, is empty, or has weaker rules without saying
+    /// allow-weaker-rules = true
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Check this config file, with the other options given, as a start would (its
+    /// certificates loaded, the audit log's place), binding nothing; print one line on
+    /// its rules and exit: 0 when it is valid, 2 when not
+    #[arg(long, value_name = "FILE", conflicts_with = "config")]
+    pub check_config: Option<std::path::PathBuf>,
     /// Address to accept clients on (host:port; port 0: any free one)
-    #[arg(long, value_name = "ADDR", value_parser = values::address, required_unless_present = "config")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        value_parser = values::address,
+        required_unless_present_any = ["config", "check_config"]
+    )]
     pub listen: Vec<SocketAddr>,
     /// The broker behind the --listen before it (host:port)
     #[arg(long, value_name = "ADDR", value_parser = values::upstream)]
@@ -605,8 +617,9 @@ pub struct ProxyArgs {
     /// Forward everything unchanged; audit what would be refused
     #[arg(long)]
     pub log_only: bool,
-    /// One JSON line per ElectLeaders decision, appended to FILE, or to standard output
-    /// with -; default: standard error
+    /// One JSON line per ElectLeaders decision, appended to FILE (opened again when it is
+    /// moved or deleted, and on SIGHUP: logrotate), or to standard output with -;
+    /// default: standard error
     #[arg(long, value_name = "FILE|-")]
     pub audit_log: Option<OsString>,
     /// Audit lines waiting to be written, at most; past it the log is stalled and
