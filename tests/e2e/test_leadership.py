@@ -66,7 +66,7 @@ def ensure(topic, assignment=((2, 3),)):
 def refused(outcome, what):
     err = outcome.get("error")
     assert err is not None and err["code"] == POLICY_VIOLATION, "%s: %r" % (what, outcome)
-    assert "elect-leaders guard" in (err["message"] or ""), "%s: %r" % (what, outcome)
+    assert "elect-leaders proxy" in (err["message"] or ""), "%s: %r" % (what, outcome)
 
 
 def allowed(outcome, what):
@@ -127,7 +127,7 @@ def unclean_configs_refused():
             if isinstance(response, dict):
                 outcome = str(response.get("topic", {}).get(topic))
                 assert outcome.startswith("[Error %d]" % POLICY_VIOLATION) \
-                    and "elect-leaders guard" in outcome, "kafka-python: %r" % (response,)
+                    and "elect-leaders proxy" in outcome, "kafka-python: %r" % (response,)
             else:
                 codes = [r[0] for r in getattr(response, "resources", [])]
                 assert codes == [POLICY_VIOLATION], "kafka-python: %r" % (response,)

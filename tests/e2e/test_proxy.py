@@ -116,7 +116,7 @@ def unclean_refused():
         got = elect(client, UNCLEAN, [(topic, 0)])
         assert got["top"] is None, "%s: whole request failed: %r" % (client, got)
         assert got["results"] == {(topic, 0): POLICY_VIOLATION}, "%s: %r" % (client, got)
-        assert "--deny-unclean" in (got["messages"][(topic, 0)] or ""), "%s: %r" % (client, got)
+        assert "only PREFERRED elections are allowed" in (got["messages"][(topic, 0)] or ""), "%s: %r" % (client, got)
     time.sleep(1.0)
     after = describe(topic)
     assert [(p["leader"], p["isr"], p["replicas"]) for p in after] == \
@@ -137,7 +137,7 @@ def protected_and_allowed():
         got = elect(client, PREFERRED, [(PROTECTED, 0), (free, i)])
         assert got["top"] is None, "%s: %r" % (client, got)
         assert got["results"] == {(free, i): NONE, (PROTECTED, 0): POLICY_VIOLATION}, "%s: %r" % (client, got)
-        assert "--protect-topic" in (got["messages"][(PROTECTED, 0)] or ""), got
+        assert "leaders of this topic are protected" in (got["messages"][(PROTECTED, 0)] or ""), got
     d = wait_partitions(free, lambda p: p["leader"] == 3, "leader 3 on every partition")
     g = describe(PROTECTED)
     assert g[0]["leader"] == 2 and g[0]["replicas"] == [3, 2], g

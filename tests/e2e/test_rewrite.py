@@ -257,7 +257,7 @@ def unclean_refused():
         assert got["top"] is None and got["results"] == {tp: POLICY_VIOLATION for tp in parts}, \
             "%s: %r" % (client, got)
         for tp in parts:
-            assert "--deny-unclean" in (got["messages"][tp] or ""), "%s: %r" % (client, got)
+            assert "only PREFERRED elections are allowed" in (got["messages"][tp] or ""), "%s: %r" % (client, got)
     assert describe(topic) == before, (before, describe(topic))
 
 

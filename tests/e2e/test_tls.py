@@ -235,7 +235,7 @@ def bob_refused():
         assert refused_whole(got, tp), "%s: %r" % (client, got)
         shapes[client] = "top-level" if got["top"] else "per partition"
         for message in got["messages"].values():
-            assert message and "bob" in message and "--allow-principal" in message, "%s: %r" % (client, got)
+            assert message and "bob" in message and "may not elect" in message, "%s: %r" % (client, got)
     # Had any of bob's requests reached a broker, the leader would be 3 already and alice's
     # election would find nothing to do (ELECTION_NOT_NEEDED).
     got = elect("confluent", "alice", PREFERRED, [tp])
@@ -256,7 +256,7 @@ def alice_unclean_refused():
     for client in CLIENTS:
         got = elect(client, "alice", UNCLEAN, [(topic, 0)])
         assert got["top"] is None and got["results"] == {(topic, 0): POLICY_VIOLATION}, "%s: %r" % (client, got)
-        assert "--deny-unclean" in (got["messages"][(topic, 0)] or ""), "%s: %r" % (client, got)
+        assert "only PREFERRED elections are allowed" in (got["messages"][(topic, 0)] or ""), "%s: %r" % (client, got)
     assert describe(topic) == before
     lines = decisions("alice", topic)
     assert sorted(a["client_id"] for a in lines) == sorted(client_id(c, "alice") for c in CLIENTS), lines

@@ -504,7 +504,10 @@ fn pipelined_answers_keep_their_order() {
     assert_eq!(r.len(), 2);
     for (topic, _, code, message) in &r {
         assert_eq!((topic.as_str(), *code), ("orders", 44));
-        assert!(message.as_deref().unwrap().contains("--deny-unclean"));
+        assert!(message
+            .as_deref()
+            .unwrap()
+            .contains("only PREFERRED elections are allowed"));
     }
     // All partitions: refused whole, with the top-level error (v1).
     let (r, top) = results(&answers[3], 1);
@@ -629,7 +632,11 @@ fn trimmed_request_and_merged_answer() {
                 ("payments", 8, 44)
             ]
         );
-        assert!(r[2].3.as_deref().unwrap().contains("--protect-topic"));
+        assert!(r[2]
+            .3
+            .as_deref()
+            .unwrap()
+            .contains("the leaders of this topic are protected"));
     }
     let audit = proxy.audit_at_least(3);
     assert_eq!(audit.len(), 3);
@@ -902,7 +909,7 @@ fn sasl_principal_and_allow_principal() {
     assert!(audit[2]["message"]
         .as_str()
         .unwrap()
-        .contains("principal 'bob' is not allowed (--allow-principal)"));
+        .contains("principal 'bob' may not elect"));
     let audit_text = std::fs::read_to_string(proxy.dir.join("audit.jsonl")).unwrap();
     for secret in secrets {
         assert!(!audit_text.contains(secret), "{secret} in the audit");
@@ -1518,7 +1525,7 @@ fn whole_refusals_and_the_audit_record() {
         .3
         .as_deref()
         .unwrap()
-        .contains("3 partitions, more than --max-partitions 2"));
+        .contains("3 partitions, more than the guard allows in one request"));
     let (r, top) = results(&read_frame(&mut c).unwrap(), 0);
     assert_eq!((r.len(), top), (3, 0), "v0 has no top-level error code");
     assert!(r.iter().all(|p| p.2 == 44));
@@ -1526,7 +1533,7 @@ fn whole_refusals_and_the_audit_record() {
         .3
         .as_deref()
         .unwrap()
-        .contains("client id 'dev' is not allowed"));
+        .contains("client id 'dev' may not elect"));
     let (r, top) = results(&read_frame(&mut c).unwrap(), 1);
     assert_eq!((r.len(), top), (0, 44));
     // v0, all partitions: Kafka's getErrorResponse at v0 is an empty answer.
@@ -1551,7 +1558,7 @@ fn whole_refusals_and_the_audit_record() {
     assert!(audit[0]["message"]
         .as_str()
         .unwrap()
-        .contains("--max-partitions"));
+        .contains("more than the guard allows in one request"));
     for key in [
         "time",
         "client",

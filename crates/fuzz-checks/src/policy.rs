@@ -142,11 +142,16 @@ pub(crate) fn decide(
         Refusal::Whole { message } => {
             assert!(whole);
             assert_eq!(decision.refused, requested.unwrap_or(0));
+            // The client id's reason comes first; the names quoted are the client's own.
+            assert_eq!(
+                message.starts_with("refused by the elect-leaders proxy: client id "),
+                client_refused,
+                "{message}"
+            );
             for (refused, option) in [
-                (client_refused, "--allow-client-id"),
-                (too_many, "--max-partitions"),
-                (all_unclean, "--deny-unclean"),
-                (all_protected, "--protect-topic"),
+                (too_many, "than the guard allows in one request"),
+                (all_unclean, "only PREFERRED elections are allowed"),
+                (all_protected, "would include protected topics"),
             ] {
                 assert_eq!(message.contains(option), refused, "{option}: {message}");
             }
@@ -177,8 +182,18 @@ pub(crate) fn decide(
         assert_eq!(refuses, whole || unclean || protected(t), "{t:?}");
         if refuses && !whole {
             let message = decision.partition_message(outer, t);
-            assert_eq!(message.contains("--deny-unclean"), unclean);
-            assert_eq!(message.contains("--protect-topic"), protected(t));
+            assert_eq!(
+                message.contains("only PREFERRED elections are allowed"),
+                unclean
+            );
+            assert_eq!(
+                message.contains("leaders of this topic are protected"),
+                protected(t)
+            );
+            assert!(
+                !message.contains("--"),
+                "a client is told no option: {message}"
+            );
             let other_type = unclean && plain.election_type != 1;
             assert_eq!(message.contains("unknown type"), other_type, "{message}");
         }

@@ -326,7 +326,7 @@ mod tests {
             .error_message_str()
             .unwrap()
             .unwrap()
-            .contains("--max-partitions 1"));
+            .contains("more than the guard allows in one request"));
     }
 
     /// Issue 35, finding 5: a refusal carried its message in every partition's answer, 25

@@ -160,21 +160,22 @@ impl Verdict {
     }
 }
 
-/// The per-partition messages, by the rules that refused the partition's topic.
+/// The per-partition messages, by the rules that refused the partition's topic. A client is
+/// told what of its own request is refused, never the guard's configuration (its options,
+/// its limits, its lists: issue 35, finding 9); the audit line names the rules.
 const MESSAGE_UNCLEAN: &str =
-    "refused by the elect-leaders proxy: unclean leader elections are denied (--deny-unclean)";
+    "refused by the elect-leaders proxy: only PREFERRED elections are allowed, here an UNCLEAN one";
 const MESSAGE_PROTECTED: &str =
-    "refused by the elect-leaders proxy: the topic is protected (--protect-topic)";
-const MESSAGE_BOTH: &str = "refused by the elect-leaders proxy: unclean leader elections are \
-                            denied (--deny-unclean); the topic is protected (--protect-topic)";
+    "refused by the elect-leaders proxy: the leaders of this topic are protected";
+const MESSAGE_BOTH: &str = "refused by the elect-leaders proxy: only PREFERRED elections are \
+                            allowed, here an UNCLEAN one; the leaders of this topic are protected";
 /// For an election type that is neither PREFERRED nor UNCLEAN (Kafka reads any i8): what the
 /// policy cannot prove allowed is refused.
-const MESSAGE_OTHER_TYPE: &str = "refused by the elect-leaders proxy: an election of an unknown \
-                                  type; only PREFERRED elections are allowed (--deny-unclean)";
-const MESSAGE_OTHER_TYPE_PROTECTED: &str = "refused by the elect-leaders proxy: an election of \
-                                            an unknown type; only PREFERRED elections are \
-                                            allowed (--deny-unclean); the topic is protected \
-                                            (--protect-topic)";
+const MESSAGE_OTHER_TYPE: &str = "refused by the elect-leaders proxy: only PREFERRED elections \
+                                  are allowed, here one of an unknown type";
+const MESSAGE_OTHER_TYPE_PROTECTED: &str = "refused by the elect-leaders proxy: only PREFERRED \
+                                            elections are allowed, here one of an unknown type; \
+                                            the leaders of this topic are protected";
 
 /// The policy's decision on one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -297,21 +298,16 @@ impl Policy {
         {
             rules.insert(Rule::AllowClientId);
             let shown = client_id.map_or_else(|| "null".to_owned(), quoted);
-            reasons.push(format!(
-                "client id {shown} is not allowed (--allow-client-id)"
-            ));
+            reasons.push(format!("client id {shown} may not elect"));
         }
         if !allowed_principals.is_empty()
             && !principal.is_some_and(|p| allowed_principals.contains(p))
         {
             rules.insert(Rule::AllowPrincipal);
             reasons.push(match principal {
-                Some(p) => format!(
-                    "principal {} is not allowed (--allow-principal)",
-                    quoted(p.as_bytes())
-                ),
+                Some(p) => format!("principal {} may not elect", quoted(p.as_bytes())),
                 None => "the principal is unknown (no SASL PLAIN or SCRAM authentication, no \
-                         client certificate), and only some may elect (--allow-principal)"
+                         client certificate), and only some principals may elect"
                     .to_owned(),
             });
         }
@@ -319,15 +315,17 @@ impl Policy {
             match requested {
                 None => {
                     rules.insert(Rule::MaxPartitions);
-                    reasons.push(format!(
+                    reasons.push(
                         "the request names all partitions (null TopicPartitions), more than \
-                         --max-partitions {max}"
-                    ));
+                         the guard allows in one request"
+                            .to_owned(),
+                    );
                 }
                 Some(n) if n > max => {
                     rules.insert(Rule::MaxPartitions);
                     reasons.push(format!(
-                        "the request names {n} partitions, more than --max-partitions {max}"
+                        "the request names {n} partitions, more than the guard allows in one \
+                         request"
                     ));
                 }
                 Some(_) => {}
@@ -345,19 +343,19 @@ impl Policy {
             };
             reasons.push(if other_type {
                 format!(
-                    "an election of unknown type {} for {which}; only PREFERRED \
-                     elections are allowed (--deny-unclean)",
+                    "only PREFERRED elections are allowed, here one of unknown type {} for \
+                     {which}",
                     election_type.0
                 )
             } else {
-                format!("unclean leader elections are denied (--deny-unclean), here for {which}")
+                format!("only PREFERRED elections are allowed, here an UNCLEAN one for {which}")
             });
         }
         if topics.is_none() && !self.protected_topics.is_empty() {
             rules.insert(Rule::ProtectTopic);
             reasons.push(
                 "an election for all partitions (null TopicPartitions) would include protected \
-                 topics (--protect-topic)"
+                 topics"
                     .to_owned(),
             );
         }
@@ -573,7 +571,7 @@ mod tests {
         let d = decide(&policy, &f);
         assert_eq!(d.verdict, Verdict::Refused);
         assert!(
-            matches!(&d.refusal, Refusal::Whole { message } if message.contains("--deny-unclean"))
+            matches!(&d.refusal, Refusal::Whole { message } if message.contains("only PREFERRED elections are allowed, here an UNCLEAN one for all partitions"))
         );
         assert_eq!((d.requested, d.refused), (None, 0));
     }
@@ -613,7 +611,7 @@ mod tests {
                     message.contains(&format!("unknown type {raw} ")),
                     "{message}"
                 );
-                assert!(message.contains("--deny-unclean"), "{message}");
+                assert!(!message.contains("--"), "no option named: {message}");
             }
         }
         // Issue 35, finding 9: an empty topic list of any type but PREFERRED was forwarded.

@@ -180,32 +180,32 @@ pub struct Why {
     pub message: &'static str,
 }
 
-const UNCLEAN: &str = "refused by the elect-leaders guard: this change could let the controller \
+const UNCLEAN: &str = "refused by the elect-leaders proxy: this change could let the controller \
                        elect a replica out of sync (unclean.leader.election.enable may only be \
                        set to false through the guard)";
-const REPLACES_UNCLEAN: &str = "refused by the elect-leaders guard: AlterConfigs replaces every \
+const REPLACES_UNCLEAN: &str = "refused by the elect-leaders proxy: AlterConfigs replaces every \
                                 config of the resource and would reset \
                                 unclean.leader.election.enable; set it to false in the same \
                                 request, or use IncrementalAlterConfigs";
-const MIN_ISR: &str = "refused by the elect-leaders guard: min.insync.replicas of a protected \
+const MIN_ISR: &str = "refused by the elect-leaders proxy: min.insync.replicas of a protected \
                        topic, or the broker default it inherits, may not be changed through the \
                        guard";
-const REPLACES_PROTECTED: &str = "refused by the elect-leaders guard: AlterConfigs replaces every \
+const REPLACES_PROTECTED: &str = "refused by the elect-leaders proxy: AlterConfigs replaces every \
                                   config of the resource and would reset min.insync.replicas of \
                                   a protected topic; use IncrementalAlterConfigs";
-const UNKNOWN_RESOURCE: &str = "refused by the elect-leaders guard: a config resource of a type \
+const UNKNOWN_RESOURCE: &str = "refused by the elect-leaders proxy: a config resource of a type \
                                 the guard does not know";
-const UNKNOWN_OP: &str = "refused by the elect-leaders guard: a config operation the guard does \
+const UNKNOWN_OP: &str = "refused by the elect-leaders proxy: a config operation the guard does \
                           not know, on a config that concerns leadership";
-const REASSIGN: &str = "refused by the elect-leaders guard: the topic is protected; its \
+const REASSIGN: &str = "refused by the elect-leaders proxy: the topic is protected; its \
                         partitions may not be reassigned through the guard";
-const ADD_PARTITIONS: &str = "refused by the elect-leaders guard: the topic is protected; \
+const ADD_PARTITIONS: &str = "refused by the elect-leaders proxy: the topic is protected; \
                               partitions may not be added to it through the guard";
-const DELETE: &str = "refused by the elect-leaders guard: the topic is protected and may not be \
+const DELETE: &str = "refused by the elect-leaders proxy: the topic is protected and may not be \
                       deleted through the guard";
-const DELETE_BY_ID: &str = "refused by the elect-leaders guard: a topic named only by its id \
+const DELETE_BY_ID: &str = "refused by the elect-leaders proxy: a topic named only by its id \
                             cannot be checked against the protected topics; name it";
-const UNREGISTER: &str = "refused by the elect-leaders guard: unregistering a broker moves the \
+const UNREGISTER: &str = "refused by the elect-leaders proxy: unregistering a broker moves the \
                           leadership of its partitions, protected topics' included";
 
 /// The policy's decision on one leadership-change request.
@@ -255,7 +255,7 @@ impl ChangeDecision {
         self.verdict = Verdict::Refused;
         self.rules.insert(Rule::AuditLog);
         self.whole = Some(format!(
-            "refused by the elect-leaders guard: {why}, and a change that cannot be audited is \
+            "refused by the elect-leaders proxy: {why}, and a change that cannot be audited is \
              not let through"
         ));
         self
@@ -331,7 +331,7 @@ impl Policy {
             }
             if !reasons.is_empty() {
                 whole = Some(format!(
-                    "refused by the elect-leaders guard: {}",
+                    "refused by the elect-leaders proxy: {}",
                     reasons.join("; ")
                 ));
             }

@@ -33,7 +33,7 @@ pub const POLICY_VIOLATION: i16 = 44;
 pub const MESSAGES: usize = 64;
 /// What an entry refused only because another entry of its request is says.
 const WITH_THE_REST: &str =
-    "refused by the elect-leaders guard with the rest of its request: another entry of it breaks \
+    "refused by the elect-leaders proxy with the rest of its request: another entry of it breaks \
      the guard's leadership-change policy";
 
 /// Appends the whole answer (size prefix included) to `out`.
