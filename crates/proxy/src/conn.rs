@@ -45,7 +45,7 @@ use crate::addresses::{Addresses, Rewritten};
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
-use crate::identity::{certificate_subject, Identity, SASL_AUTHENTICATE, SASL_HANDSHAKE};
+use crate::identity::{certificate_subject, Action, Identity, SASL_AUTHENTICATE};
 use crate::metrics::{Metrics, RecentDecision};
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
@@ -274,6 +274,9 @@ enum Slot {
         _held: OwnedSemaphorePermit,
         _share: Option<Share>,
     },
+    /// Answered by the guard with this frame, in its turn, nothing sent (a SaslHandshake
+    /// for a mechanism it refuses, see `identity`).
+    Reply(Bytes),
     /// Refused whole: answered by the proxy, in its turn.
     Local {
         request: OwnedRequest<Bytes>,
@@ -288,7 +291,7 @@ impl Slot {
     fn pending(&self) -> Option<Pending> {
         match self {
             Slot::Forwarded { pending, .. } | Slot::Merge { pending, .. } => Some(*pending),
-            Slot::Local { .. } => None,
+            Slot::Local { .. } | Slot::Reply(_) => None,
         }
     }
 
@@ -296,7 +299,7 @@ impl Slot {
     fn due(&self) -> Option<Instant> {
         match self {
             Slot::Forwarded { due, .. } | Slot::Merge { due, .. } => Some(*due),
-            Slot::Local { .. } => None,
+            Slot::Local { .. } | Slot::Reply(_) => None,
         }
     }
 }
@@ -334,6 +337,22 @@ async fn serve_client(
     // Kafka's clients and brokers disable Nagle; a proxy that did not would add delay.
     let _ = client.set_nodelay(true);
     let client = client_side(client, &conn, &shared, tls.as_ref()).await?;
+    // The principal, and whether the broker will take this client as the guard itself
+    // (`--upstream-tls-cert`): then only a client the policy allows goes on (see
+    // `identity`), closed here before anything reaches the broker.
+    let certificate = match &client {
+        ClientSide::Tls(c, _) => subject(c),
+        ClientSide::Plain(_) => None,
+    };
+    let lent = tls.as_ref().is_some_and(Loaded::lends_identity);
+    let identity = Identity::new(certificate, lent);
+    if let Err(why) = identity.admitted(&shared.policy()) {
+        log(format_args!(
+            "{} -> {}: closing the client after its TLS handshake: {why}",
+            conn.client, conn.listener
+        ));
+        return None;
+    }
     let Some(upstream) = upstream_side(&conn, &shared, tls.as_ref(), advertised.as_deref()).await
     else {
         return Some(CloseReason::Upstream);
@@ -358,7 +377,6 @@ async fn serve_client(
             if plain_mode {
                 plain(&mut *c, &mut u, shutdown).await
             } else {
-                let identity = Identity::new(subject(&c));
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
                 let client = (read, write);
@@ -369,7 +387,6 @@ async fn serve_client(
             if plain_mode {
                 plain(&mut *c, &mut *u, shutdown).await
             } else {
-                let identity = Identity::new(subject(&c));
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
                 let (client, upstream) = ((read, write), tokio::io::split(*u));
@@ -944,10 +961,18 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             )
         })?;
         shared.metrics.frame(peek.api_key, "request", frame.len());
-        if peek.api_key != API_KEY {
-            if peek.api_key == SASL_HANDSHAKE || peek.api_key == SASL_AUTHENTICATE {
-                identity.request(&frame, peek.api_key, peek.api_version, peek.correlation_id);
+        // SASL read for the principal; a mechanism the guard cannot read answered here; a
+        // connection on the guard's own identity checked against the policy.
+        match identity.request(&frame, &peek, || shared.policy()) {
+            Action::Forward => {}
+            Action::Answer(reply, why) => {
+                log(format_args!("{} -> {}: {why}", conn.client, conn.upstream));
+                or_gone!(send_slot(&slots, &mut to_upstream, Slot::Reply(reply)))?;
+                continue;
             }
+            Action::Close(why) => return Err(Close::new(why)),
+        }
+        if peek.api_key != API_KEY {
             let owed = owed(&frame, peek.api_key, peek.api_version, 0);
             if owed.answer {
                 let sent = Instant::now();
@@ -1151,7 +1176,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     let mut requests_open = true;
     let mut scratch = BytesMut::new();
     loop {
-        while matches!(waiting.front(), Some(Slot::Local { .. })) {
+        while matches!(waiting.front(), Some(Slot::Local { .. } | Slot::Reply(_))) {
             if let Some(slot) = waiting.pop_front() {
                 write_answer(&mut to_client, slot, None, &mut scratch).await?;
             }
@@ -1277,7 +1302,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 return Err(Close::new("answer queue out of step"));
             };
             match slot {
-                Slot::Local { .. } => {
+                Slot::Local { .. } | Slot::Reply(_) => {
                     write_answer(&mut to_client, slot, None, &mut scratch).await?;
                 }
                 // The broker answered a later request: this one gets no answer (a Produce
@@ -1371,6 +1396,9 @@ async fn write_answer<W: AsyncWrite + Unpin>(
     broker: Option<&[u8]>,
     scratch: &mut BytesMut,
 ) -> Result<(), Close> {
+    if let Slot::Reply(frame) = slot {
+        return to_client.feed(frame).await.map_err(Close::write("client"));
+    }
     let (Slot::Local {
         request,
         policy,
