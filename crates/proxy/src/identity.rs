@@ -144,7 +144,7 @@ impl Identity {
             Some(p) => Err(format!(
                 "principal {:?} is not allowed (--allow-principal), and the brokers would \
                  take its requests as the guard's own (--upstream-tls-cert)",
-                p.escape_debug().to_string()
+                p
             )),
             None => Err(
                 "the principal is unknown (a SaslHandshake drops the certificate's), \
@@ -237,7 +237,7 @@ impl Identity {
                     format!(
                         "SASL mechanism {:?} refused (UNSUPPORTED_SASL_MECHANISM), never sent \
                          to the broker: the guard reads the principal of {} only",
-                        shown.escape_debug().to_string(),
+                        shown,
                         READABLE_MECHANISMS.join(", ")
                     ),
                 );
@@ -1093,6 +1093,10 @@ mod tests {
             "{why}"
         );
         assert!(bob.admitted(&policy).is_err());
+        // A name is written for the log with its control characters escaped.
+        let mallory = Identity::new(Some("CN=mal\u{202e}lory\n".into()), true);
+        let why = mallory.admitted(&policy).unwrap_err();
+        assert!(why.contains(r#""CN=mal\u{202e}lory\n""#), "{why}");
         let unknown = Identity::new(None, true);
         assert!(matches!(
             send_with(&unknown, &metadata, &policy),
