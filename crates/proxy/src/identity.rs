@@ -139,8 +139,10 @@ impl Identity {
         if !self.lent || policy.allowed_principals.is_empty() || policy.log_only {
             return Ok(());
         }
-        match self.principal() {
-            Some(p) if policy.allowed_principals.contains(p.as_str()) => Ok(()),
+        // Under the lock, without a copy: on a lent connection this runs for every request.
+        let state = self.state();
+        match state.principal.as_deref() {
+            Some(p) if policy.allowed_principals.contains(p) => Ok(()),
             Some(p) => Err(format!(
                 "principal {:?} is not allowed (--allow-principal), and the brokers would \
                  take its requests as the guard's own (--upstream-tls-cert)",
@@ -165,7 +167,11 @@ impl Identity {
         peek: &RequestPeek,
         policy: impl FnOnce() -> Arc<Policy>,
     ) -> Action {
-        let first = !self.started.swap(true, Ordering::Relaxed);
+        // One task reads a connection's requests: a load, and a store once.
+        let first = !self.started.load(Ordering::Relaxed);
+        if first {
+            self.started.store(true, Ordering::Relaxed);
+        }
         if first && !(0..API_KEYS_BELOW).contains(&peek.api_key) {
             return Action::Close(format!(
                 "a first frame that is not a Kafka request (API key {}; a bare GSSAPI token, \
