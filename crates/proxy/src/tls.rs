@@ -242,7 +242,11 @@ fn check_lent_identity(
     let authenticates = server.is_some_and(|s| s.client_ca.is_some());
     if lends && !authenticates {
         return Err(TlsError(
-            "--upstream-tls-cert needs --tls-client-ca (in the config file, upstream_tls.cert              needs tls.client_ca): the brokers take every connection the guard opens with its              own certificate as the guard, so each client would act at the broker as the              guard; the guard lends that identity only to clients whose certificate it              checked (mTLS), and with --allow-principal only to those allowed"
+            "--upstream-tls-cert needs --tls-client-ca (in the config file, upstream_tls.cert \
+             needs tls.client_ca): the brokers take every connection the guard opens with its \
+             own certificate as the guard, so each client would act at the broker as the \
+             guard; the guard lends that identity only to clients whose certificate it \
+             checked (mTLS), and with --allow-principal only to those allowed"
                 .into(),
         ));
     }

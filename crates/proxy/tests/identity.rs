@@ -456,6 +456,7 @@ async fn an_upstream_certificate_needs_client_certificates() {
             e.contains("--upstream-tls-cert") && e.contains("--tls-client-ca"),
             "{e}"
         );
+        assert!(!e.contains("  "), "{e}");
     }
     let good = config(Some(pki.server_tls(true)));
     let guard = Guard::bind(good.clone()).await.unwrap();
