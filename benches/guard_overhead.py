@@ -10,8 +10,9 @@ with the TLS listeners of tests/e2e/pki.sh), five ways in one run on the same ma
               broker addresses in Metadata answers rewritten (the brokers advertise
               themselves)
   direct TLS  TLS to the brokers' SSL listener (with a client certificate: it requires one)
-  guard TLS   through the guard with TLS on both sides: the client without a certificate to
-              the guard, the guard with its own to the brokers' SSL listener; rewriting on
+  guard TLS   through the guard with TLS on both sides: the client with its certificate to
+              the guard (required: the guard lends its own only to clients it authenticated),
+              the guard with its own to the brokers' SSL listener; rewriting on
 
 Three measurements per mode, `--rounds` times; each round measures the round trips of every
 mode, then the publish latency of every mode, then the throughput, the modes' order rotated
@@ -336,20 +337,18 @@ def main():
         direct_tls = ssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
         direct_tls.load_cert_chain(os.path.join(pki, "carol.pem"), os.path.join(pki, "carol.key"))
         guard_tls = ssl.create_default_context(cafile=os.path.join(pki, "ca.pem"))
+        guard_tls.load_cert_chain(os.path.join(pki, "carol.pem"), os.path.join(pki, "carol.key"))
         configs = {}
         for mode in MODES:
             path = os.path.join(STATE, "producer-%s.properties" % mode.replace(" ", "-"))
             lines = []
-            if mode == "direct TLS":
+            if mode in ("direct TLS", "guard TLS"):
                 lines = ["security.protocol=SSL", "ssl.truststore.type=PEM",
                          "ssl.truststore.location=" + os.path.join(pki, "ca.pem"),
                          "ssl.keystore.type=PKCS12",
                          "ssl.keystore.location=" + os.path.join(pki, "carol.p12"),
                          "ssl.keystore.password=" + keystore_password,
                          "ssl.key.password=" + keystore_password]
-            elif mode == "guard TLS":
-                lines = ["security.protocol=SSL", "ssl.truststore.type=PEM",
-                         "ssl.truststore.location=" + os.path.join(pki, "ca.pem")]
             with open(path, "w") as f:
                 f.write("\n".join(lines) + "\n")
             configs[mode] = path
@@ -358,6 +357,7 @@ def main():
         guard_tls_flags = [
             "--tls-cert", os.path.join(pki, "guard.pem"),
             "--tls-key", os.path.join(pki, "guard.key"),
+            "--tls-client-ca", os.path.join(pki, "ca.pem"),
             "--upstream-tls", "--upstream-ca", os.path.join(pki, "ca.pem"),
             "--upstream-tls-cert", os.path.join(pki, "guard-upstream.pem"),
             "--upstream-tls-key", os.path.join(pki, "guard-upstream.key"),

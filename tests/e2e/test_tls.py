@@ -17,7 +17,8 @@ guards before the cluster, whose brokers advertise them on two listeners of thei
 The three clients authenticate as Kafka users do: Kafka's Java Admin with SCRAM-SHA-512,
 librdkafka (confluent-kafka) with SCRAM-SHA-256, kafka-python with SCRAM-SHA-512, all over
 TLS trusting only the test CA (and checking the guard's name, 127.0.0.1, against its
-certificate); through the mTLS guard each presents carol's or dave's certificate. One test
+certificate); through the mTLS guard carol presents her certificate (dave's, signed by the
+same CA but not allowed, gets his connection closed after the TLS handshake). One test
 drives the SASL exchanges by hand (kafka-python's protocol classes and its SCRAM client) to
 pipeline a request behind a wrong password and to know the proofs sent, which the last
 test looks for, with the passwords, in everything the guards wrote.
@@ -339,38 +340,54 @@ def records_round_trip():
         "the brokers advertise %r, not the TLS guard's addresses" % md.brokers
 
 
-@test("mtls: the client certificate's subject is the principal: carol elects, dave is refused [java, confluent, kafka-python]")
+def mtls_answered(who=None):
+    """Whether the mTLS guard answers an ApiVersions request on a connection presenting
+    `who`'s certificate (None: no certificate); False if it closes it instead."""
+    host, port = MTLS.split(",")[0].rsplit(":", 1)
+    ctx = ssl.create_default_context(cafile=pki("ca.pem"))
+    if who:
+        ctx.load_cert_chain(pki(who + ".pem"), pki(who + ".key"))
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname=host) as s:
+                proto = KafkaProtocol(client_id="mtls-%s" % (who or "no-cert"))
+                proto.send_request(ApiVersionsRequest[3](client_software_name="e2e", client_software_version="1"))
+                s.sendall(proto.send_bytes())
+                return s.recv(1 << 16) != b""  # TLS 1.3: the client's handshake ends first
+    except (ssl.SSLError, ConnectionError):
+        return False
+
+
+@test("mtls: the client certificate's subject is the principal: carol elects; dave, not in --allow-principal, never acts at the brokers as the guard: closed after his TLS handshake [java, confluent, kafka-python]")
 def certificate_principals():
     topic = "mtls-pref"
     make_non_preferred(topic, partitions=len(CLIENTS))
-    # dave first: his requests refused by the guard, each partition still has an election to do.
-    for i, client in enumerate(CLIENTS):
-        got = elect(client, "dave", PREFERRED, [(topic, i)])
-        assert refused_whole(got, (topic, i)), "%s: %r" % (client, got)
     for i, client in enumerate(CLIENTS):
         got = elect(client, "carol", PREFERRED, [(topic, i)])
         assert got["top"] is None and got["results"] == {(topic, i): NONE}, "%s: %r" % (client, got)
     wait_partitions(topic, lambda p: p["leader"] == 3, "leader 3 everywhere")
-    for who, verdict in (("carol", "forwarded"), ("dave", "refused")):
-        lines = decisions(who, topic)
-        assert sorted(a["client_id"] for a in lines) == sorted(client_id(c, who) for c in CLIENTS), lines
-        for a in lines:
-            assert (a["principal"], a["verdict"]) == (subject(who), verdict), a
+    lines = decisions("carol", topic)
+    assert sorted(a["client_id"] for a in lines) == sorted(client_id(c, "carol") for c in CLIENTS), lines
+    for a in lines:
+        assert (a["principal"], a["verdict"]) == (subject("carol"), "forwarded"), a
     assert subject("carol") == MTLS_PRINCIPAL
+    # The guard presents its own certificate to the brokers (--upstream-tls-cert): it lends
+    # that identity only to the principals it allows. dave's certificate is signed by the
+    # same CA, but his connection is closed after its TLS handshake, for every API, with a
+    # line in the guard's log; carol's is answered.
+    assert mtls_answered("carol"), "carol's connection was closed"
+    assert not mtls_answered("dave"), "dave was answered: he would act at the brokers as the guard"
+    line = '"%s" is not allowed (--allow-principal)' % subject("dave")
+    deadline = time.time() + 10  # the guard's log is written by a thread of its own
+    while True:
+        with open(os.path.join(RUN, "mtls-guard.log"), encoding="utf-8", errors="replace") as f:
+            if line in f.read():
+                break
+        assert time.time() < deadline, "no line in mtls-guard.log saying why dave was closed"
+        time.sleep(0.2)
+    assert not [a for a in audit_lines(MTLS_AUDIT) if a["principal"] == subject("dave")]
     # Without a certificate, no connection at all: the handshake fails.
-    host, port = MTLS.split(",")[0].rsplit(":", 1)
-    ctx = ssl.create_default_context(cafile=pki("ca.pem"))
-    refused = None
-    try:
-        with socket.create_connection((host, int(port)), timeout=10) as raw:
-            with ctx.wrap_socket(raw, server_hostname=host) as s:
-                proto = KafkaProtocol(client_id="mtls-no-cert")
-                proto.send_request(ApiVersionsRequest[3](client_software_name="e2e", client_software_version="1"))
-                s.sendall(proto.send_bytes())
-                refused = s.recv(1 << 16) == b""  # TLS 1.3: the client's handshake ends first
-    except (ssl.SSLError, ConnectionError) as e:
-        refused = e
-    assert refused, "a client without a certificate was answered by the mTLS guard"
+    assert not mtls_answered(), "a client without a certificate was answered by the mTLS guard"
 
 
 def tls_socket(address):

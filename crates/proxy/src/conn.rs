@@ -45,7 +45,7 @@ use crate::addresses::{Addresses, Rewritten};
 use crate::answer;
 use crate::audit::{log, Audit, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
-use crate::identity::{certificate_subject, Identity, SASL_AUTHENTICATE, SASL_HANDSHAKE};
+use crate::identity::{certificate_subject, Action, Identity, SASL_AUTHENTICATE};
 use crate::leadership;
 use crate::metrics::{Metrics, RecentDecision};
 use crate::owed::owed;
@@ -275,8 +275,9 @@ enum Slot {
         _held: OwnedSemaphorePermit,
         _share: Share,
     },
-    /// A request other than ElectLeaders refused by the leadership-change policy: its
-    /// answer, written when it was decided, goes out in its turn.
+    /// A request other than ElectLeaders answered by the guard, nothing sent: refused by
+    /// the leadership-change policy, or a SaslHandshake for a mechanism the guard cannot
+    /// read (see `identity`). Its answer, written when it was decided, goes out in its turn.
     Reply {
         frame: Bytes,
         _held: OwnedSemaphorePermit,
@@ -347,6 +348,22 @@ async fn serve_client(
     // Kafka's clients and brokers disable Nagle; a proxy that did not would add delay.
     let _ = client.set_nodelay(true);
     let client = client_side(client, &conn, &shared, tls.as_ref()).await?;
+    // The principal, and whether the broker will take this client as the guard itself
+    // (`--upstream-tls-cert`): then only a client the policy allows goes on (see
+    // `identity`), closed here before anything reaches the broker.
+    let certificate = match &client {
+        ClientSide::Tls(c, _) => subject(c),
+        ClientSide::Plain(_) => None,
+    };
+    let lent = tls.as_ref().is_some_and(Loaded::lends_identity);
+    let identity = Identity::new(certificate, lent);
+    if let Err(why) = identity.admitted(&shared.policy()) {
+        log(format_args!(
+            "{} -> {}: closing the client after its TLS handshake: {why}",
+            conn.client, conn.listener
+        ));
+        return None;
+    }
     let Some(upstream) = upstream_side(&conn, &shared, tls.as_ref(), advertised.as_deref()).await
     else {
         return Some(CloseReason::Upstream);
@@ -371,7 +388,6 @@ async fn serve_client(
             if plain_mode {
                 plain(&mut *c, &mut u, shutdown).await
             } else {
-                let identity = Identity::new(subject(&c));
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
                 let client = (read, write);
@@ -382,7 +398,6 @@ async fn serve_client(
             if plain_mode {
                 plain(&mut *c, &mut *u, shutdown).await
             } else {
-                let identity = Identity::new(subject(&c));
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
                 let (client, upstream) = ((read, write), tokio::io::split(*u));
@@ -957,19 +972,21 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             )
         })?;
         shared.metrics.frame(peek.api_key, "request", frame.len());
-        if peek.api_key != API_KEY {
-            if peek.api_key == SASL_HANDSHAKE || peek.api_key == SASL_AUTHENTICATE {
-                identity.request(&frame, peek.api_key, peek.api_version, peek.correlation_id);
+        // SASL read for the principal; a mechanism the guard cannot read answered here; a
+        // connection on the guard's own identity checked against the policy.
+        match identity.request(&frame, &peek, || shared.policy()) {
+            Action::Forward => {}
+            Action::Answer(reply, why) => {
+                log(format_args!("{} -> {}: {why}", conn.client, conn.upstream));
+                let slot = or_gone!(reply_slot(&held, &mut to_upstream, shared, reply))?;
+                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                continue;
             }
+            Action::Close(why) => return Err(Close::new(why)),
+        }
+        if peek.api_key != API_KEY {
             if let Some(reply) = police_change(&frame, peek, conn, identity, shared)? {
-                let permits = reply.len().min(shared.max_frame_size);
-                let held = or_gone!(hold(&held, &mut to_upstream, permits))?;
-                let budget = or_gone!(budget_share(shared, &mut to_upstream, reply.len()))?;
-                let slot = Slot::Reply {
-                    frame: reply,
-                    _held: held,
-                    _share: budget,
-                };
+                let slot = or_gone!(reply_slot(&held, &mut to_upstream, shared, reply))?;
                 or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
                 drop(share);
                 continue;
@@ -1240,6 +1257,24 @@ async fn hold<W: AsyncWrite + Unpin>(
         }
         Err(TryAcquireError::Closed) => Err(Close::new("request budget closed")),
     }
+}
+
+/// The slot of an answer the guard wrote itself: it holds its bytes against the
+/// connection's budget of requests kept and the guard's buffer budget until it is written.
+async fn reply_slot<W: AsyncWrite + Unpin>(
+    held: &Arc<Semaphore>,
+    to_upstream: &mut ToPeer<W>,
+    shared: &Shared,
+    reply: Bytes,
+) -> Result<Slot, Close> {
+    let permits = reply.len().min(shared.max_frame_size);
+    let kept = hold(held, to_upstream, permits).await?;
+    let share = budget_share(shared, to_upstream, reply.len()).await?;
+    Ok(Slot::Reply {
+        frame: reply,
+        _held: kept,
+        _share: share,
+    })
 }
 
 /// A share of the guard's buffer budget for `len` bytes kept: a request kept to answer or

@@ -306,7 +306,7 @@ impl Policy {
             rules.insert(Rule::AllowPrincipal);
             reasons.push(match principal {
                 Some(p) => format!("principal {} may not elect", quoted(p.as_bytes())),
-                None => "the principal is unknown (no SASL PLAIN or SCRAM authentication, no \
+                None => "the principal is unknown (no SASL PLAIN, SCRAM or OAUTHBEARER authentication accepted, no \
                          client certificate), and only some principals may elect"
                     .to_owned(),
             });

@@ -221,6 +221,36 @@ impl Loaded {
             None => Ok(ServerName::from(upstream.ip())),
         }
     }
+
+    /// Whether the guard presents a certificate of its own to the brokers
+    /// (`--upstream-tls-cert`): the brokers then take each client as the guard.
+    pub fn lends_identity(&self) -> bool {
+        self.upstream
+            .as_ref()
+            .is_some_and(|upstream| upstream.client_cert.is_some())
+    }
+}
+
+/// A guard that presents its own certificate to the brokers (`--upstream-tls-cert`) makes
+/// every client act at the broker as the guard: it may lend that identity only to clients
+/// it authenticated itself, with a certificate (`--tls-client-ca`). See `identity`.
+fn check_lent_identity(
+    server: Option<&ServerTls>,
+    upstream: Option<&UpstreamTls>,
+) -> Result<(), TlsError> {
+    let lends = upstream.is_some_and(|u| u.client_cert.is_some());
+    let authenticates = server.is_some_and(|s| s.client_ca.is_some());
+    if lends && !authenticates {
+        return Err(TlsError(
+            "--upstream-tls-cert needs --tls-client-ca (in the config file, upstream_tls.cert \
+             needs tls.client_ca): the brokers take every connection the guard opens with its \
+             own certificate as the guard, so each client would act at the broker as the \
+             guard; the guard lends that identity only to clients whose certificate it \
+             checked (mTLS), and with --allow-principal only to those allowed"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Settings loaded and checked, not yet in force: see [`Tls::prepare`].
@@ -229,6 +259,7 @@ pub struct Prepared(Current);
 impl Tls {
     /// Loads both sides' files; an error names the option and the file.
     pub fn new(server: Option<ServerTls>, upstream: Option<UpstreamTls>) -> Result<Tls, TlsError> {
+        check_lent_identity(server.as_ref(), upstream.as_ref())?;
         let loaded = load(server.as_ref(), upstream.map(Arc::new))?;
         Ok(Tls {
             current: RwLock::new(Current { server, loaded }),
@@ -287,6 +318,7 @@ impl Tls {
                 ));
             }
         }
+        check_lent_identity(server.as_ref(), upstream.as_ref())?;
         let loaded = load(server.as_ref(), upstream.map(Arc::new))?;
         Ok(Prepared(Current { server, loaded }))
     }

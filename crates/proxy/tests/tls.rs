@@ -489,6 +489,8 @@ async fn expired_certificates_are_refused() {
 
 /// A broker that requires a client certificate: without one of the guard's own
 /// (`--upstream-tls-cert`) the handshake fails and the client is closed; with one, served.
+/// (The guard lends its certificate only to clients it authenticated: mTLS on its side too,
+/// see tests/identity.rs.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mtls_towards_the_broker() {
     let pki = Pki::new("upstream-mtls", "ca-one");
@@ -503,6 +505,7 @@ async fn mtls_towards_the_broker() {
         (Some((pki.path("client.pem"), pki.path("client.key"))), true),
     ] {
         let (listen, _) = guard(upstream, |c| {
+            c.tls = Some(pki.server_tls(true));
             c.upstream_tls = Some(UpstreamTls {
                 ca: Some(pki.path("ca.pem")),
                 client_cert: client_cert.clone(),
@@ -510,9 +513,12 @@ async fn mtls_towards_the_broker() {
             })
         })
         .await;
-        let mut client = TcpStream::connect(listen).await.unwrap();
+        let alice = client_config(
+            &pki.path("ca.pem"),
+            Some((&pki.path("client.pem"), &pki.path("client.key"))),
+        );
         assert_eq!(
-            round_trip(&mut client, 4).await.is_ok(),
+            tls_round_trip(listen, alice, 4).await.is_ok(),
             served,
             "{client_cert:?}"
         );

@@ -589,7 +589,9 @@ pub struct ProxyArgs {
     /// --upstream's host (its IP address if given as one)
     #[arg(long, value_name = "NAME")]
     pub upstream_server_name: Option<String>,
-    /// A certificate chain (PEM) the guard presents to the brokers: mutual TLS
+    /// A certificate chain (PEM) the guard presents to the brokers: mutual TLS. The brokers
+    /// then take every client as the guard: needs --tls-client-ca, and with
+    /// --allow-principal only those principals are let through at all
     #[arg(long, value_name = "FILE")]
     pub upstream_tls_cert: Option<std::path::PathBuf>,
     /// The private key of --upstream-tls-cert (PEM)
@@ -605,9 +607,9 @@ pub struct ProxyArgs {
     /// Only these client ids may elect (repeatable; none: any)
     #[arg(long, value_name = "ID")]
     pub allow_client_id: Vec<OsString>,
-    /// Only this principal may elect (repeatable; none: any): a SASL PLAIN or SCRAM user the
-    /// broker accepted, or a client certificate's subject (CN=...,O=...); an unknown
-    /// principal is refused
+    /// Only this principal may elect (repeatable; none: any): a SASL PLAIN, SCRAM or
+    /// OAUTHBEARER user the broker accepted, or a client certificate's subject
+    /// (CN=...,O=..., as Kafka writes it); an unknown principal is refused
     #[arg(long, value_name = "NAME")]
     pub allow_principal: Vec<String>,
     /// A request naming more than N partitions is refused, and so is one for all
