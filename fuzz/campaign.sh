@@ -32,7 +32,7 @@ shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(parse_request parse_response roundtrip_request roundtrip_response split_stream differential
-    structured generators edit error_response reencode scan needed pairing policy capture conn addresses)
+    structured generators edit error_response reencode scan needed pairing policy capture conn addresses leadership)
 fi
 # The same table is in .ci/run.
 target_args() {

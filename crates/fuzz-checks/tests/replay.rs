@@ -141,3 +141,8 @@ fn conn() {
 fn addresses() {
     replay("addresses", checks::check_addresses);
 }
+
+#[test]
+fn leadership() {
+    replay("leadership", checks::check_leadership);
+}
