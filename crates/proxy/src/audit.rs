@@ -1062,6 +1062,7 @@ pub fn rfc3339(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::FutureExt;
 
     /// Issue 23, finding 7: a name that is not UTF-8 was written with U+FFFD in its place,
     /// so two different names could look the same in the audit log.
@@ -1290,6 +1291,61 @@ mod tests {
         assert!(!audit.drain(Duration::from_millis(300)));
         assert!(started.elapsed() < Duration::from_secs(5));
         drop(open);
+    }
+
+    /// Issue 35, finding 5: the queue was bounded in lines and shared by all. Now a
+    /// connection whose own lines fill its share waits (on the runtime) until they are
+    /// written, while another connection's lines are still queued; a line larger than a
+    /// share is refused; the bytes queued never pass the bound, and are given back once
+    /// written.
+    #[tokio::test]
+    async fn a_connection_past_its_share_waits_for_its_own_lines_and_no_one_else_does() {
+        let written = Arc::new(std::sync::Mutex::new(0));
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
+        let bound = 8 << 20;
+        let audit = Audit::start(sink, bound).unwrap();
+        assert_eq!(audit.queue.share, 1 << 20);
+        let line = |n: usize| format!("{}\n", "x".repeat(n - 1));
+        let flooder = audit.connection();
+        let mut lines = 0;
+        while flooder.queued.load(Ordering::Relaxed) < audit.queue.share {
+            flooder.record_line(line(300_000)).unwrap();
+            lines += 1;
+        }
+        assert_eq!(
+            lines, 4,
+            "the line that crosses the share is taken, no more"
+        );
+        assert_eq!(
+            flooder.record_line(line(1000)),
+            Err(AuditError::Stalled),
+            "past its share without waiting"
+        );
+        assert!(
+            flooder.ready().now_or_never().is_none(),
+            "ready while its share is full"
+        );
+        let other = audit.connection();
+        assert!(other.ready().now_or_never().is_some());
+        other.record_line(line(300_000)).unwrap();
+        assert_eq!(
+            other.record_line(line((1 << 20) + 1)),
+            Err(AuditError::TooLarge)
+        );
+        assert!(audit.queued_bytes() <= bound);
+        assert_eq!(audit.queued_bytes(), 5 * 300_000);
+        assert_eq!(audit.metrics().queued_bytes.get(), 5 * 300_000);
+        // The log writes: the flooder's wait ends, on the runtime.
+        drop(open);
+        tokio::time::timeout(Duration::from_secs(30), flooder.ready())
+            .await
+            .expect("the wait ends once its lines are written");
+        assert!(audit.drain(Duration::from_secs(30)));
+        assert_eq!(*written.lock().unwrap(), 5);
+        assert_eq!(audit.queued_bytes(), 0);
+        assert_eq!(audit.metrics().queued_bytes.get(), 0);
+        assert_eq!(audit.metrics().queued_lines.get(), 0);
     }
 
     /// A directory of its own for one test, removed when dropped.
