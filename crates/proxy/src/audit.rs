@@ -312,6 +312,11 @@ pub fn connection_share(bound: usize) -> usize {
     (bound / 8).max(MIN_CONNECTION_SHARE).min(bound.max(1))
 }
 
+/// A connection whose share is full waits for its lines at most this long without any
+/// line being written ([`AuditConnection::ready`]): past it the log is stalled, and its
+/// decision is refused (a client's own request timeout, 30 s for Kafka's tools, is longer).
+pub const STALLED_AFTER: Duration = Duration::from_secs(5);
+
 /// The smallest share of the queue a connection has ([`connection_share`]).
 pub const MIN_CONNECTION_SHARE: usize = 1 << 20;
 
@@ -537,9 +542,10 @@ pub struct AuditConnection<'a> {
 impl AuditConnection<'_> {
     /// Waits until this connection's share of the queue has room: its own lines queued
     /// before are written, while other connections' decisions are audited as they come.
-    /// Also done when the log is failing, or when the whole queue is near full (the log
-    /// is stalled): the next line is then refused and the decision with it. Never blocks
-    /// a runtime worker.
+    /// Also done when the log is failing, when the whole queue is near full, or when no
+    /// line at all was written for [`STALLED_AFTER`] (the log is stalled: a pipe nobody
+    /// reads): the next line is then refused and the decision with it, rather than held
+    /// for ever. Never blocks a runtime worker.
     pub async fn ready(&self) {
         let queue = &*self.audit.queue;
         loop {
@@ -557,7 +563,10 @@ impl AuditConnection<'_> {
             {
                 return;
             }
-            changed.await;
+            // Each line written wakes this: a wait this long saw none written.
+            if tokio::time::timeout(STALLED_AFTER, changed).await.is_err() {
+                return;
+            }
         }
     }
 
@@ -1346,6 +1355,29 @@ mod tests {
         assert_eq!(audit.queued_bytes(), 0);
         assert_eq!(audit.metrics().queued_bytes.get(), 0);
         assert_eq!(audit.metrics().queued_lines.get(), 0);
+    }
+
+    /// A connection waiting for its share while the log writes nothing at all (stopped)
+    /// is not held for ever: after [`STALLED_AFTER`] its wait ends and its next line is
+    /// refused as stalled, so that the client is answered rather than left to time out.
+    #[tokio::test]
+    async fn a_wait_on_a_stopped_log_ends_in_a_refusal() {
+        let written = Arc::new(std::sync::Mutex::new(0));
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
+        let audit = Audit::start(sink, 8 << 20).unwrap();
+        let flooder = audit.connection();
+        while flooder.queued.load(Ordering::Relaxed) < audit.queue.share {
+            flooder
+                .record_line(format!("{}\n", "x".repeat(299_999)))
+                .unwrap();
+        }
+        tokio::time::timeout(Duration::from_secs(60), flooder.ready())
+            .await
+            .expect("the wait ends while nothing is written");
+        assert_eq!(*written.lock().unwrap(), 0);
+        assert_eq!(flooder.record_line("{}\n".into()), Err(AuditError::Stalled));
+        drop(open);
     }
 
     /// A directory of its own for one test, removed when dropped.
