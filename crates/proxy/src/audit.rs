@@ -421,7 +421,10 @@ impl Audit {
         if self.queue.failing.load(Ordering::Relaxed) {
             return Err(AuditError::Failing);
         }
-        let line = DecisionRecord::new(conn, principal, policy, request, decision).line();
+        let record = DecisionRecord::new(conn, principal, policy, request, decision);
+        let line = record
+            .line_within(self.queue.share)
+            .ok_or(AuditError::TooLarge)?;
         self.record_line(line)
     }
 
@@ -582,7 +585,10 @@ impl AuditConnection<'_> {
         if self.audit.queue.failing.load(Ordering::Relaxed) {
             return Err(AuditError::Failing);
         }
-        let line = DecisionRecord::new(conn, principal, policy, request, decision).line();
+        let record = DecisionRecord::new(conn, principal, policy, request, decision);
+        let line = record
+            .line_within(self.audit.queue.share)
+            .ok_or(AuditError::TooLarge)?;
         self.record_line(line)
     }
 
@@ -819,6 +825,40 @@ impl<'a, 'r> DecisionRecord<'a, 'r> {
         line.push(b'\n');
         // serde_json writes UTF-8 only.
         String::from_utf8(line).unwrap_or_default()
+    }
+
+    /// [`DecisionRecord::line`], or None as soon as it grows past `limit` bytes: a line
+    /// too large to be queued is never written out whole (a request of the largest frame
+    /// size would make a line of several times its size).
+    pub fn line_within(&self, limit: usize) -> Option<String> {
+        let mut line = Capped {
+            bytes: Vec::with_capacity(256.min(limit)),
+            limit,
+        };
+        let mut json = serde_json::Serializer::with_formatter(&mut line, Visible);
+        self.serialize(&mut json).ok()?;
+        io::Write::write_all(&mut line, b"\n").ok()?;
+        String::from_utf8(line.bytes).ok()
+    }
+}
+
+/// A buffer that refuses to grow past `limit` bytes.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > self.limit {
+            return Err(io::Error::other("past the limit"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -1149,6 +1189,45 @@ mod tests {
                 "whole": false,
             })
         );
+    }
+
+    /// A line past its limit is given up as it is written, not made whole first: the line
+    /// of a request of the largest frame size would be several times that size. Within
+    /// the limit it is the line, byte for byte.
+    #[test]
+    fn a_line_past_its_limit_is_given_up() {
+        use kafka_elect_leaders::{
+            parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt,
+            TopicPartitionsData,
+        };
+        let partitions: Vec<i32> = (0..3000).collect();
+        let topics = [TopicPartitionsData::new(b"orders", &partitions)];
+        let frame = ElectLeadersRequestData {
+            correlation_id: 1,
+            election_type: ElectionType::PREFERRED,
+            topic_partitions: Some(&topics),
+            ..Default::default()
+        }
+        .encode_to_vec(2)
+        .unwrap();
+        let request = parse_request(&frame).unwrap();
+        let policy = Policy::default();
+        let decision = policy.decide(&request);
+        let conn = ConnInfo {
+            client: "127.0.0.1:5000".parse().unwrap(),
+            listener: "127.0.0.1:19092".parse().unwrap(),
+            local: "127.0.0.1:19092".parse().unwrap(),
+            upstream: "10.0.0.2:9092".parse().unwrap(),
+        };
+        let record = DecisionRecord::new(&conn, None, &policy, &request, &decision);
+        let line = record.line();
+        let within = record.line_within(line.len()).unwrap();
+        // The time may have moved on between the two: the rest is the same.
+        assert_eq!(within.len(), line.len());
+        let after_time = |l: &str| l[l.find("\"listener\"").unwrap()..].to_owned();
+        assert_eq!(after_time(&within), after_time(&line));
+        assert_eq!(record.line_within(line.len() - 1), None);
+        assert_eq!(record.line_within(100), None);
     }
 
     /// Bidi controls and other characters a reader cannot see, in what a peer sent, are
