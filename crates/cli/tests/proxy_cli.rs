@@ -1357,6 +1357,8 @@ fn metrics_and_status() {
         "elect_leaders_guard_connections_accepted_total 1",
         "elect_leaders_guard_broker_round_trip_seconds_count{api=\"Metadata\"} 1",
         "elect_leaders_guard_audit_queue_lines ",
+        "elect_leaders_guard_audit_queue_bytes ",
+        "elect_leaders_guard_audit_forwarded_unaudited_total 0",
     ] {
         assert!(text.contains(line), "{line} not in:\n{text}");
     }
@@ -1619,6 +1621,16 @@ fn usage_errors() {
             with(&["--max-buffered-bytes", "99999999999999999999GiB"]),
             "--max-buffered-bytes",
         ),
+        (
+            with(&["--audit-queue-bytes", "1000"]),
+            "--audit-queue-bytes",
+        ),
+        (
+            with(&["--audit-queue-bytes", "16MB"]),
+            "--audit-queue-bytes",
+        ),
+        // Replaced by --audit-queue-bytes: a count of lines bounded no memory.
+        (with(&["--audit-queue", "4096"]), "--audit-queue"),
         (with(&["--tls-cert", "c.pem"]), "--tls-key"),
         (with(&["--tls-client-ca", "ca.pem"]), "--tls-cert"),
         (with(&["--upstream-ca", "ca.pem"]), "--upstream-tls"),

@@ -32,7 +32,9 @@
 //! The audit log is a thread with a bounded queue: when it lags, the guard refuses the
 //! elections it cannot record, whole (`Policy::refuse_unaudited`). That depends on thread
 //! scheduling, not on the input, so the checks accept such a refusal in place of any
-//! decision: it refuses more, never less.
+//! decision: it refuses more, never less. Except under `--log-only`, which never refuses:
+//! there a decision that could not be audited is forwarded all the same, and a refusal
+//! for want of an audit is a violation.
 //!
 //! The target found two bugs in the guard (`corpus/regressions/conn`); until they are
 //! fixed, [`check_conn_lenient`] tolerates them, for campaigns and for the replay.
@@ -57,7 +59,9 @@ use kafka_elect_leaders::{
     TopicPartitionsData, API_KEY, SIZE_PREFIX_LEN,
 };
 use kafka_elect_leaders_proxy::answer::encode_refusal;
-use kafka_elect_leaders_proxy::audit::{Audit, AuditError, AuditSink, ConnInfo};
+use kafka_elect_leaders_proxy::audit::{
+    Audit, AuditError, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE_BYTES,
+};
 use kafka_elect_leaders_proxy::leadership;
 use kafka_elect_leaders_proxy::testing::{proxy, ClientRead, Shared, MAX_IN_FLIGHT, RESERVE_STEP};
 use kafka_elect_leaders_proxy::{Config, Decision, Policy, Verdict};
@@ -871,8 +875,11 @@ fn shared(policy: u8) -> &'static Shared {
                     frame_timeout: FRAME_TIMEOUT,
                     ..Config::default()
                 };
-                let audit = Audit::start(AuditSink::Writer(Box::new(io::sink())), 4096)
-                    .expect("the audit thread starts");
+                let audit = Audit::start(
+                    AuditSink::Writer(Box::new(io::sink())),
+                    DEFAULT_AUDIT_QUEUE_BYTES,
+                )
+                .expect("the audit thread starts");
                 Shared::new(&config, audit)
             })
             .collect()
@@ -1751,8 +1758,12 @@ fn police_change(frame: &[u8], policy: &Policy) -> Option<Result<Option<Vec<u8>>
 }
 
 /// The refusals the guard writes for a leadership change it could not audit, whatever the
-/// policy decided (the audit thread's lag depends on scheduling, not on the input).
+/// policy decided (the audit thread's lag depends on scheduling, not on the input). None
+/// under `--log-only`, which never refuses.
 fn unaudited_change_refusals(frame: &[u8], policy: &Policy) -> Vec<Vec<u8>> {
+    if policy.log_only {
+        return Vec::new();
+    }
     let Ok(peek) = peek_request(frame) else {
         return Vec::new();
     };
@@ -2074,8 +2085,9 @@ fn check_elect_answer(
             }
         }
     }
-    // The audit log lagged: the whole request refused (see the module's comment).
-    if unaudited {
+    // The audit log lagged: the whole request refused (see the module's comment); never
+    // under --log-only, where the checks below find it a violation.
+    if unaudited && !policy.log_only {
         return;
     }
     let broker_frame = broker.frame.map(|(frame, _)| *frame);
@@ -2657,6 +2669,46 @@ mod tests {
         let trimmed = elect(1, &topics[1..]);
         check_forwarded(&[&trimmed], &by_id, &policy);
         check_forwarded(&[&request], &by_id, &policy);
+    }
+
+    /// An election refused because it could not be audited is accepted in place of any
+    /// decision, except under `--log-only`, which never refuses (issue 35, finding 5):
+    /// there it is a violation, for an election and for a leadership change alike.
+    #[test]
+    fn an_unaudited_refusal_is_a_violation_under_log_only() {
+        let topics = [TopicPartitionsData::new(b"orders", &[1])];
+        let request = elect(1, &topics);
+        let unaudited = |policy: &Policy| {
+            let view = parse_request(&request).unwrap();
+            let decision = policy.refuse_unaudited(&view, AuditError::Stalled.reason());
+            let mut answer = BytesMut::new();
+            encode_refusal(policy, &decision, &view, None, &mut answer).unwrap();
+            answer.to_vec()
+        };
+        let check = |policy: &Policy| {
+            let (sent, _) = classify(&request, policy);
+            let by_id: HashMap<i32, &Sent<'_>> = sent.iter().map(|s| (s.id, s)).collect();
+            let from_broker = broker_answer(&request, 0);
+            let broker = HashMap::from([(1, (&from_broker[..], true))]);
+            let answer = unaudited(policy);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                check_answers(&[&answer], &by_id, &broker, false, policy);
+            }))
+            .is_ok()
+        };
+        assert!(check(&protect_payments()), "an unaudited refusal rejected");
+        let log_only = Policy {
+            log_only: true,
+            ..protect_payments()
+        };
+        assert!(
+            !check(&log_only),
+            "an unaudited refusal accepted under --log-only"
+        );
+
+        let change = add_partitions(2, "payments");
+        assert!(!unaudited_change_refusals(&change, &protect_payments()).is_empty());
+        assert!(unaudited_change_refusals(&change, &log_only).is_empty());
     }
 
     /// A refused partition answered with the broker's 0 rather than 44 fails.

@@ -1,16 +1,24 @@
 //! The audit log: one JSON line per ElectLeaders decision; and the proxy's own diagnostics,
 //! one plain line each on stderr.
 //!
-//! Neither is ever written on a runtime worker. Audit lines go through a bounded queue to a
-//! writer thread of their own, which writes each line with one `write` (and flushes
-//! standard output); nothing is fsynced. An election goes on once its line is queued, not
-//! written: a crash of the guard can lose the lines still queued (at most the queue's
-//! length), a crash of the machine also what the kernel had not written out. A clean stop
-//! waits for the queue to drain ([`Audit::drain`]). When the queue is full (the log
-//! is stalled: a full disk, a pipe nobody reads) or the last write failed, [`Audit::record`]
-//! says so, and the guard refuses the election it could not audit: it fails closed, while
-//! every other API keeps flowing. Diagnostics go through a queue of their own to a thread
-//! that writes stderr; when it is full they are dropped and counted, never waited for.
+//! Neither is ever written on a runtime worker. Audit lines go through a queue bounded in
+//! bytes ([`DEFAULT_AUDIT_QUEUE_BYTES`], each line counted by its allocation) to a writer
+//! thread of their own, which writes each line with one `write` (and flushes standard
+//! output); nothing is fsynced. An election goes on once its line is queued, not written: a
+//! crash of the guard can lose the lines still queued, a crash of the machine also what the
+//! kernel had not written out. A clean stop waits for the queue to drain ([`Audit::drain`]).
+//!
+//! Each connection has a share of the queue ([`connection_share`], an eighth of it): once
+//! its own lines queued fill it, its next decision waits ([`AuditConnection::ready`], on the
+//! runtime, never blocking a worker) until they are written, while other connections'
+//! decisions are audited as they come. So one client flooding elections slows itself
+//! down and no one else. When the whole queue is full (the log is stalled: a full disk, a
+//! pipe nobody reads, or more flooding clients than the log keeps up with) or the last
+//! write failed, [`AuditConnection::record`] says so, and the guard refuses the election
+//! it could not audit: it fails closed, while every other API keeps flowing; under
+//! `--log-only` it forwards it unaudited and counts it ([`Audit::forwarded_unaudited`]).
+//! Diagnostics go through a queue of their own to a thread that writes stderr; when it is
+//! full they are dropped and counted, never waited for.
 //!
 //! An audit file is opened again at its path when the path no longer names the file open
 //! (its device and inode, looked at before each line): moved or deleted, as logrotate's
@@ -25,19 +33,29 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{
+    channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError,
+};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_elect_leaders::ElectLeadersRequest;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::policy::{Decision, Policy};
 
-/// Audit lines waiting for the writer, at most, by default: a few MB of lines; past it the
-/// log is stalled and elections are refused.
-pub const DEFAULT_AUDIT_QUEUE: usize = 4096;
+/// Bytes of audit lines waiting for the writer, at most, by default: 64 MiB, what the guard
+/// holds of them at most however its clients flood and however the log lags (lines are
+/// counted by their allocation; an ElectLeaders line lists every partition of its request,
+/// and of those refused again). Past it the log is stalled and elections are refused. A
+/// connection has an eighth of it ([`connection_share`]): 8 MiB, also the largest line
+/// audited, that of a request naming about a million and a half partitions of one topic
+/// (a line takes about 5.5 bytes a partition), fewer spread over many topics. The lines of
+/// kafka-leader-election runs are a few hundred bytes, or null for all partitions.
+pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 64 << 20;
 
 /// Where audit lines go.
 pub enum AuditSink {
@@ -143,34 +161,91 @@ impl AuditFile {
     }
 }
 
-/// One JSON line per decision, handed to a writer thread through a bounded queue. Lines
-/// from several connections never interleave: one thread writes them, one `write` each.
+/// One JSON line per decision, handed to a writer thread through a queue bounded in bytes.
+/// Lines from several connections never interleave: one thread writes them, one `write`
+/// each.
 pub struct Audit {
-    lines: SyncSender<Message>,
-    failing: Arc<AtomicBool>,
-    /// Lines queued and not yet written (a metric).
-    queued: prometheus_client::metrics::gauge::Gauge,
+    lines: Sender<Message>,
+    queue: Arc<Queue>,
+}
+
+/// What the queue holds, shared by whoever queues lines and the writer thread.
+struct Queue {
+    /// Bytes of lines queued and not yet written, at most.
+    bound: usize,
+    /// Bytes one connection may have queued before its next decision waits
+    /// ([`connection_share`]).
+    share: usize,
+    /// Bytes of lines queued and not yet written.
+    bytes: AtomicUsize,
+    /// The last write failed (or the file could not be opened again).
+    failing: AtomicBool,
+    /// Told after each line written, and when `failing` changes: what a connection waiting
+    /// for room in its share waits on ([`AuditConnection::ready`]).
+    changed: tokio::sync::Notify,
+    metrics: AuditMetrics,
+}
+
+impl Queue {
+    fn set_failing(&self, failing: bool) {
+        if self.failing.swap(failing, Ordering::Relaxed) != failing {
+            self.changed.notify_waiters();
+        }
+    }
+}
+
+/// The audit log's metrics, kept by the writer and by whoever queues lines.
+#[derive(Clone, Debug, Default)]
+pub struct AuditMetrics {
+    /// Lines queued and not yet written.
+    pub queued_lines: Gauge,
+    /// Bytes of those lines (their allocations).
+    pub queued_bytes: Gauge,
+    /// Decisions under `--log-only` forwarded although they could not be audited.
+    pub forwarded_unaudited: Counter,
+}
+
+/// A line queued: its text, the bytes it is counted for, and the counter of the
+/// connection that queued it (if any), which the writer takes them off once it is written.
+struct Queued {
+    text: String,
+    bytes: usize,
+    conn: Option<Arc<AtomicUsize>>,
 }
 
 /// What a writer thread is handed: a line, or a request to say when every line before it
 /// is written.
 enum Message {
-    Line(String),
+    Line(Queued),
     Drained(std::sync::mpsc::Sender<()>),
     /// Open the audit file again; the answer: whether there is a file.
     Reopen(std::sync::mpsc::Sender<io::Result<bool>>),
 }
 
+impl Message {
+    /// A diagnostic line: counted against nothing.
+    fn diagnostic(text: String) -> Message {
+        Message::Line(Queued {
+            text,
+            bytes: 0,
+            conn: None,
+        })
+    }
+}
+
 /// How often a writer whose file could not be opened again tries again.
 const REOPEN_RETRY: Duration = Duration::from_secs(1);
 
-/// Hands `Drained` to a writer and waits for its answer, at most until `deadline`: whether
-/// every line queued before it was written.
-fn drain(queue: &SyncSender<Message>, deadline: std::time::Instant) -> bool {
+/// Hands `Drained` to a writer with `send` and waits for its answer, at most until
+/// `deadline`: whether every line queued before it was written.
+fn drain(
+    send: impl Fn(Message) -> Result<(), TrySendError<Message>>,
+    deadline: std::time::Instant,
+) -> bool {
     let (done, wait) = std::sync::mpsc::channel();
     let mut message = Message::Drained(done);
     loop {
-        match queue.try_send(message) {
+        match send(message) {
             Ok(()) => break,
             Err(TrySendError::Full(back)) if std::time::Instant::now() < deadline => {
                 message = back;
@@ -190,17 +265,27 @@ pub enum AuditError {
     Stalled,
     /// The last write failed, or the writer is gone.
     Failing,
+    /// The decision's line alone is larger than a connection's share of the queue.
+    TooLarge,
 }
 
 impl AuditError {
     /// Every kind, for what checks the reasons a refusal can give.
-    pub const ALL: [AuditError; 2] = [AuditError::Stalled, AuditError::Failing];
+    pub const ALL: [AuditError; 3] = [
+        AuditError::Stalled,
+        AuditError::Failing,
+        AuditError::TooLarge,
+    ];
 
     /// Why, in a few words, for the refusal's message.
     pub fn reason(self) -> &'static str {
         match self {
             AuditError::Stalled => "the audit log is stalled",
             AuditError::Failing => "the audit log cannot be written",
+            AuditError::TooLarge => {
+                "its audit line is larger than a connection's share of the audit queue \
+                 (--audit-queue-bytes)"
+            }
         }
     }
 }
@@ -219,33 +304,89 @@ pub struct ConnInfo {
     pub upstream: SocketAddr,
 }
 
+/// The bytes of audit lines one connection may have queued before its next decision waits
+/// for them to be written: an eighth of the queue, at least 1 MiB, at most the whole queue.
+/// Eight connections flooding elections at once are needed to fill the queue, and then
+/// only while the log does not keep up with them.
+pub fn connection_share(bound: usize) -> usize {
+    (bound / 8).max(MIN_CONNECTION_SHARE).min(bound.max(1))
+}
+
+/// A connection whose share is full waits for its lines at most this long without any
+/// line being written ([`AuditConnection::ready`]): past it the log is stalled, and its
+/// decision is refused (a client's own request timeout, 30 s for Kafka's tools, is longer).
+pub const STALLED_AFTER: Duration = Duration::from_secs(5);
+
+/// The smallest share of the queue a connection has ([`connection_share`]).
+pub const MIN_CONNECTION_SHARE: usize = 1 << 20;
+
+/// Whether the rules that decide for `principal` under `policy` are `--log-only`: the
+/// principal's own rules if it has some, else the policy's.
+pub fn log_only(policy: &Policy, principal: Option<&str>) -> bool {
+    principal
+        .and_then(|p| policy.principal_rules.get(p))
+        .unwrap_or(policy)
+        .log_only
+}
+
 impl Audit {
-    /// Starts the writer thread of `sink`, with room for `queue` lines waiting (at least 1).
-    pub fn start(sink: AuditSink, queue: usize) -> io::Result<Audit> {
-        let (lines, rx) = sync_channel(queue.max(1));
-        let failing = Arc::new(AtomicBool::new(false));
-        let flag = failing.clone();
-        let queued = prometheus_client::metrics::gauge::Gauge::default();
-        let written = queued.clone();
+    /// Starts the writer thread of `sink`, with room for `bound` bytes of lines waiting (at
+    /// least 1).
+    pub fn start(sink: AuditSink, bound: usize) -> io::Result<Audit> {
+        let bound = bound.max(1);
+        let (lines, rx) = channel();
+        let queue = Arc::new(Queue {
+            bound,
+            share: connection_share(bound),
+            bytes: AtomicUsize::new(0),
+            failing: AtomicBool::new(false),
+            changed: tokio::sync::Notify::new(),
+            metrics: AuditMetrics::default(),
+        });
+        let writer = queue.clone();
         std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || write_lines(sink, &rx, &flag, &written))?;
-        Ok(Audit {
-            lines,
-            failing,
-            queued,
-        })
+            .spawn(move || write_lines(sink, &rx, &writer))?;
+        Ok(Audit { lines, queue })
+    }
+
+    /// The audit log's metrics (its queue's depth, kept by the writer).
+    pub fn metrics(&self) -> AuditMetrics {
+        self.queue.metrics.clone()
     }
 
     /// The gauge of lines queued and not yet written.
-    pub fn queued(&self) -> prometheus_client::metrics::gauge::Gauge {
-        self.queued.clone()
+    pub fn queued(&self) -> Gauge {
+        self.queue.metrics.queued_lines.clone()
+    }
+
+    /// Bytes of lines queued and not yet written, now.
+    pub fn queued_bytes(&self) -> usize {
+        self.queue.bytes.load(Ordering::Relaxed)
+    }
+
+    /// A connection's handle: its decisions' lines are counted against its share of the
+    /// queue ([`connection_share`]).
+    pub fn connection(&self) -> AuditConnection<'_> {
+        AuditConnection {
+            audit: self,
+            queued: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn send(&self, message: Message) -> Result<(), TrySendError<Message>> {
+        self.lines
+            .send(message)
+            .map_err(|e| TrySendError::Disconnected(e.0))
     }
 
     /// Waits until every line queued so far is written, at most `timeout`: false if they
     /// were not (the log is stalled or failing). Blocks: call it off the runtime's workers.
     pub fn drain(&self, timeout: Duration) -> bool {
-        drain(&self.lines, std::time::Instant::now() + timeout)
+        drain(
+            |message| self.send(message),
+            std::time::Instant::now() + timeout,
+        )
     }
 
     /// Opens the audit file again at its path once the lines queued before are written,
@@ -254,29 +395,11 @@ impl Audit {
     /// past `timeout`) elections are refused until a line can be written. Blocks: call it
     /// off the runtime's workers.
     pub fn reopen(&self, timeout: Duration) -> io::Result<bool> {
-        let deadline = std::time::Instant::now() + timeout;
         let (done, wait) = std::sync::mpsc::channel();
-        let mut message = Message::Reopen(done);
-        loop {
-            match self.lines.try_send(message) {
-                Ok(()) => break,
-                Err(TrySendError::Full(back)) if std::time::Instant::now() < deadline => {
-                    message = back;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(TrySendError::Full(_)) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the audit log is stalled (its queue is full): not opened again",
-                    ))
-                }
-                Err(TrySendError::Disconnected(_)) => {
-                    return Err(io::Error::other("the audit writer is gone"))
-                }
-            }
+        if self.send(Message::Reopen(done)).is_err() {
+            return Err(io::Error::other("the audit writer is gone"));
         }
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        wait.recv_timeout(left).unwrap_or_else(|_| {
+        wait.recv_timeout(timeout).unwrap_or_else(|_| {
             Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 "the audit log is stalled: the lines before are not written yet",
@@ -285,7 +408,8 @@ impl Audit {
     }
 
     /// Hands the line for one decision to the writer; an error when it cannot be audited
-    /// (the caller then refuses the election, and nothing is written for it).
+    /// (the caller then refuses the election, and nothing is written for it). Counted
+    /// against no connection's share: see [`Audit::connection`].
     pub fn record(
         &self,
         conn: &ConnInfo,
@@ -294,41 +418,190 @@ impl Audit {
         request: &ElectLeadersRequest<'_>,
         decision: &Decision,
     ) -> Result<(), AuditError> {
-        if self.failing.load(Ordering::Relaxed) {
+        if self.queue.failing.load(Ordering::Relaxed) {
             return Err(AuditError::Failing);
         }
-        let line = DecisionRecord::new(conn, principal, policy, request, decision).line();
+        let record = DecisionRecord::new(conn, principal, policy, request, decision);
+        let line = record
+            .line_within(self.queue.share)
+            .ok_or(AuditError::TooLarge)?;
         self.record_line(line)
     }
 
     /// Hands one line (JSON, newline included) to the writer, as [`Audit::record`] does.
     pub fn record_line(&self, line: String) -> Result<(), AuditError> {
-        if self.failing.load(Ordering::Relaxed) {
+        self.queue_line(line, None)
+    }
+
+    /// Queues `line`, counted against the queue's bound and `conn`'s share: refused when
+    /// the log is failing, when the line alone is larger than a share, when `conn`'s share
+    /// is full, or when the queue has no room for it (stalled).
+    fn queue_line(
+        &self,
+        mut line: String,
+        conn: Option<&Arc<AtomicUsize>>,
+    ) -> Result<(), AuditError> {
+        let queue = &*self.queue;
+        if queue.failing.load(Ordering::Relaxed) {
             return Err(AuditError::Failing);
         }
-        // Counted before it is sent, so that the writer never takes it below zero.
-        self.queued.inc();
-        let sent = self.lines.try_send(Message::Line(line));
-        if sent.is_err() {
-            self.queued.dec();
+        // Counted as what it holds: its allocation, made to fit first (a line is written
+        // into a buffer that grows by doubling).
+        line.shrink_to_fit();
+        let bytes = line.capacity().max(1);
+        if bytes > queue.share {
+            return Err(AuditError::TooLarge);
         }
-        match sent {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(_)) => Err(AuditError::Stalled),
-            Err(TrySendError::Disconnected(_)) => Err(AuditError::Failing),
+        if conn.is_some_and(|c| c.load(Ordering::Acquire) >= queue.share) {
+            return Err(AuditError::Stalled);
         }
+        let room = queue
+            .bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                queued
+                    .checked_add(bytes)
+                    .filter(|&after| after <= queue.bound)
+            });
+        if room.is_err() {
+            return Err(AuditError::Stalled);
+        }
+        if let Some(c) = conn {
+            c.fetch_add(bytes, Ordering::AcqRel);
+        }
+        // Counted before it is sent, so that the writer never takes them below zero.
+        queue.metrics.queued_lines.inc();
+        queue.metrics.queued_bytes.inc_by(bytes as i64);
+        let queued = Queued {
+            text: line,
+            bytes,
+            conn: conn.cloned(),
+        };
+        if self.send(Message::Line(queued)).is_err() {
+            release(queue, bytes, conn.map(|c| &**c));
+            return Err(AuditError::Failing);
+        }
+        Ok(())
+    }
+
+    /// A decision that could not be audited (`what` says which, `e` why): under
+    /// `--log-only` (`log_only`), which never refuses, it is forwarded all the same:
+    /// `Ok`, counted, and said in the diagnostics at most once every ten seconds, with how
+    /// many since. Otherwise `Err(e)`: the caller refuses it.
+    pub fn unaudited(
+        &self,
+        log_only: bool,
+        conn: &ConnInfo,
+        what: std::fmt::Arguments<'_>,
+        e: AuditError,
+    ) -> Result<(), AuditError> {
+        if !log_only {
+            return Err(e);
+        }
+        static LAST: AtomicU64 = AtomicU64::new(0);
+        static SINCE: AtomicU64 = AtomicU64::new(0);
+        self.queue.metrics.forwarded_unaudited.inc();
+        SINCE.fetch_add(1, Ordering::Relaxed);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let last = LAST.load(Ordering::Relaxed);
+        if now >= last.saturating_add(10)
+            && LAST
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let since = SINCE.swap(0, Ordering::Relaxed);
+            log(format_args!(
+                "{} -> {}: {what} forwarded unaudited under --log-only: {}; {since} \
+                 decision(s) forwarded unaudited since the last such line",
+                conn.client,
+                conn.upstream,
+                e.reason()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Takes a line's bytes off the queue's count and its connection's.
+fn release(queue: &Queue, bytes: usize, conn: Option<&AtomicUsize>) {
+    if let Some(c) = conn {
+        c.fetch_sub(bytes, Ordering::AcqRel);
+    }
+    queue.bytes.fetch_sub(bytes, Ordering::AcqRel);
+    queue.metrics.queued_lines.dec();
+    queue.metrics.queued_bytes.dec_by(bytes as i64);
+    queue.changed.notify_waiters();
+}
+
+/// One connection's handle on the audit log ([`Audit::connection`]): the bytes of its
+/// lines queued and not yet written, at most its share of the queue.
+pub struct AuditConnection<'a> {
+    audit: &'a Audit,
+    queued: Arc<AtomicUsize>,
+}
+
+impl AuditConnection<'_> {
+    /// Waits until this connection's share of the queue has room: its own lines queued
+    /// before are written, while other connections' decisions are audited as they come.
+    /// Also done when the log is failing, when the whole queue is near full, or when no
+    /// line at all was written for [`STALLED_AFTER`] (the log is stalled: a pipe nobody
+    /// reads): the next line is then refused and the decision with it, rather than held
+    /// for ever. Never blocks a runtime worker.
+    pub async fn ready(&self) {
+        let queue = &*self.audit.queue;
+        loop {
+            let changed = queue.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let others_full = queue
+                .bytes
+                .load(Ordering::Acquire)
+                .saturating_add(queue.share)
+                > queue.bound;
+            if self.queued.load(Ordering::Acquire) < queue.share
+                || queue.failing.load(Ordering::Relaxed)
+                || others_full
+            {
+                return;
+            }
+            // Each line written wakes this: a wait this long saw none written.
+            if tokio::time::timeout(STALLED_AFTER, changed).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// [`Audit::record`], counted against this connection's share.
+    pub fn record(
+        &self,
+        conn: &ConnInfo,
+        principal: Option<&str>,
+        policy: &Policy,
+        request: &ElectLeadersRequest<'_>,
+        decision: &Decision,
+    ) -> Result<(), AuditError> {
+        if self.audit.queue.failing.load(Ordering::Relaxed) {
+            return Err(AuditError::Failing);
+        }
+        let record = DecisionRecord::new(conn, principal, policy, request, decision);
+        let line = record
+            .line_within(self.audit.queue.share)
+            .ok_or(AuditError::TooLarge)?;
+        self.record_line(line)
+    }
+
+    /// [`Audit::record_line`], counted against this connection's share.
+    pub fn record_line(&self, line: String) -> Result<(), AuditError> {
+        self.audit.queue_line(line, Some(&self.queued))
     }
 }
 
 /// The writer thread: one `write` per line. A line whose write fails is tried again every
-/// second until it is written; meanwhile `failing` is set and no decision is let through.
+/// second until it is written; meanwhile the log is failing and no decision is let through.
 /// A file that could not be opened again is tried every second too, lines or not.
-fn write_lines(
-    mut sink: AuditSink,
-    lines: &Receiver<Message>,
-    failing: &AtomicBool,
-    queued: &prometheus_client::metrics::gauge::Gauge,
-) {
+fn write_lines(mut sink: AuditSink, lines: &Receiver<Message>, queue: &Queue) {
     loop {
         let message = if sink.broken() {
             match lines.recv_timeout(REOPEN_RETRY) {
@@ -336,7 +609,7 @@ fn write_lines(
                 Err(RecvTimeoutError::Timeout) => {
                     if let AuditSink::File(file) = &mut sink {
                         if file.reopen().is_ok() {
-                            failing.store(false, Ordering::Relaxed);
+                            queue.set_failing(false);
                             log(format_args!(
                                 "audit log {} opened again: elections are audited again",
                                 file.path.display()
@@ -363,12 +636,12 @@ fn write_lines(
                 let reopened = match &mut sink {
                     AuditSink::File(file) => match file.reopen() {
                         Ok(()) => {
-                            failing.store(false, Ordering::Relaxed);
+                            queue.set_failing(false);
                             Ok(true)
                         }
                         // The caller says it (its error), once.
                         Err(e) => {
-                            failing.store(true, Ordering::Relaxed);
+                            queue.set_failing(true);
                             Err(e)
                         }
                     },
@@ -379,28 +652,30 @@ fn write_lines(
             }
         };
         loop {
+            let text = line.text.as_bytes();
             let written = match &mut sink {
                 AuditSink::Stdout => {
                     let mut out = io::stdout().lock();
-                    out.write_all(line.as_bytes()).and_then(|()| out.flush())
+                    out.write_all(text).and_then(|()| out.flush())
                 }
-                AuditSink::Stderr => io::stderr().lock().write_all(line.as_bytes()),
-                AuditSink::File(f) => f.write(line.as_bytes()),
-                AuditSink::Writer(w) => w.write_all(line.as_bytes()).and_then(|()| w.flush()),
+                AuditSink::Stderr => io::stderr().lock().write_all(text),
+                AuditSink::File(f) => f.write(text),
+                AuditSink::Writer(w) => w.write_all(text).and_then(|()| w.flush()),
             };
             match written {
                 Ok(()) => {
-                    failing.store(false, Ordering::Relaxed);
-                    queued.dec();
+                    queue.set_failing(false);
+                    release(queue, line.bytes, line.conn.as_deref());
                     break;
                 }
                 Err(e) => {
-                    if !failing.swap(true, Ordering::Relaxed) {
+                    if !queue.failing.load(Ordering::Relaxed) {
                         log(format_args!(
                             "cannot write the audit log: {e}; elections are refused until it \
                              can be written"
                         ));
                     }
+                    queue.set_failing(true);
                     std::thread::sleep(Duration::from_secs(1));
                 }
             }
@@ -551,6 +826,40 @@ impl<'a, 'r> DecisionRecord<'a, 'r> {
         // serde_json writes UTF-8 only.
         String::from_utf8(line).unwrap_or_default()
     }
+
+    /// [`DecisionRecord::line`], or None as soon as it grows past `limit` bytes: a line
+    /// too large to be queued is never written out whole (a request of the largest frame
+    /// size would make a line of several times its size).
+    pub fn line_within(&self, limit: usize) -> Option<String> {
+        let mut line = Capped {
+            bytes: Vec::with_capacity(256.min(limit)),
+            limit,
+        };
+        let mut json = serde_json::Serializer::with_formatter(&mut line, Visible);
+        self.serialize(&mut json).ok()?;
+        io::Write::write_all(&mut line, b"\n").ok()?;
+        String::from_utf8(line.bytes).ok()
+    }
+}
+
+/// A buffer that refuses to grow past `limit` bytes.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > self.limit {
+            return Err(io::Error::other("past the limit"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Serialize for DecisionRecord<'_, '_> {
@@ -621,7 +930,7 @@ pub fn log(message: std::fmt::Arguments<'_>) {
     );
     match diagnostics() {
         Some(d) => {
-            if d.lines.try_send(Message::Line(line)).is_err() {
+            if d.lines.try_send(Message::diagnostic(line)).is_err() {
                 d.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -734,7 +1043,10 @@ impl serde_json::ser::Formatter for Visible {
 /// program does before it exits, so that its last lines are not lost with the thread.
 pub fn drain_log(timeout: Duration) -> bool {
     match diagnostics() {
-        Some(d) => drain(&d.lines, std::time::Instant::now() + timeout),
+        Some(d) => drain(
+            |message| d.lines.try_send(message),
+            std::time::Instant::now() + timeout,
+        ),
         None => true,
     }
 }
@@ -751,7 +1063,7 @@ fn diagnostics() -> Option<&'static Diagnostics> {
                 .spawn(move || {
                     for message in rx {
                         let line = match message {
-                            Message::Line(line) => line,
+                            Message::Line(line) => line.text,
                             Message::Drained(done) => {
                                 let _ = done.send(());
                                 continue;
@@ -799,6 +1111,7 @@ pub fn rfc3339(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::FutureExt;
 
     /// Issue 23, finding 7: a name that is not UTF-8 was written with U+FFFD in its place,
     /// so two different names could look the same in the audit log.
@@ -876,6 +1189,45 @@ mod tests {
                 "whole": false,
             })
         );
+    }
+
+    /// A line past its limit is given up as it is written, not made whole first: the line
+    /// of a request of the largest frame size would be several times that size. Within
+    /// the limit it is the line, byte for byte.
+    #[test]
+    fn a_line_past_its_limit_is_given_up() {
+        use kafka_elect_leaders::{
+            parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt,
+            TopicPartitionsData,
+        };
+        let partitions: Vec<i32> = (0..3000).collect();
+        let topics = [TopicPartitionsData::new(b"orders", &partitions)];
+        let frame = ElectLeadersRequestData {
+            correlation_id: 1,
+            election_type: ElectionType::PREFERRED,
+            topic_partitions: Some(&topics),
+            ..Default::default()
+        }
+        .encode_to_vec(2)
+        .unwrap();
+        let request = parse_request(&frame).unwrap();
+        let policy = Policy::default();
+        let decision = policy.decide(&request);
+        let conn = ConnInfo {
+            client: "127.0.0.1:5000".parse().unwrap(),
+            listener: "127.0.0.1:19092".parse().unwrap(),
+            local: "127.0.0.1:19092".parse().unwrap(),
+            upstream: "10.0.0.2:9092".parse().unwrap(),
+        };
+        let record = DecisionRecord::new(&conn, None, &policy, &request, &decision);
+        let line = record.line();
+        let within = record.line_within(line.len()).unwrap();
+        // The time may have moved on between the two: the rest is the same.
+        assert_eq!(within.len(), line.len());
+        let after_time = |l: &str| l[l.find("\"listener\"").unwrap()..].to_owned();
+        assert_eq!(after_time(&within), after_time(&line));
+        assert_eq!(record.line_within(line.len() - 1), None);
+        assert_eq!(record.line_within(100), None);
     }
 
     /// Bidi controls and other characters a reader cannot see, in what a peer sent, are
@@ -995,18 +1347,18 @@ mod tests {
 
     fn queue_lines(audit: &Audit, n: usize) {
         for i in 0..n {
-            audit
-                .lines
-                .try_send(Message::Line(format!("{{\"line\":{i}}}\n")))
-                .unwrap();
+            audit.record_line(format!("{{\"line\":{i}}}\n")).unwrap();
         }
     }
 
     #[test]
     fn drain_waits_for_every_line_queued() {
         let written = Arc::new(std::sync::Mutex::new(0));
-        let audit =
-            Audit::start(AuditSink::Writer(Box::new(Slow(written.clone(), None))), 64).unwrap();
+        let audit = Audit::start(
+            AuditSink::Writer(Box::new(Slow(written.clone(), None))),
+            4096,
+        )
+        .unwrap();
         queue_lines(&audit, 10);
         assert!(audit.drain(Duration::from_secs(10)));
         assert_eq!(
@@ -1021,11 +1373,89 @@ mod tests {
         let written = Arc::new(std::sync::Mutex::new(0));
         let (open, gate) = std::sync::mpsc::channel();
         let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
-        let audit = Audit::start(sink, 4).unwrap();
+        let audit = Audit::start(sink, 4096).unwrap();
         queue_lines(&audit, 4);
         let started = std::time::Instant::now();
         assert!(!audit.drain(Duration::from_millis(300)));
         assert!(started.elapsed() < Duration::from_secs(5));
+        drop(open);
+    }
+
+    /// Issue 35, finding 5: the queue was bounded in lines and shared by all. Now a
+    /// connection whose own lines fill its share waits (on the runtime) until they are
+    /// written, while another connection's lines are still queued; a line larger than a
+    /// share is refused; the bytes queued never pass the bound, and are given back once
+    /// written.
+    #[tokio::test]
+    async fn a_connection_past_its_share_waits_for_its_own_lines_and_no_one_else_does() {
+        let written = Arc::new(std::sync::Mutex::new(0));
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
+        let bound = 8 << 20;
+        let audit = Audit::start(sink, bound).unwrap();
+        assert_eq!(audit.queue.share, 1 << 20);
+        let line = |n: usize| format!("{}\n", "x".repeat(n - 1));
+        let flooder = audit.connection();
+        let mut lines = 0;
+        while flooder.queued.load(Ordering::Relaxed) < audit.queue.share {
+            flooder.record_line(line(300_000)).unwrap();
+            lines += 1;
+        }
+        assert_eq!(
+            lines, 4,
+            "the line that crosses the share is taken, no more"
+        );
+        assert_eq!(
+            flooder.record_line(line(1000)),
+            Err(AuditError::Stalled),
+            "past its share without waiting"
+        );
+        assert!(
+            flooder.ready().now_or_never().is_none(),
+            "ready while its share is full"
+        );
+        let other = audit.connection();
+        assert!(other.ready().now_or_never().is_some());
+        other.record_line(line(300_000)).unwrap();
+        assert_eq!(
+            other.record_line(line((1 << 20) + 1)),
+            Err(AuditError::TooLarge)
+        );
+        assert!(audit.queued_bytes() <= bound);
+        assert_eq!(audit.queued_bytes(), 5 * 300_000);
+        assert_eq!(audit.metrics().queued_bytes.get(), 5 * 300_000);
+        // The log writes: the flooder's wait ends, on the runtime.
+        drop(open);
+        tokio::time::timeout(Duration::from_secs(30), flooder.ready())
+            .await
+            .expect("the wait ends once its lines are written");
+        assert!(audit.drain(Duration::from_secs(30)));
+        assert_eq!(*written.lock().unwrap(), 5);
+        assert_eq!(audit.queued_bytes(), 0);
+        assert_eq!(audit.metrics().queued_bytes.get(), 0);
+        assert_eq!(audit.metrics().queued_lines.get(), 0);
+    }
+
+    /// A connection waiting for its share while the log writes nothing at all (stopped)
+    /// is not held for ever: after [`STALLED_AFTER`] its wait ends and its next line is
+    /// refused as stalled, so that the client is answered rather than left to time out.
+    #[tokio::test]
+    async fn a_wait_on_a_stopped_log_ends_in_a_refusal() {
+        let written = Arc::new(std::sync::Mutex::new(0));
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
+        let audit = Audit::start(sink, 8 << 20).unwrap();
+        let flooder = audit.connection();
+        while flooder.queued.load(Ordering::Relaxed) < audit.queue.share {
+            flooder
+                .record_line(format!("{}\n", "x".repeat(299_999)))
+                .unwrap();
+        }
+        tokio::time::timeout(Duration::from_secs(60), flooder.ready())
+            .await
+            .expect("the wait ends while nothing is written");
+        assert_eq!(*written.lock().unwrap(), 0);
+        assert_eq!(flooder.record_line("{}\n".into()), Err(AuditError::Stalled));
         drop(open);
     }
 
@@ -1059,7 +1489,7 @@ mod tests {
     fn a_file_moved_or_deleted_is_opened_again_at_its_path() {
         let dir = Dir::new("audit-moved");
         let path = dir.0.join("audit.jsonl");
-        let audit = Audit::start(AuditSink::open(&path).unwrap(), 16).unwrap();
+        let audit = Audit::start(AuditSink::open(&path).unwrap(), 4096).unwrap();
         queue_lines(&audit, 1);
         assert!(audit.drain(Duration::from_secs(10)));
         std::fs::rename(&path, dir.0.join("audit.jsonl.1")).unwrap();
@@ -1072,7 +1502,7 @@ mod tests {
         queue_lines(&audit, 1);
         assert!(audit.drain(Duration::from_secs(10)));
         assert_eq!(read(&path), "{\"line\":0}\n");
-        assert!(!audit.failing.load(Ordering::Relaxed));
+        assert!(!audit.queue.failing.load(Ordering::Relaxed));
     }
 
     /// logrotate's `copytruncate`: the file is copied, then cut to nothing in place; the
@@ -1081,7 +1511,7 @@ mod tests {
     fn a_file_truncated_in_place_is_written_from_its_start() {
         let dir = Dir::new("audit-truncated");
         let path = dir.0.join("audit.jsonl");
-        let audit = Audit::start(AuditSink::open(&path).unwrap(), 16).unwrap();
+        let audit = Audit::start(AuditSink::open(&path).unwrap(), 4096).unwrap();
         queue_lines(&audit, 3);
         assert!(audit.drain(Duration::from_secs(10)));
         std::fs::copy(&path, dir.0.join("audit.jsonl.1")).unwrap();
@@ -1106,7 +1536,7 @@ mod tests {
         let logs = dir.0.join("logs");
         std::fs::create_dir_all(&logs).unwrap();
         let path = logs.join("audit.jsonl");
-        let audit = Audit::start(AuditSink::open(&path).unwrap(), 16).unwrap();
+        let audit = Audit::start(AuditSink::open(&path).unwrap(), 4096).unwrap();
         std::fs::rename(&path, logs.join("audit.jsonl.1")).unwrap();
         assert!(audit.reopen(Duration::from_secs(10)).unwrap());
         assert!(path.exists(), "opened again before any line");
@@ -1114,17 +1544,20 @@ mod tests {
         std::fs::remove_dir_all(&logs).unwrap();
         let e = audit.reopen(Duration::from_secs(10)).unwrap_err();
         assert!(e.to_string().contains("audit.jsonl again"), "{e}");
-        assert!(audit.failing.load(Ordering::Relaxed), "elections refused");
+        assert!(
+            audit.queue.failing.load(Ordering::Relaxed),
+            "elections refused"
+        );
 
         // The path is now a directory: still failing, whatever is asked.
         std::fs::create_dir_all(&path).unwrap();
         assert!(audit.reopen(Duration::from_secs(10)).is_err());
-        assert!(audit.failing.load(Ordering::Relaxed));
+        assert!(audit.queue.failing.load(Ordering::Relaxed));
 
         // Fixed: the writer opens it by itself (it tries every second).
         std::fs::remove_dir(&path).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while audit.failing.load(Ordering::Relaxed) {
+        while audit.queue.failing.load(Ordering::Relaxed) {
             assert!(std::time::Instant::now() < deadline, "never opened again");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -1133,7 +1566,7 @@ mod tests {
         assert_eq!(read(&path), "{\"line\":0}\n");
 
         // Standard error is no file: nothing to open.
-        let stderr = Audit::start(AuditSink::Stderr, 4).unwrap();
+        let stderr = Audit::start(AuditSink::Stderr, 4096).unwrap();
         assert!(!stderr.reopen(Duration::from_secs(10)).unwrap());
     }
 

@@ -43,7 +43,7 @@ use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
 use crate::addresses::{Addresses, Rewritten};
 use crate::answer;
-use crate::audit::{log, Audit, ConnInfo};
+use crate::audit::{log, log_only, Audit, AuditConnection, ConnInfo};
 use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
 use crate::identity::{certificate_subject, Action, Identity, SASL_AUTHENTICATE};
 use crate::leadership;
@@ -99,7 +99,7 @@ impl Shared {
     /// What every connection of a guard run with `config` shares.
     pub fn new(config: &Config, audit: Audit) -> Shared {
         let metrics = if config.metrics_listen.is_some() {
-            Metrics::new(audit.queued())
+            Metrics::new(audit.metrics())
         } else {
             Metrics::disabled()
         };
@@ -906,6 +906,8 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Ended, Close> {
     let upstream_write = Close::write("broker");
+    // This connection's share of the audit queue: once full, its next decision waits.
+    let audit = shared.audit.connection();
     // Every wait on the broker's side (a full queue of answers owed, the budget of requests
     // kept, a broker not reading) also watches for the client's close.
     macro_rules! or_gone {
@@ -985,7 +987,12 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             Action::Close(why) => return Err(Close::new(why)),
         }
         if peek.api_key != API_KEY {
-            if let Some(reply) = police_change(&frame, peek, conn, identity, shared)? {
+            if leadership::Api::of(peek.api_key).is_some()
+                && !log_only(&shared.policy(), identity.principal().as_deref())
+            {
+                or_gone!(audit.ready());
+            }
+            if let Some(reply) = police_change(&frame, peek, conn, identity, shared, &audit)? {
                 let slot = or_gone!(reply_slot(&held, &mut to_upstream, shared, reply))?;
                 or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
                 drop(share);
@@ -1028,11 +1035,20 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         })?;
         let view = request.view();
         let principal = identity.principal();
+        // Its own audit lines fill its share: wait for them to be written (not under
+        // --log-only, which never holds a request back).
+        let log_only = log_only(&shared.policy(), principal.as_deref());
+        if !log_only {
+            or_gone!(audit.ready());
+        }
         let policy = shared.policy();
         let mut decision = policy.decide_as(&view, principal.as_deref());
-        if let Err(e) = shared
-            .audit
+        if let Err(e) = audit
             .record(conn, principal.as_deref(), &policy, &view, &decision)
+            .or_else(|e| {
+                let what = format_args!("ElectLeaders (correlation id {})", view.correlation_id());
+                shared.audit.unaudited(log_only, conn, what, e)
+            })
         {
             // Fail closed: an election that cannot be audited is refused. The refusal is
             // not audited either (the log is what failed); the diagnostics say it.
@@ -1129,6 +1145,7 @@ fn police_change(
     conn: &ConnInfo,
     identity: &Identity,
     shared: &Shared,
+    audit: &AuditConnection<'_>,
 ) -> Result<Option<Bytes>, Close> {
     let api = leadership::Api::of(peek.api_key);
     let inter_broker = leadership::inter_broker(peek.api_key);
@@ -1176,7 +1193,11 @@ fn police_change(
     let principal = identity.principal();
     let mut decision = policy.decide_change(&request, principal.as_deref());
     let line = leadership::audit::line(conn, principal.as_deref(), &request, &decision);
-    if let Err(e) = shared.audit.record_line(line) {
+    if let Err(e) = audit.record_line(line).or_else(|e| {
+        let what = format_args!("{} (correlation id {})", api.name(), peek.correlation_id);
+        let log_only = log_only(&policy, principal.as_deref());
+        shared.audit.unaudited(log_only, conn, what, e)
+    }) {
         log(format_args!(
             "{} -> {}: {} request (correlation id {}) refused: {}",
             conn.client,

@@ -66,7 +66,7 @@ pub struct ConfigFile {
     pub tls: Option<ServerTls>,
     pub upstream_tls: Option<UpstreamTls>,
     pub audit: Option<AuditTarget>,
-    pub audit_queue: Option<usize>,
+    pub audit_queue_bytes: Option<usize>,
     pub max_connections: Option<usize>,
     pub max_frame_size: Option<usize>,
     pub idle_timeout: Option<Duration>,
@@ -137,6 +137,8 @@ pub fn parse_bytes(text: &str, min: usize) -> Result<usize, String> {
 
 /// The smallest `max-buffered-bytes`: a frame under it is never metered.
 pub const MIN_BUFFERED_BYTES: usize = 64 * 1024;
+/// The smallest `audit-queue-bytes`: a hundred lines of kafka-leader-election runs.
+pub const MIN_AUDIT_QUEUE_BYTES: usize = 64 * 1024;
 /// The smallest `max-frame-size`: a request header's first fields.
 pub const MIN_FRAME_SIZE: usize = 8;
 
@@ -246,7 +248,7 @@ impl ConfigFile {
             config.audit = audit.clone();
         }
         let set = |value: Option<usize>, field: &mut usize| *field = value.unwrap_or(*field);
-        set(self.audit_queue, &mut config.audit_queue);
+        set(self.audit_queue_bytes, &mut config.audit_queue_bytes);
         set(self.max_connections, &mut config.max_connections);
         set(self.max_frame_size, &mut config.max_frame_size);
         set(self.max_buffered_bytes, &mut config.max_buffered_bytes);
@@ -359,8 +361,8 @@ struct Raw {
     tls: Option<RawTls>,
     upstream_tls: Option<RawUpstreamTls>,
     audit_log: Option<PathBuf>,
-    #[serde(default, deserialize_with = "at_least_one")]
-    audit_queue: Option<usize>,
+    #[serde(default, deserialize_with = "audit_queue_bytes")]
+    audit_queue_bytes: Option<usize>,
     #[serde(default, deserialize_with = "at_least_one")]
     max_connections: Option<usize>,
     #[serde(default, deserialize_with = "frame_size")]
@@ -518,7 +520,7 @@ impl Raw {
                     AuditTarget::File(path(p))
                 }
             }),
-            audit_queue: self.audit_queue,
+            audit_queue_bytes: self.audit_queue_bytes,
             max_connections: self.max_connections,
             max_frame_size: self.max_frame_size,
             idle_timeout: self.idle_timeout,
@@ -605,6 +607,10 @@ fn amount<'de, D: Deserializer<'de>>(d: D, min: usize) -> Result<usize, D::Error
 
 fn buffered_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     amount(d, MIN_BUFFERED_BYTES).map(Some)
+}
+
+fn audit_queue_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    amount(d, MIN_AUDIT_QUEUE_BYTES).map(Some)
 }
 
 fn frame_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
@@ -768,7 +774,9 @@ log-only = true
                 1,
                 "unknown field",
             ),
-            ("audit-queue = 0", 1, 15, "at least 1"),
+            ("audit-queue-bytes = 1000", 1, 21, "at least 65536"),
+            ("audit-queue-bytes = \"1GB\"", 1, 21, "KiB, MiB or GiB"),
+            ("audit-queue = 4096", 1, 1, "unknown field `audit-queue`"),
             ("dynamic-listen = \"0.0.0.0:9-8\"", 1, 18, "IP:FIRST-LAST"),
             ("[tls]\ncert = \"a.pem\"", 1, 1, "missing field `key`"),
             ("idle-timeout = ", 1, 16, ""),

@@ -33,6 +33,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
+use crate::audit::AuditMetrics;
 use crate::conn::{CloseReason, Shared};
 use crate::policy::{Decision, Policy, Rule, Verdict};
 
@@ -160,7 +161,7 @@ struct Recent {
 
 impl Default for Metrics {
     fn default() -> Self {
-        Metrics::new(Gauge::default())
+        Metrics::new(AuditMetrics::default())
     }
 }
 
@@ -169,13 +170,13 @@ impl Metrics {
     pub fn disabled() -> Metrics {
         Metrics {
             enabled: false,
-            ..Metrics::new(Gauge::default())
+            ..Metrics::new(AuditMetrics::default())
         }
     }
 
-    /// The metrics, with `audit_queue` (the audit log's queue depth, kept by the audit
-    /// writer) among them.
-    pub fn new(audit_queue: Gauge) -> Metrics {
+    /// The metrics, with `audit`'s (the audit log's queue depth, kept by the audit writer)
+    /// among them.
+    pub fn new(audit: AuditMetrics) -> Metrics {
         let mut registry = Registry::with_prefix("elect_leaders_guard");
         let metrics = Metrics {
             enabled: true,
@@ -251,7 +252,17 @@ impl Metrics {
         registry.register(
             "audit_queue_lines",
             "Audit lines waiting to be written",
-            audit_queue,
+            audit.queued_lines,
+        );
+        registry.register(
+            "audit_queue_bytes",
+            "Bytes of audit lines waiting to be written (bounded by --audit-queue-bytes)",
+            audit.queued_bytes,
+        );
+        registry.register(
+            "audit_forwarded_unaudited",
+            "Decisions under --log-only forwarded although they could not be audited",
+            audit.forwarded_unaudited,
         );
         registry.register(
             "audit_failures",
@@ -890,7 +901,7 @@ mod tests {
         };
         let audit = crate::audit::Audit::start(
             crate::audit::AuditSink::Writer(Box::new(std::io::sink())),
-            16,
+            1 << 20,
         )
         .unwrap();
         Shared::new(&config, audit)

@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 use crate::addresses::{Addresses, Opened};
-use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE};
+use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE_BYTES};
 use crate::conn::{self, Shared};
 use crate::metrics::Refused;
 use crate::policy::Policy;
@@ -50,9 +50,11 @@ pub struct Config {
     pub policy: Policy,
     /// Where decisions are recorded.
     pub audit: AuditTarget,
-    /// Audit lines waiting for the writer, at most ([`DEFAULT_AUDIT_QUEUE`]). Past it the
-    /// log is stalled, and elections are refused until it drains.
-    pub audit_queue: usize,
+    /// Bytes of audit lines waiting for the writer, at most ([`DEFAULT_AUDIT_QUEUE_BYTES`]).
+    /// A connection whose own lines fill an eighth of it waits for them to be written
+    /// ([`crate::audit::connection_share`]); past the whole of it the log is stalled, and
+    /// elections are refused until it drains.
+    pub audit_queue_bytes: usize,
     /// Connections open at once, at most; a client past it is closed at once. Default 1024.
     pub max_connections: usize,
     /// The largest frame accepted from either side (size prefix excluded). Default: the
@@ -169,7 +171,7 @@ impl Default for Config {
             routes: Vec::new(),
             policy: Policy::default(),
             audit: AuditTarget::Stderr,
-            audit_queue: DEFAULT_AUDIT_QUEUE,
+            audit_queue_bytes: DEFAULT_AUDIT_QUEUE_BYTES,
             max_connections: 1024,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
@@ -371,7 +373,10 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     };
     check(old.routes != new.routes, "listen/upstream");
     check(old.audit != new.audit, "audit-log");
-    check(old.audit_queue != new.audit_queue, "audit-queue");
+    check(
+        old.audit_queue_bytes != new.audit_queue_bytes,
+        "audit-queue-bytes",
+    );
     check(
         old.max_connections != new.max_connections,
         "max-connections",
@@ -434,7 +439,7 @@ impl Guard {
             AuditTarget::Stdout => AuditSink::Stdout,
             AuditTarget::File(path) => AuditSink::open(path).map_err(failed)?,
         };
-        let audit = Audit::start(sink, config.audit_queue).map_err(failed)?;
+        let audit = Audit::start(sink, config.audit_queue_bytes).map_err(failed)?;
         let mut listeners = Vec::new();
         for route in &config.routes {
             let listener = TcpListener::bind(route.listen)

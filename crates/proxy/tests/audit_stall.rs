@@ -132,7 +132,7 @@ async fn a_stalled_audit_log_refuses_elections_and_lets_other_apis_through() {
         .protected_topics
         .insert(b"payments"[..].into());
     config.audit = AuditTarget::File(fifo.clone());
-    config.audit_queue = 8;
+    config.audit_queue_bytes = 4096;
     // The guard on a runtime of its own: if it ever blocked its workers again, this test's
     // timeouts would still fire and fail it rather than hang.
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();

@@ -148,7 +148,9 @@ async fn a_reload_that_would_weaken_the_rules_keeps_them() {
     let path = dir.0.join("guard.toml");
     std::fs::write(&path, RULES).unwrap();
     let (listen, reloader) = guard_from(&path, answering_broker().await).await;
-    let protected = |m: Option<String>| m.is_some_and(|m| m.contains("--protect-topic"));
+    let protected = |m: Option<String>| {
+        m.is_some_and(|m| m.contains("the leaders of this topic are protected"))
+    };
     assert!(protected(elect(listen, b"payments").await));
     assert_eq!(elect(listen, b"logs").await, None);
 

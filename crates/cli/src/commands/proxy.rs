@@ -237,7 +237,7 @@ fn settings(
         };
     }
     let set = |flag: Option<usize>, field: &mut usize| *field = flag.unwrap_or(*field);
-    set(args.audit_queue, &mut config.audit_queue);
+    set(args.audit_queue_bytes, &mut config.audit_queue_bytes);
     set(args.max_connections, &mut config.max_connections);
     set(args.max_frame_size, &mut config.max_frame_size);
     set(args.max_buffered_bytes, &mut config.max_buffered_bytes);

@@ -624,15 +624,16 @@ pub struct ProxyArgs {
     /// default: standard error
     #[arg(long, value_name = "FILE|-")]
     pub audit_log: Option<OsString>,
-    /// Audit lines waiting to be written, at most; past it the log is stalled and
-    /// elections are refused (POLICY_VIOLATION) until it drains [default: 4096]
+    /// Bytes of audit lines waiting to be written, at most: 16MiB, 1GiB. A connection
+    /// whose own lines fill an eighth of it (at least 1 MiB) waits for them to be written;
+    /// past the whole of it the log is stalled and elections are refused
+    /// (POLICY_VIOLATION) until it drains [default: 64MiB]
     #[arg(
         long,
-        value_name = "LINES",
-        value_parser = values::count::<1>,
-        allow_negative_numbers = true
+        value_name = "BYTES",
+        value_parser = values::audit_queue_bytes
     )]
-    pub audit_queue: Option<usize>,
+    pub audit_queue_bytes: Option<usize>,
     /// Client connections at once, over all listeners; one more is accepted and closed at
     /// once. Default: what the limit on open files allows (raised to the hard limit at
     /// start), two descriptors a client after 64 kept back

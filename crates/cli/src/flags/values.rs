@@ -73,6 +73,15 @@ pub fn buffered_bytes(text: &str) -> Result<usize, String> {
     )
 }
 
+/// `--audit-queue-bytes`: bytes, or a number with `KiB`, `MiB` or `GiB`.
+#[cfg(feature = "proxy")]
+pub fn audit_queue_bytes(text: &str) -> Result<usize, String> {
+    kafka_elect_leaders_proxy::file::parse_bytes(
+        text,
+        kafka_elect_leaders_proxy::file::MIN_AUDIT_QUEUE_BYTES,
+    )
+}
+
 /// A duration: a number and a unit (`500ms`, `2s`, `10m`, `1h`), more than zero.
 pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     match humantime::parse_duration(text) {
