@@ -62,17 +62,43 @@ async fn broker() -> (std::net::SocketAddr, Arc<Mutex<Vec<i16>>>) {
 }
 
 async fn guard(edit: impl FnOnce(&mut Config)) -> (std::net::SocketAddr, Arc<Mutex<Vec<i16>>>) {
+    let (listen, seen, _) = guard_with_metrics(edit).await;
+    (listen, seen)
+}
+
+/// A guard in front of the fake broker, with its metrics listener.
+async fn guard_with_metrics(
+    edit: impl FnOnce(&mut Config),
+) -> (
+    std::net::SocketAddr,
+    Arc<Mutex<Vec<i16>>>,
+    std::net::SocketAddr,
+) {
     let (upstream, seen) = broker().await;
     let mut config = Config::default();
     config.routes.push(Route {
         listen: "127.0.0.1:0".parse().unwrap(),
         upstream,
     });
+    config.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
     edit(&mut config);
     let guard = Guard::bind(config).await.unwrap();
     let listen = guard.routes()[0].listen;
+    let metrics = guard.metrics_addr().unwrap();
     tokio::spawn(guard.run(std::future::pending()));
-    (listen, seen)
+    (listen, seen, metrics)
+}
+
+/// `GET /metrics`: the whole text.
+async fn scrape(addr: std::net::SocketAddr) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    timeout(Duration::from_secs(5), s.read_to_string(&mut text))
+        .await
+        .expect("the metrics within 5 s")
+        .unwrap();
+    text
 }
 
 /// IncrementalAlterConfigs v1 (flexible) setting `key=value` on topic `topic`.
@@ -139,7 +165,7 @@ async fn refused_changes_are_answered_by_the_guard_and_allowed_ones_reach_the_br
     let audit = dir.join("audit.jsonl");
     let _ = std::fs::remove_file(&audit);
     let path = audit.clone();
-    let (listen, seen) = guard(move |config| {
+    let (listen, seen, metrics) = guard_with_metrics(move |config| {
         protect_payments(config);
         config.audit = AuditTarget::File(path);
     })
@@ -222,6 +248,14 @@ async fn refused_changes_are_answered_by_the_guard_and_allowed_ones_reach_the_br
         lines[0]["changes"][0]["changes"],
         serde_json::json!(["unclean.leader.election.enable=true"])
     );
+    // Counted by API and verdict.
+    let text = scrape(metrics).await;
+    for (verdict, n) in [("refused", 2), ("forwarded", 1)] {
+        let series = format!(
+            "elect_leaders_guard_leadership_changes_total{{api=\"IncrementalAlterConfigs\",verdict=\"{verdict}\"}} {n}"
+        );
+        assert!(text.lines().any(|l| l == series), "no {series} in:\n{text}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
