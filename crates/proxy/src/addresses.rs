@@ -35,7 +35,7 @@
 //!   host names are not resolved here, but `--advertise-host` is the guard's. A listener
 //!   opened for a broker resolves the broker's address for each client, and closes the
 //!   client with a log line when that address is one of the guard's listeners (then any
-//!   address this host can bind counts for `0.0.0.0`: [`Addresses::own_listener`]). A
+//!   address this host can bind counts for `0.0.0.0`: `Addresses::own_listener`). A
 //!   route whose `--upstream` is one of the guard's listeners is refused at start
 //!   ([`crate::Config::forwarding_to_itself`]).
 //! - An answer that cannot be decoded (a version newer than the crate knows, bytes that do

@@ -16,7 +16,7 @@
 //! pipe nobody reads, or more flooding clients than the log keeps up with) or the last
 //! write failed, [`AuditConnection::record`] says so, and the guard refuses the election
 //! it could not audit: it fails closed, while every other API keeps flowing; under
-//! `--log-only` it forwards it unaudited and counts it ([`Audit::forwarded_unaudited`]).
+//! `--log-only` it forwards it unaudited and counts it ([`Audit::unaudited`]).
 //! Diagnostics go through a queue of their own to a thread that writes stderr; when it is
 //! full they are dropped and counted, never waited for.
 //!
@@ -813,7 +813,7 @@ impl<'a, 'r> DecisionRecord<'a, 'r> {
 
     /// The record as one line of JSON, with its newline. Characters a reader cannot see
     /// in what a client chose (bidi controls and other format characters, line and
-    /// paragraph separators) are written as `\uXXXX` escapes ([`Visible`]): the JSON value is
+    /// paragraph separators) are written as `\uXXXX` escapes (`Visible`): the JSON value is
     /// the same, but a line shown in a terminal or an editor reads as its bytes are.
     pub fn line(&self) -> String {
         let mut line = Vec::with_capacity(256);

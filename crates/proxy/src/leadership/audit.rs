@@ -2,9 +2,9 @@
 //! `client`, `upstream`, `client_id`, `principal`, `principal_rules` (when a principal's own
 //! rules decided), `api_key`, `api_name`, `version`, `correlation_id`, `validate_only`,
 //! `entries` (how many the request has), `changes` (its entries, at most
-//! [`SHOWN_ENTRIES`]: `{"resource_type", "name", "changes": ["KEY=VALUE" | "KEY deleted"
+//! `SHOWN_ENTRIES`: `{"resource_type", "name", "changes": ["KEY=VALUE" | "KEY deleted"
 //! | ...], "partitions"}`), `verdict`, `rules`, and for a refusal `refused` (`[{"entry",
-//! "rule", "message"}]`, at most [`SHOWN_ENTRIES`]) and `message` for a whole refusal.
+//! "rule", "message"}]`, at most `SHOWN_ENTRIES`) and `message` for a whole refusal.
 //! Names the guard cannot show as UTF-8 are `{"hex": ...}`, as in ElectLeaders' lines.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};

@@ -195,7 +195,7 @@ pub struct ChangeRequest<'a> {
 }
 
 /// Reads `frame` (size prefix included), a request of `api` at `version`, which the caller
-/// checked is within [`Api::versions`].
+/// checked it reads ([`Api::reads`]).
 pub fn read_request(api: Api, version: i16, frame: &[u8]) -> Result<ChangeRequest<'_>, ReadError> {
     let flexible = version >= api.first_flexible();
     let mut r = Wire {
