@@ -3,19 +3,32 @@
 //!
 //! A frame is read whole before it is forwarded, so what the guard holds is the frames in
 //! progress. Frames up to [`SMALL_FRAME`] bytes are what a connection's base buffers hold
-//! and need nothing from the budget. A larger frame takes its whole size from the budget
-//! when its size prefix has been read and before more than [`LOOKAHEAD`] bytes of its body
-//! are, and gives it back once it has been forwarded (or, for an ElectLeaders request the
-//! guard answers itself, once answered). While the budget is spent, its reader waits: TCP
-//! holds the sender back, and the frames of other connections keep flowing.
+//! and need nothing from the budget. A larger frame takes its share as its bytes come: a
+//! first grant of twice [`LOOKAHEAD`] once its size prefix has been read (before more than
+//! [`LOOKAHEAD`] bytes of its body are), then doubling what it holds each time its bytes
+//! reach what is granted, until the share covers the whole frame. It gives the share back
+//! once the frame has been forwarded (or, for an ElectLeaders request the guard answers
+//! itself, once answered). A frame that stalls thus holds at most about twice what it has
+//! sent, not its announced size (issue 35, finding 5: a few frames that stalled after
+//! 64 KiB each set aside the largest frame size, and every legitimate large frame waited
+//! for the frame timeout).
 //!
-//! Taking a frame's whole size at once, rather than bytes as they come, is what keeps this
-//! free of deadlock: a frame waiting for its share holds none of the budget, so the frames
-//! that hold it can always finish (a client's frame must finish within the frame timeout,
-//! which gives its share back if it does not). The budget bounds what is set aside, not
-//! what is allocated: memory still grows only as bytes arrive ([`crate::conn::RESERVE_STEP`]
-//! at a time past them), never by a size read off the wire. A frame larger than the whole
-//! budget waits until it can take all of it.
+//! Growing shares could deadlock: frames each holding part of the budget, each waiting
+//! for more. So the budget is in two parts. The *general* part is what growing shares and
+//! everything else the guard keeps ([`Budget::hold`]) take from. The *reserve*, one largest
+//! frame (`--max-frame-size` and its size prefix) or the whole budget if smaller, is taken
+//! only whole-remainder at a time: a frame whose next grant the general part cannot give
+//! takes what its share still lacks from the reserve in one grant, and can then be read to
+//! its end. A frame waiting on the reserve holds none of it, and every frame holding part of
+//! the reserve needs nothing more, so the reserve always drains as its holders' bytes
+//! arrive (a client's frame must be whole within the frame timeout, which gives its share
+//! back if it is not). With a budget no larger than one frame, the general part is empty and
+//! every large frame takes its whole size at once from the reserve, as a frame larger than
+//! the whole budget takes all of it.
+//!
+//! The budget bounds what is set aside, not what is allocated: memory still grows only as
+//! bytes arrive ([`crate::conn::RESERVE_STEP`] at a time past them, and a large frame's
+//! buffer to what its share covers), never by a size read off the wire.
 
 use std::collections::VecDeque;
 use std::io;
@@ -25,6 +38,7 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::BytesMut;
+use kafka_elect_leaders::SIZE_PREFIX_LEN;
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf, Take};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::Decoder;
@@ -41,52 +55,90 @@ pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 1 << 30;
 /// The budget: one per guard.
 #[derive(Clone, Debug)]
 pub struct Budget {
-    semaphore: Arc<Semaphore>,
-    total: usize,
+    /// What growing shares and [`Budget::hold`] take from.
+    general: Arc<Semaphore>,
+    general_total: usize,
+    /// What a frame's remainder is taken from, whole, when the general part is spent.
+    reserve: Arc<Semaphore>,
+    reserve_total: usize,
 }
 
 impl Budget {
-    /// A budget of `bytes` (at least one frame of [`SMALL_FRAME`] bytes).
-    pub fn new(bytes: usize) -> Budget {
+    /// A budget of `bytes` (at least one frame of [`SMALL_FRAME`] bytes), for frames of at
+    /// most `max_frame_size` bytes after their size prefix.
+    pub fn new(bytes: usize, max_frame_size: usize) -> Budget {
         let total = bytes.clamp(SMALL_FRAME, Semaphore::MAX_PERMITS);
+        let reserve_total = max_frame_size.saturating_add(SIZE_PREFIX_LEN).min(total);
+        let general_total = total - reserve_total;
         Budget {
-            semaphore: Arc::new(Semaphore::new(total)),
-            total,
+            general: Arc::new(Semaphore::new(general_total)),
+            general_total,
+            reserve: Arc::new(Semaphore::new(reserve_total)),
+            reserve_total,
         }
     }
 
     /// Bytes of the budget not set aside now.
     #[cfg(test)]
     pub fn available(&self) -> usize {
-        self.semaphore.available_permits()
+        self.general.available_permits() + self.reserve.available_permits()
     }
 
     /// A share of `len` bytes for what the guard keeps besides the frames being read: an
-    /// ElectLeaders request kept to answer or merge, an answer the guard wrote. Waits while
-    /// the budget is spent, as a reader does.
+    /// ElectLeaders request kept to answer or merge, an answer the guard wrote. Taken from
+    /// the general part (from the reserve when the budget is no larger than one frame),
+    /// all of that part if `len` is larger; waits while it is spent, as a reader does.
     pub async fn hold(&self, len: usize) -> Share {
-        match self
-            .semaphore
-            .clone()
-            .acquire_many_owned(self.share(len))
-            .await
-        {
-            Ok(permit) => Share(permit),
-            // The budget's semaphore is never closed.
+        let (part, total) = if self.general_total > 0 {
+            (&self.general, self.general_total)
+        } else {
+            (&self.reserve, self.reserve_total)
+        };
+        let n = u32::try_from(len.min(total)).unwrap_or(u32::MAX);
+        match part.clone().acquire_many_owned(n).await {
+            Ok(permit) => Share {
+                general: Some(permit),
+                reserve: None,
+            },
+            // The budget's semaphores are never closed.
             Err(_) => unreachable!("the budget is never closed"),
         }
     }
+}
 
-    /// The share a frame of `len` bytes (size prefix included) takes: all of it, or the
-    /// whole budget for a frame larger than that.
-    fn share(&self, len: usize) -> u32 {
-        u32::try_from(len.min(self.total)).unwrap_or(u32::MAX)
+/// The share of the budget one frame (or one thing kept) holds; given back when dropped.
+#[derive(Debug, Default)]
+pub struct Share {
+    general: Option<OwnedSemaphorePermit>,
+    reserve: Option<OwnedSemaphorePermit>,
+}
+
+impl Share {
+    /// Bytes this share holds.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        let n = |p: &Option<OwnedSemaphorePermit>| p.as_ref().map_or(0, |p| p.num_permits());
+        n(&self.general) + n(&self.reserve)
+    }
+
+    /// Adds `permit`, taken from the general part, to what this share holds there.
+    fn add_general(&mut self, permit: OwnedSemaphorePermit) {
+        match &mut self.general {
+            Some(held) => held.merge(permit),
+            None => self.general = Some(permit),
+        }
     }
 }
 
-/// The share of the budget one frame holds; given back when dropped.
+/// A large frame being read and the share it holds so far.
 #[derive(Debug)]
-pub struct Share(#[allow(dead_code)] OwnedSemaphorePermit);
+struct Large {
+    /// Its length, size prefix included.
+    len: usize,
+    /// Bytes of it, counted from its size prefix, its share covers.
+    covered: usize,
+    share: Share,
+}
 
 /// Where a [`Metered`] reader is in the stream of frames.
 #[derive(Debug)]
@@ -96,14 +148,13 @@ struct Position {
     prefix_len: usize,
     /// Body bytes of the current frame still to come.
     body_left: u64,
-    /// The current frame needs a share of this many bytes before more of it is read; and
-    /// its length, size prefix included.
-    needs: Option<(u32, usize)>,
+    /// The current frame, when it is large.
+    large: Option<Large>,
 }
 
-/// An `AsyncRead` of Kafka frames that takes each large frame's share of the [`Budget`]
-/// before reading its body, and keeps the shares, oldest first, until [`Metered::take_share`]
-/// hands them on with their frames.
+/// An `AsyncRead` of Kafka frames that grows each large frame's share of the [`Budget`]
+/// before reading more of its body than the share covers, and keeps the shares of the
+/// frames read, oldest first, until [`Metered::take_share`] hands them on with their frames.
 ///
 /// It follows the frame boundaries itself from the size prefixes, without touching the
 /// bytes. A size that is negative or larger than the largest frame is let through: the
@@ -111,15 +162,20 @@ struct Position {
 pub struct Metered<R> {
     inner: Take<R>,
     budget: Budget,
-    semaphore: PollSemaphore,
+    general: PollSemaphore,
+    reserve: PollSemaphore,
+    /// A grant from the reserve is pending (queued): dropped once the general part gives.
+    reserve_queued: bool,
+    /// A grant from the general part is pending: dropped once the reserve gives.
+    general_queued: bool,
     max_frame_size: usize,
     at: Position,
-    /// Shares of the large frames read or being read, oldest first.
+    /// Shares of the large frames read whole, oldest first.
     shares: VecDeque<Share>,
     /// A size was not a frame's: stop following boundaries, the decoder will fail.
     lost: bool,
-    /// The length of the frame being read once its share covers it whole, else 0: what
-    /// [`Reserving`] sizes the read buffer to.
+    /// The bytes the current large frame's share covers, else 0: what [`Reserving`] sizes
+    /// the read buffer to.
     granted: Arc<AtomicUsize>,
 }
 
@@ -129,13 +185,16 @@ impl<R: AsyncRead + Unpin> Metered<R> {
         Metered {
             inner: inner.take(0),
             budget: budget.clone(),
-            semaphore: PollSemaphore::new(budget.semaphore.clone()),
+            general: PollSemaphore::new(budget.general.clone()),
+            reserve: PollSemaphore::new(budget.reserve.clone()),
+            reserve_queued: false,
+            general_queued: false,
             max_frame_size,
             at: Position {
                 prefix: [0; 4],
                 prefix_len: 0,
                 body_left: 0,
-                needs: None,
+                large: None,
             },
             shares: VecDeque::new(),
             lost: false,
@@ -143,8 +202,7 @@ impl<R: AsyncRead + Unpin> Metered<R> {
         }
     }
 
-    /// `decoder`, sizing its read buffer to each large frame once the frame's share is
-    /// granted.
+    /// `decoder`, sizing its read buffer to what each large frame's share covers.
     pub fn reserving<D>(&self, decoder: D) -> Reserving<D> {
         Reserving {
             decoder,
@@ -163,6 +221,12 @@ impl<R: AsyncRead + Unpin> Metered<R> {
         self.shares.pop_front()
     }
 
+    /// Bytes the share of the frame being read holds (0 between frames).
+    #[cfg(test)]
+    fn holding(&self) -> usize {
+        self.at.large.as_ref().map_or(0, |l| l.share.len())
+    }
+
     /// Follows the frame boundaries through bytes just delivered.
     fn track(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() && !self.lost {
@@ -173,7 +237,10 @@ impl<R: AsyncRead + Unpin> Metered<R> {
                 bytes = &bytes[n..];
                 self.at.body_left -= n as u64;
                 if self.at.body_left == 0 {
-                    self.granted.store(0, Ordering::Relaxed);
+                    if let Some(large) = self.at.large.take() {
+                        self.shares.push_back(large.share);
+                        self.granted.store(0, Ordering::Relaxed);
+                    }
                 }
                 continue;
             }
@@ -194,9 +261,70 @@ impl<R: AsyncRead + Unpin> Metered<R> {
                 return;
             };
             self.at.body_left = size as u64;
-            let len = size + kafka_elect_leaders::SIZE_PREFIX_LEN;
+            let len = size + SIZE_PREFIX_LEN;
             if len > SMALL_FRAME {
-                self.at.needs = Some((self.budget.share(len), len));
+                self.at.large = Some(Large {
+                    len,
+                    covered: 0,
+                    share: Share::default(),
+                });
+            }
+        }
+    }
+
+    /// Grows the current large frame's share: the next doubling from the general part, or
+    /// all it still lacks from the reserve, whichever comes first.
+    fn poll_grow(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(large) = self.at.large.as_mut() else {
+            return Poll::Ready(());
+        };
+        let next = large
+            .len
+            .min(large.covered.saturating_mul(2).max(2 * LOOKAHEAD));
+        // A step larger than the whole general part would wait at the head of its queue for
+        // ever, and every hold behind it.
+        if next - large.covered <= self.budget.general_total {
+            let step = u32::try_from(next - large.covered).unwrap_or(u32::MAX);
+            match self.general.poll_acquire_many(cx, step) {
+                Poll::Ready(Some(permit)) => {
+                    large.share.add_general(permit);
+                    large.covered = next;
+                    self.general_queued = false;
+                    if std::mem::take(&mut self.reserve_queued) {
+                        // Leave the reserve's queue: a pending grant keeps what it was given.
+                        self.reserve = PollSemaphore::new(self.budget.reserve.clone());
+                    }
+                    self.granted.store(large.covered, Ordering::Relaxed);
+                    return Poll::Ready(());
+                }
+                // The budget is never closed; were it, frames would go unmetered.
+                Poll::Ready(None) => {
+                    self.lost = true;
+                    return Poll::Ready(());
+                }
+                Poll::Pending => self.general_queued = true,
+            }
+        }
+        let rest = (large.len - large.covered).min(self.budget.reserve_total);
+        let rest = u32::try_from(rest).unwrap_or(u32::MAX);
+        match self.reserve.poll_acquire_many(cx, rest) {
+            Poll::Ready(Some(permit)) => {
+                large.share.reserve = Some(permit);
+                large.covered = large.len;
+                self.reserve_queued = false;
+                if std::mem::take(&mut self.general_queued) {
+                    self.general = PollSemaphore::new(self.budget.general.clone());
+                }
+                self.granted.store(large.covered, Ordering::Relaxed);
+                Poll::Ready(())
+            }
+            Poll::Ready(None) => {
+                self.lost = true;
+                Poll::Ready(())
+            }
+            Poll::Pending => {
+                self.reserve_queued = true;
+                Poll::Pending
             }
         }
     }
@@ -209,30 +337,28 @@ impl<R: AsyncRead + Unpin> AsyncRead for Metered<R> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if let Some((n, len)) = this.at.needs {
-            // The frame begun needs its share before more of its body is read.
-            let share = ready!(this.semaphore.poll_acquire_many(cx, n));
-            this.at.needs = None;
-            match share {
-                Some(permit) => {
-                    this.shares.push_back(Share(permit));
-                    if n as usize == len {
-                        this.granted.store(len, Ordering::Relaxed);
-                    }
-                }
-                // The budget is never closed; were it, frames would go unmetered.
-                None => this.lost = true,
+        // The large frame begun needs more of its share before more of it is read.
+        let limit = loop {
+            if this.lost {
+                break u64::MAX;
             }
-        }
-        // The rest of the frame held (or small), and what follows up to the lookahead,
-        // counted from where that frame's share (if any) was taken.
-        // A large frame's body cannot be whole within the lookahead (LOOKAHEAD is
-        // SMALL_FRAME): it is never yielded before its share is taken.
-        let limit = if this.lost {
-            u64::MAX
-        } else {
-            this.at.body_left.saturating_add(LOOKAHEAD as u64)
+            let Some(large) = &this.at.large else {
+                // Between frames, or in a small one: the rest of it, and what follows up
+                // to the lookahead.
+                break this.at.body_left.saturating_add(LOOKAHEAD as u64);
+            };
+            if large.covered >= large.len {
+                break this.at.body_left.saturating_add(LOOKAHEAD as u64);
+            }
+            // Bytes of the frame delivered so far, size prefix included.
+            let seen = large.len - usize::try_from(this.at.body_left).unwrap_or(large.len);
+            if seen < large.covered {
+                break (large.covered - seen) as u64;
+            }
+            ready!(this.poll_grow(cx));
         };
+        // A large frame's body cannot be whole within the lookahead (LOOKAHEAD is
+        // SMALL_FRAME): it is never yielded before its share covers it.
         this.inner.set_limit(limit);
         let before = buf.filled().len();
         ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
@@ -241,9 +367,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for Metered<R> {
     }
 }
 
-/// A decoder whose read buffer, once a large frame's share is granted, is sized to the
-/// whole frame at once: one allocation, which the budget has accounted for, instead of
-/// growing step by step with copies (and the allocator's leftovers) on the way.
+/// A decoder whose read buffer, while a large frame is read, is sized to what the frame's
+/// share covers: one allocation a grant (a handful a frame, the grants doubling), which the
+/// budget has accounted for, instead of growing step by step with copies (and the
+/// allocator's leftovers) on the way.
 pub struct Reserving<D> {
     decoder: D,
     granted: Arc<AtomicUsize>,
@@ -311,7 +438,7 @@ mod tests {
     #[tokio::test]
     async fn a_large_frame_waits_for_its_share_and_small_ones_never_do() {
         const BIG: usize = 200_000;
-        let budget = Budget::new(BIG + 4);
+        let budget = Budget::new(BIG + 4, 1 << 20);
         let (mut a_tx, a_rx) = tokio::io::duplex(1 << 20);
         let (mut b_tx, b_rx) = tokio::io::duplex(1 << 20);
         let mut a = Metered::new(a_rx, &budget, 1 << 20);
@@ -350,9 +477,98 @@ mod tests {
         assert_eq!(budget.available(), BIG + 4);
     }
 
+    const MIB: usize = 1 << 20;
+
+    /// Issue 35, finding 5: frames that stall after their first bytes each set aside the
+    /// largest frame size, and a legitimate large frame waited for the frame timeout. Now a
+    /// stalled frame holds about what it sent, and eight of them leave room for the ninth.
+    #[tokio::test]
+    async fn a_stalled_frame_holds_about_what_it_sent() {
+        let budget = Budget::new(4 * MIB, MIB);
+        let mut stalled = Vec::new();
+        for _ in 0..8 {
+            let (mut tx, rx) = tokio::io::duplex(2 * MIB);
+            let mut r = Metered::new(rx, &budget, MIB);
+            let sent = 100_000 + 4;
+            tx.write_all(&frame(MIB, 1)[..sent]).await.unwrap();
+            assert_eq!(read_available(&mut r, sent).await, sent);
+            assert!(
+                r.holding() <= 2 * sent,
+                "a frame that sent {sent} bytes holds {}",
+                r.holding()
+            );
+            stalled.push((tx, r));
+        }
+        let (mut tx, rx) = tokio::io::duplex(2 * MIB);
+        let mut r = Metered::new(rx, &budget, MIB);
+        let whole = frame(MIB, 2);
+        let (written, read) = tokio::join!(tx.write_all(&whole), read_available(&mut r, MIB + 4));
+        written.unwrap();
+        assert_eq!(
+            read,
+            MIB + 4,
+            "the ninth frame waited behind eight stalled ones"
+        );
+        assert_eq!(r.take_share().expect("its share").len(), MIB + 4);
+    }
+
+    /// Growing shares without deadlock: two stalled frames hold the whole general part,
+    /// and a third frame is read whole from the reserve; then each stalled one finishes in
+    /// turn as the others give their shares back.
+    #[tokio::test]
+    async fn with_the_general_part_spent_frames_finish_from_the_reserve() {
+        let budget = Budget::new(MIB + 4 + 512 * 1024, MIB);
+        let mut a_frame = frame(MIB, 1);
+        let mut b_frame = frame(MIB, 2);
+        let (mut a_tx, a_rx) = tokio::io::duplex(2 * MIB);
+        let (mut b_tx, b_rx) = tokio::io::duplex(2 * MIB);
+        let mut a = Metered::new(a_rx, &budget, MIB);
+        let mut b = Metered::new(b_rx, &budget, MIB);
+        for (tx, r, f) in [
+            (&mut a_tx, &mut a, &mut a_frame),
+            (&mut b_tx, &mut b, &mut b_frame),
+        ] {
+            tx.write_all(&f[..200_000]).await.unwrap();
+            assert_eq!(read_available(r, 200_000).await, 200_000);
+            assert_eq!(r.holding(), 256 * 1024);
+        }
+        assert_eq!(budget.available(), MIB + 4, "the reserve is left whole");
+
+        let (mut c_tx, c_rx) = tokio::io::duplex(2 * MIB);
+        let mut c = Metered::new(c_rx, &budget, MIB);
+        let c_frame = frame(MIB, 3);
+        let (written, read) =
+            tokio::join!(c_tx.write_all(&c_frame), read_available(&mut c, MIB + 4));
+        written.unwrap();
+        assert_eq!(
+            read,
+            MIB + 4,
+            "the third frame was not read from the reserve"
+        );
+        drop(c.take_share().expect("C's share"));
+
+        // A goes on: its next grant comes from the reserve, and B's after A's is given back.
+        a_tx.write_all(&a_frame[200_000..]).await.unwrap();
+        assert_eq!(
+            read_available(&mut a, MIB + 4 - 200_000).await,
+            MIB + 4 - 200_000
+        );
+        b_tx.write_all(&b_frame[200_000..]).await.unwrap();
+        let early = read_available(&mut b, MIB + 4 - 200_000).await;
+        assert!(
+            early <= 256 * 1024 - 200_000,
+            "B read {early} bytes past its share"
+        );
+        drop(a.take_share().expect("A's share"));
+        let rest = read_available(&mut b, MIB + 4 - 200_000 - early).await;
+        assert_eq!(early + rest, MIB + 4 - 200_000);
+        drop(b.take_share().expect("B's share"));
+        assert_eq!(budget.available(), MIB + 4 + 512 * 1024);
+    }
+
     #[tokio::test]
     async fn a_frame_larger_than_the_budget_takes_all_of_it() {
-        let budget = Budget::new(100_000);
+        let budget = Budget::new(100_000, 1 << 20);
         let (mut tx, rx) = tokio::io::duplex(1 << 20);
         let mut r = Metered::new(rx, &budget, 1 << 20);
         tx.write_all(&frame(300_000, 0)).await.unwrap();
@@ -364,7 +580,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_size_the_decoder_refuses_is_let_through_unmetered() {
-        let budget = Budget::new(SMALL_FRAME);
+        let budget = Budget::new(SMALL_FRAME, 1 << 20);
         for prefix in [(-1i32).to_be_bytes(), 5_000_000i32.to_be_bytes()] {
             let (mut tx, rx) = tokio::io::duplex(1 << 20);
             let mut r = Metered::new(rx, &budget, 1 << 20);

@@ -113,7 +113,7 @@ impl Shared {
             frame_timeout: config.frame_timeout,
             upstream_connect_timeout: config.upstream_connect_timeout,
             request_timeout: config.request_timeout,
-            budget: Budget::new(config.max_buffered_bytes),
+            budget: Budget::new(config.max_buffered_bytes, config.max_frame_size),
             tls: None,
             addresses: Addresses::new(
                 config

@@ -423,6 +423,50 @@ async fn a_large_frame_waits_for_the_buffer_budget() {
     assert_eq!((id(first), id(second)), (Some(1), Some(2)));
 }
 
+/// Issue 35, finding 5: frames that stall after their first 100 KiB no longer set aside
+/// their announced size. Before, each of eight such frames took 1 MiB of a 4 MiB budget and
+/// a legitimate large frame waited for the frame timeout (a minute here); now the stalled
+/// ones hold about what they sent and it goes through at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_large_frames_do_not_starve_a_legitimate_one() {
+    let (upstream, mut seen) = broker(metadata_only).await;
+    let (listen, _stop) = guard(upstream, |c| {
+        c.max_buffered_bytes = 4 << 20;
+        c.max_frame_size = 1 << 20;
+        c.frame_timeout = Duration::from_secs(60);
+    })
+    .await;
+    let mut stalled = Vec::new();
+    for id in 0..8 {
+        let mut s = TcpStream::connect(listen).await.unwrap();
+        s.write_all(&produce(id, 0, (1 << 20) - 200)[..100 << 10])
+            .await
+            .unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut legit = TcpStream::connect(listen).await.unwrap();
+    legit
+        .write_all(&produce(100, 0, (1 << 20) - 200))
+        .await
+        .unwrap();
+    let forwarded = wait_for(&mut seen, Duration::from_secs(20), |s| {
+        matches!(
+            s,
+            Seen::Frame {
+                correlation_id: 100,
+                ..
+            }
+        )
+    })
+    .await;
+    assert!(
+        forwarded.is_some(),
+        "the legitimate frame waited behind eight stalled ones"
+    );
+    drop(stalled);
+}
+
 /// The guard told to stop while a connection waits on the broker's side (more requests
 /// pipelined than it keeps in flight, a broker that answers none): the connection is
 /// closed after the grace period instead of being left waiting for ever.
