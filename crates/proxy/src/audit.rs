@@ -8,11 +8,14 @@
 //! crash of the guard can lose the lines still queued, a crash of the machine also what the
 //! kernel had not written out. A clean stop waits for the queue to drain ([`Audit::drain`]).
 //!
-//! Each connection has a share of the queue ([`connection_share`], an eighth of it): once
-//! its own lines queued fill it, its next decision waits ([`AuditConnection::ready`], on the
-//! runtime, never blocking a worker) until they are written, while other connections'
-//! decisions are audited as they come. So one client flooding elections slows itself
-//! down and no one else. When the whole queue is full (the log is stalled: a full disk, a
+//! Each client address has a share of the queue ([`connection_share`], an eighth of it),
+//! which all its connections draw on (an IPv6 client's whole /64, which one host commonly
+//! holds): once the lines its connections queued fill it, their next decision waits
+//! ([`AuditConnection::ready`], on the runtime, never blocking a worker) until they are
+//! written, while other clients' decisions are audited as they come. So one client flooding
+//! elections, over one connection or many, slows itself down and no one else (issue 35,
+//! finding 5: eight connections of one client filled the queue). Clients behind one
+//! address (a NAT, a load balancer) share its share. When the whole queue is full (the log is stalled: a full disk, a
 //! pipe nobody reads, or more flooding clients than the log keeps up with) or the last
 //! write failed, [`AuditConnection::record`] says so, and the guard refuses the election
 //! it could not audit: it fails closed, while every other API keeps flowing; under
@@ -31,7 +34,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{
@@ -167,6 +170,49 @@ impl AuditFile {
 pub struct Audit {
     lines: Sender<Message>,
     queue: Arc<Queue>,
+    /// The bytes each client address has queued, shared by its connections.
+    by_address: std::sync::Mutex<Addresses>,
+}
+
+/// The share counters of the client addresses with a connection open.
+#[derive(Default)]
+struct Addresses {
+    counters: std::collections::HashMap<IpAddr, std::sync::Weak<AtomicUsize>>,
+    /// Entries of closed connections are dropped when the map reaches this many.
+    prune_at: usize,
+}
+
+impl Addresses {
+    /// The counter of `address`'s share, shared with its connections open.
+    fn counter(&mut self, address: IpAddr) -> Arc<AtomicUsize> {
+        let key = share_key(address);
+        if let Some(counter) = self.counters.get(&key).and_then(std::sync::Weak::upgrade) {
+            return counter;
+        }
+        if self.counters.len() >= self.prune_at {
+            // Amortised: the map is at most twice the addresses with a connection open.
+            self.counters.retain(|_, c| c.strong_count() > 0);
+            self.prune_at = (2 * self.counters.len()).max(64);
+        }
+        let counter = Arc::new(AtomicUsize::new(0));
+        self.counters.insert(key, Arc::downgrade(&counter));
+        counter
+    }
+}
+
+/// The address whose share a client's connections draw on: an IPv4 address itself, an IPv6
+/// address's /64 (IPv4-mapped ones as IPv4).
+fn share_key(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
 }
 
 /// What the queue holds, shared by whoever queues lines and the writer thread.
@@ -347,7 +393,11 @@ impl Audit {
         std::thread::Builder::new()
             .name("audit-writer".into())
             .spawn(move || write_lines(sink, &rx, &writer))?;
-        Ok(Audit { lines, queue })
+        Ok(Audit {
+            lines,
+            queue,
+            by_address: std::sync::Mutex::default(),
+        })
     }
 
     /// The audit log's metrics (its queue's depth, kept by the writer).
@@ -365,12 +415,18 @@ impl Audit {
         self.queue.bytes.load(Ordering::Relaxed)
     }
 
-    /// A connection's handle: its decisions' lines are counted against its share of the
-    /// queue ([`connection_share`]).
-    pub fn connection(&self) -> AuditConnection<'_> {
+    /// The handle of a connection from `client`: its decisions' lines are counted against
+    /// the share of the queue of `client`'s address ([`connection_share`]), with those of
+    /// the address's other connections.
+    pub fn connection(&self, client: IpAddr) -> AuditConnection<'_> {
+        let queued = match self.by_address.lock() {
+            Ok(mut addresses) => addresses.counter(client),
+            // A panic while the map was held: this connection gets a share of its own.
+            Err(_) => Arc::new(AtomicUsize::new(0)),
+        };
         AuditConnection {
             audit: self,
-            queued: Arc::new(AtomicUsize::new(0)),
+            queued,
         }
     }
 
@@ -1395,7 +1451,7 @@ mod tests {
         let audit = Audit::start(sink, bound).unwrap();
         assert_eq!(audit.queue.share, 1 << 20);
         let line = |n: usize| format!("{}\n", "x".repeat(n - 1));
-        let flooder = audit.connection();
+        let flooder = audit.connection(FLOODER);
         let mut lines = 0;
         while flooder.queued.load(Ordering::Relaxed) < audit.queue.share {
             flooder.record_line(line(300_000)).unwrap();
@@ -1414,7 +1470,7 @@ mod tests {
             flooder.ready().now_or_never().is_none(),
             "ready while its share is full"
         );
-        let other = audit.connection();
+        let other = audit.connection("192.0.2.2".parse().unwrap());
         assert!(other.ready().now_or_never().is_some());
         other.record_line(line(300_000)).unwrap();
         assert_eq!(
@@ -1436,6 +1492,54 @@ mod tests {
         assert_eq!(audit.metrics().queued_lines.get(), 0);
     }
 
+    const FLOODER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
+
+    /// Issue 35, finding 5: the share was a connection's, so one client with eight
+    /// connections filled the queue and everyone's elections were refused. Now every
+    /// connection from one address (an IPv6 client's /64) draws on one share, and another
+    /// address keeps its own.
+    #[tokio::test]
+    async fn connections_from_one_address_share_one_share() {
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let sink = AuditSink::Writer(Box::new(Slow(Default::default(), Some(gate))));
+        let audit = Audit::start(sink, 8 << 20).unwrap();
+        let line = || format!("{}\n", "x".repeat(299_999));
+        for (first, second) in [
+            ("192.0.2.1", "192.0.2.1"),
+            ("2001:db8:0:1::1", "2001:db8:0:1:ffff::2"),
+            ("198.51.100.7", "::ffff:198.51.100.7"),
+        ] {
+            let first = audit.connection(first.parse().unwrap());
+            while first.queued.load(Ordering::Relaxed) < audit.queue.share {
+                first.record_line(line()).unwrap();
+            }
+            let second = audit.connection(second.parse().unwrap());
+            assert_eq!(second.record_line(line()), Err(AuditError::Stalled));
+            assert!(second.ready().now_or_never().is_none());
+        }
+        // Another /64, another address: a share of their own.
+        for other in ["2001:db8:0:2::1", "192.0.2.2"] {
+            let other = audit.connection(other.parse().unwrap());
+            assert_eq!(other.record_line(line()), Ok(()));
+        }
+        assert!(audit.queued_bytes() <= 8 << 20);
+        drop(open);
+    }
+
+    /// The map of addresses keeps no more than about twice the addresses with a connection
+    /// open.
+    #[test]
+    fn closed_connections_leave_the_map_of_addresses() {
+        let audit = Audit::start(AuditSink::Writer(Box::new(io::sink())), 1 << 20).unwrap();
+        let kept = audit.connection(FLOODER);
+        for n in 0..10_000u32 {
+            drop(audit.connection(IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + n))));
+        }
+        let size = audit.by_address.lock().unwrap().counters.len();
+        assert!(size <= 130, "{size} entries for one connection open");
+        assert!(Arc::ptr_eq(&kept.queued, &audit.connection(FLOODER).queued));
+    }
+
     /// A connection waiting for its share while the log writes nothing at all (stopped)
     /// is not held for ever: after [`STALLED_AFTER`] its wait ends and its next line is
     /// refused as stalled, so that the client is answered rather than left to time out.
@@ -1445,7 +1549,7 @@ mod tests {
         let (open, gate) = std::sync::mpsc::channel::<()>();
         let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
         let audit = Audit::start(sink, 8 << 20).unwrap();
-        let flooder = audit.connection();
+        let flooder = audit.connection(FLOODER);
         while flooder.queued.load(Ordering::Relaxed) < audit.queue.share {
             flooder
                 .record_line(format!("{}\n", "x".repeat(299_999)))

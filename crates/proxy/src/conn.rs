@@ -906,8 +906,8 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Ended, Close> {
     let upstream_write = Close::write("broker");
-    // This connection's share of the audit queue: once full, its next decision waits.
-    let audit = shared.audit.connection();
+    // The client address's share of the audit queue: once full, its next decision waits.
+    let audit = shared.audit.connection(conn.client.ip());
     // Every wait on the broker's side (a full queue of answers owed, the budget of requests
     // kept, a broker not reading) also watches for the client's close.
     macro_rules! or_gone {

@@ -268,14 +268,19 @@ const BOUND: usize = 8 << 20;
 /// Partitions of each flooding request: 20,000 (an 80 KB request, an audit line of about
 /// 130 KB).
 const FLOOD_PARTITIONS: i32 = 20_000;
-/// Requests the flooding client sends, at most: far more lines than the bound holds.
+/// Requests each of the flooding client's connections sends, at most: far more lines than
+/// the bound holds.
 const FLOOD_REQUESTS: i32 = 400;
+/// The flooding client's connections: enough to fill the queue were each given a share
+/// of its own (as before 2026-12-04).
+const FLOODER_CONNECTIONS: usize = 8;
 
-/// One client floods elections of large requests, pipelined, while the audit log lags
-/// (read slowly): the bytes queued never pass the bound, and another client's election
-/// is audited and answered by the broker all along, not refused. Before, the queue held
-/// 4096 lines whatever their size (GBs of them), and once the flooder had filled it every
-/// client's elections were refused as unaudited.
+/// One client floods elections of large requests, pipelined over eight connections, while
+/// the audit log lags (read slowly): the bytes queued never pass the bound, and another
+/// client's election is audited and answered by the broker all along, not refused. Before,
+/// the queue held 4096 lines whatever their size (GBs of them), and once the flooder had
+/// filled it every client's elections were refused as unaudited; then a share was a
+/// connection's, and eight connections of one client filled the queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_flooding_client_neither_passes_the_byte_bound_nor_stalls_the_others() {
     let mut fifo = Fifo::new("audit-queue-flood");
@@ -284,28 +289,32 @@ async fn one_flooding_client_neither_passes_the_byte_bound_nor_stalls_the_others
     let reading = Arc::new(AtomicBool::new(false));
     let lines_read = fifo.read_slowly(reading.clone());
 
-    // The flooder: requests written as fast as the guard takes them, answers read apart.
-    let partitions: Vec<i32> = (0..FLOOD_PARTITIONS).collect();
-    let flooder = TcpStream::connect(listen).await.unwrap();
-    let (mut flood_r, mut flood_w) = flooder.into_split();
+    // The flooder: eight connections from one address, requests written as fast as the
+    // guard takes them, answers read apart.
     let sent = Arc::new(AtomicUsize::new(0));
-    let counted = sent.clone();
-    let writer = tokio::spawn(async move {
-        for id in 0..FLOOD_REQUESTS {
-            let frame = elect(id, b"orders", &partitions);
-            if flood_w.write_all(&frame).await.is_err() {
-                return;
+    let mut tasks = Vec::new();
+    for _ in 0..FLOODER_CONNECTIONS {
+        let partitions: Vec<i32> = (0..FLOOD_PARTITIONS).collect();
+        let flooder = TcpStream::connect(listen).await.unwrap();
+        let (mut flood_r, mut flood_w) = flooder.into_split();
+        let counted = sent.clone();
+        tasks.push(tokio::spawn(async move {
+            for id in 0..FLOOD_REQUESTS {
+                let frame = elect(id, b"orders", &partitions);
+                if flood_w.write_all(&frame).await.is_err() {
+                    return;
+                }
+                counted.fetch_add(1, Ordering::Relaxed);
             }
-            counted.fetch_add(1, Ordering::Relaxed);
-        }
-        // Held open until the test ends.
-        std::future::pending::<()>().await;
-        drop(flood_w);
-    });
-    let drained = tokio::spawn(async move {
-        let mut buf = vec![0u8; 64 << 10];
-        while matches!(flood_r.read(&mut buf).await, Ok(n) if n > 0) {}
-    });
+            // Held open until the test ends.
+            std::future::pending::<()>().await;
+            drop(flood_w);
+        }));
+        tasks.push(tokio::spawn(async move {
+            let mut buf = vec![0u8; 64 << 10];
+            while matches!(flood_r.read(&mut buf).await, Ok(n) if n > 0) {}
+        }));
+    }
 
     // The flooder fills its share of the queue first.
     let share = 1 << 20;
@@ -320,11 +329,13 @@ async fn one_flooding_client_neither_passes_the_byte_bound_nor_stalls_the_others
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 
-    // Meanwhile another client elects, one request at a time, requests as large as the
-    // flooder's (a queue the flooder keeps full has no room for them): each is audited
-    // and let through. The queue is watched all along.
+    // Meanwhile another client (another address) elects, one request at a time, requests
+    // as large as the flooder's (a queue the flooder keeps full has no room for them):
+    // each is audited and let through. The queue is watched all along.
     let large: Vec<i32> = (0..FLOOD_PARTITIONS).collect();
-    let mut other = TcpStream::connect(listen).await.unwrap();
+    let other = tokio::net::TcpSocket::new_v4().unwrap();
+    other.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = other.connect(listen).await.unwrap();
     for id in 0..20 {
         let id = 10_000 + id;
         other
@@ -351,8 +362,9 @@ async fn one_flooding_client_neither_passes_the_byte_bound_nor_stalls_the_others
         lines_read.load(Ordering::Relaxed)
     );
     reading.store(true, Ordering::Relaxed);
-    writer.abort();
-    drained.abort();
+    for task in tasks {
+        task.abort();
+    }
 }
 
 /// Under `--log-only`, with an audit log nobody reads: every election and every
