@@ -230,6 +230,9 @@ struct Queue {
     /// for room in its share waits on ([`AuditConnection::ready`]).
     changed: tokio::sync::Notify,
     metrics: AuditMetrics,
+    /// The guard's buffer budget, which every line queued takes its bytes from too, once
+    /// the guard is started with this log ([`Audit::count_in`]).
+    budget: OnceLock<crate::budget::Budget>,
 }
 
 impl Queue {
@@ -257,6 +260,8 @@ struct Queued {
     text: String,
     bytes: usize,
     conn: Option<Arc<AtomicUsize>>,
+    /// The line's share of the guard's buffer budget, given back once it is written.
+    _share: Option<crate::budget::Share>,
 }
 
 /// What a writer thread is handed: a line, or a request to say when every line before it
@@ -275,6 +280,7 @@ impl Message {
             text,
             bytes: 0,
             conn: None,
+            _share: None,
         })
     }
 }
@@ -313,14 +319,18 @@ pub enum AuditError {
     Failing,
     /// The decision's line alone is larger than a connection's share of the queue.
     TooLarge,
+    /// The guard's buffer budget (`--max-buffered-bytes`), which audit lines are counted
+    /// in, has no room for the line.
+    NoMemory,
 }
 
 impl AuditError {
     /// Every kind, for what checks the reasons a refusal can give.
-    pub const ALL: [AuditError; 3] = [
+    pub const ALL: [AuditError; 4] = [
         AuditError::Stalled,
         AuditError::Failing,
         AuditError::TooLarge,
+        AuditError::NoMemory,
     ];
 
     /// Why, in a few words, for the refusal's message.
@@ -332,6 +342,7 @@ impl AuditError {
                 "its audit line is larger than a connection's share of the audit queue \
                  (--audit-queue-bytes)"
             }
+            AuditError::NoMemory => "the guard has no memory left for its audit line",
         }
     }
 }
@@ -388,6 +399,7 @@ impl Audit {
             failing: AtomicBool::new(false),
             changed: tokio::sync::Notify::new(),
             metrics: AuditMetrics::default(),
+            budget: OnceLock::new(),
         });
         let writer = queue.clone();
         std::thread::Builder::new()
@@ -398,6 +410,13 @@ impl Audit {
             queue,
             by_address: std::sync::Mutex::default(),
         })
+    }
+
+    /// Counts every line queued from now on in `budget` as well (the guard's
+    /// `--max-buffered-bytes`): a line the budget has no room for is refused
+    /// ([`AuditError::NoMemory`]). Once: a second budget is ignored.
+    pub(crate) fn count_in(&self, budget: &crate::budget::Budget) {
+        let _ = self.queue.budget.set(budget.clone());
     }
 
     /// The audit log's metrics (its queue's depth, kept by the writer).
@@ -521,6 +540,18 @@ impl Audit {
         if room.is_err() {
             return Err(AuditError::Stalled);
         }
+        // And in the guard's buffer budget, with everything else a client makes it hold.
+        let share = match queue.budget.get() {
+            Some(budget) => match budget.try_hold(bytes) {
+                Some(share) => Some(share),
+                None => {
+                    queue.bytes.fetch_sub(bytes, Ordering::AcqRel);
+                    queue.changed.notify_waiters();
+                    return Err(AuditError::NoMemory);
+                }
+            },
+            None => None,
+        };
         if let Some(c) = conn {
             c.fetch_add(bytes, Ordering::AcqRel);
         }
@@ -531,6 +562,7 @@ impl Audit {
             text: line,
             bytes,
             conn: conn.cloned(),
+            _share: share,
         };
         if self.send(Message::Line(queued)).is_err() {
             release(queue, bytes, conn.map(|c| &**c));
@@ -1524,6 +1556,42 @@ mod tests {
         }
         assert!(audit.queued_bytes() <= 8 << 20);
         drop(open);
+    }
+
+    /// Issue 35, finding 5: audit lines were held outside `--max-buffered-bytes`. Now each
+    /// line queued takes its bytes from the guard's budget until written, and a line the
+    /// budget has no room for is refused (the election with it), never held beyond it.
+    #[tokio::test]
+    async fn audit_lines_are_counted_in_the_buffer_budget() {
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let written = Arc::new(std::sync::Mutex::new(0));
+        let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
+        let audit = Audit::start(sink, 8 << 20).unwrap();
+        // 1 MiB for frames' remainders, about 1 MiB for everything else.
+        let budget = crate::budget::Budget::new(2 << 20, 1 << 20);
+        audit.count_in(&budget);
+        let before = budget.available();
+        let line = || format!("{}\n", "x".repeat(299_999));
+        let conn = audit.connection(FLOODER);
+        for _ in 0..3 {
+            conn.record_line(line()).unwrap();
+        }
+        assert_eq!(budget.available(), before - 3 * 300_000);
+        let other = audit.connection("192.0.2.2".parse().unwrap());
+        assert_eq!(other.record_line(line()), Err(AuditError::NoMemory));
+        assert_eq!(
+            audit.queued_bytes(),
+            3 * 300_000,
+            "the refused line is not queued"
+        );
+        drop(open);
+        assert!(audit.drain(Duration::from_secs(30)));
+        assert_eq!(
+            budget.available(),
+            before,
+            "written lines give their share back"
+        );
+        assert_eq!(other.record_line(line()), Ok(()));
     }
 
     /// The map of addresses keeps no more than about twice the addresses with a connection

@@ -106,6 +106,23 @@ impl Budget {
     }
 }
 
+impl Budget {
+    /// [`Budget::hold`] without waiting: `None` when the part it takes from has no room now.
+    pub fn try_hold(&self, len: usize) -> Option<Share> {
+        let (part, total) = if self.general_total > 0 {
+            (&self.general, self.general_total)
+        } else {
+            (&self.reserve, self.reserve_total)
+        };
+        let n = u32::try_from(len.min(total)).unwrap_or(u32::MAX);
+        let permit = part.clone().try_acquire_many_owned(n).ok()?;
+        Some(Share {
+            general: Some(permit),
+            reserve: None,
+        })
+    }
+}
+
 /// The share of the budget one frame (or one thing kept) holds; given back when dropped.
 #[derive(Debug, Default)]
 pub struct Share {

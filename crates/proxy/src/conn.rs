@@ -98,6 +98,9 @@ pub struct Shared {
 impl Shared {
     /// What every connection of a guard run with `config` shares.
     pub fn new(config: &Config, audit: Audit) -> Shared {
+        // Audit lines are counted in the budget too (issue 35, finding 5).
+        let budget = Budget::new(config.max_buffered_bytes, config.max_frame_size);
+        audit.count_in(&budget);
         let metrics = if config.metrics_listen.is_some() {
             Metrics::new(audit.metrics())
         } else {
@@ -113,7 +116,7 @@ impl Shared {
             frame_timeout: config.frame_timeout,
             upstream_connect_timeout: config.upstream_connect_timeout,
             request_timeout: config.request_timeout,
-            budget: Budget::new(config.max_buffered_bytes, config.max_frame_size),
+            budget,
             tls: None,
             addresses: Addresses::new(
                 config
