@@ -318,3 +318,34 @@ async fn without_a_leadership_rule_nothing_is_read() {
     assert_eq!(&answer[4..], MARKER);
     assert_eq!(*seen.lock().unwrap(), [44, 56]);
 }
+
+/// `--log-only` never refuses a leadership change (it forwards what it would refuse and
+/// audits it), but an inter-broker API still closes the connection, as a malformed
+/// request does: Kafka's brokers close those on a client listener too, and no client has a
+/// reason to send one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_only_forwards_a_refusable_change_and_still_closes_on_inter_broker_apis() {
+    let (listen, seen) = guard(|config| {
+        protect_payments(config);
+        config.policy.log_only = true;
+    })
+    .await;
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    client
+        .write_all(&alter(
+            1,
+            "payments",
+            "unclean.leader.election.enable",
+            "true",
+        ))
+        .await
+        .unwrap();
+    let answer = read_frame(&mut client).await.unwrap();
+    assert_eq!(&answer[4..], MARKER, "forwarded under --log-only");
+    client
+        .write_all(&raw(56, 0, 2, &[0, 0, 0, 1]))
+        .await
+        .unwrap();
+    assert_eq!(read_frame(&mut client).await, None, "closed, no answer");
+    assert_eq!(*seen.lock().unwrap(), [44]);
+}

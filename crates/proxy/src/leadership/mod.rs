@@ -237,7 +237,7 @@ impl ChangeDecision {
         }
         match self.refused.binary_search_by_key(&i, |(at, _)| *at) {
             Ok(at) => Some(self.refused[at].1.message),
-            Err(_) => Some(refuse::with_the_rest()),
+            Err(_) => Some(refuse::WITH_THE_REST),
         }
     }
 

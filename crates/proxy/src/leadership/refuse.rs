@@ -32,7 +32,7 @@ pub const POLICY_VIOLATION: i16 = 44;
 /// Refused entries whose answer carries a message, at most.
 pub const MESSAGES: usize = 64;
 /// What an entry refused only because another entry of its request is says.
-const WITH_THE_REST: &str =
+pub(super) const WITH_THE_REST: &str =
     "refused by the elect-leaders proxy with the rest of its request: another entry of it breaks \
      the guard's leadership-change policy";
 
@@ -210,9 +210,4 @@ impl Writer<'_> {
             self.out.put_u8(0);
         }
     }
-}
-
-/// The message of an entry refused only with the rest of its request.
-pub(super) fn with_the_rest() -> &'static str {
-    WITH_THE_REST
 }
