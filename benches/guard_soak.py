@@ -15,6 +15,10 @@ At the same time, for --seconds:
   - normal: one client, one request at a time, alternating ElectLeaders v2 and ApiVersions
     v0, timing each answer.
 Then 1,000 idle connections are opened and the guard's RSS measured before and after.
+And, on a fresh guard each (no soak before: nothing the allocator kept to reuse), 1,000
+connections that send nothing, and 1,000 that each make one ApiVersions round trip and
+then idle (their buffers touched, as a real client's are): the RSS per connection of each.
+`--idle-only` measures just these.
 
 The upstream is a FAKE BROKER written here (asyncio): it answers every request with its
 correlation id alone, at once. A real broker would add its own latency and memory; this
@@ -82,15 +86,59 @@ def fd_count(pid: int) -> int:
         return 0
 
 
+async def idle_on_a_fresh_guard(binary: str, broker_port: int, round_trip: bool) -> float:
+    """KiB of RSS per connection of 1,000 held open on a guard started for them."""
+    guard = subprocess.Popen(
+        [binary, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{broker_port}",
+         "--protect-topic", "payments", "--audit-log", "/dev/null"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    conns = []
+    try:
+        port = int(guard.stdout.readline().split()[1].rsplit(":", 1)[1])
+        # One connection first, so that the runtime's own first allocations are not counted.
+        conns.append(await asyncio.open_connection("127.0.0.1", port))
+        await asyncio.sleep(1)
+        before = proc_status(guard.pid, "VmRSS")
+        for i in range(1000):
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            if round_trip:
+                w.write(api_versions_v0(i))
+                await w.drain()
+                size = struct.unpack(">i", await r.readexactly(4))[0]
+                await r.readexactly(size)
+            conns.append((r, w))
+        await asyncio.sleep(1)
+        after = proc_status(guard.pid, "VmRSS")
+        return (after - before) / 1000
+    finally:
+        for c in conns:
+            c[1].close()
+        guard.terminate()
+        try:
+            guard.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            guard.kill()
+
+
 async def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--bin", default="target/release/elect-leaders")
+    ap.add_argument("--idle-only", action="store_true",
+                    help="only the RSS per idle connection on fresh guards")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     server, broker_port = await fake_broker()
+    for round_trip in (False, True):
+        kib = await idle_on_a_fresh_guard(args.bin, broker_port, round_trip)
+        what = "after one ApiVersions round trip each" if round_trip else "that sent nothing"
+        print(f"fresh guard: RSS per idle connection {kib:.1f} KiB (1,000 connections {what})")
+    if args.idle_only:
+        server.close()
+        return
+
     audit = f"/tmp/guard-soak-audit-{os.getpid()}.jsonl"
     guard = subprocess.Popen(
         [args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{broker_port}",
