@@ -22,17 +22,16 @@
 //! stops the proxy reading the broker, which stops it reading the client.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use kafka_elect_leaders::{
-    parse_response, peek_request, peek_response, CodecError, Error, ErrorKind, InFlight,
-    KafkaFrameCodec, OwnedRequest, Pending, RequestPeek, API_KEY,
+    parse_response, peek_request, peek_response, CodecError, InFlight, KafkaFrameCodec,
+    OwnedRequest, Pending, RequestPeek, API_KEY,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
@@ -41,16 +40,17 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore, TryAcqui
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
-use crate::addresses::{Addresses, Rewritten};
+use crate::addresses::Rewritten;
 use crate::answer;
-use crate::audit::{log, log_only, Audit, AuditConnection, ConnInfo};
-use crate::budget::{Budget, Metered, Reserving, Share, SMALL_FRAME};
+use crate::audit::{log, log_only, AuditConnection, ConnInfo};
+use crate::budget::{Metered, Reserving, Share, SMALL_FRAME};
+use crate::close::{Close, CloseReason};
 use crate::identity::{certificate_subject, Action, Identity, SASL_AUTHENTICATE};
 use crate::leadership;
-use crate::metrics::{Metrics, RecentDecision};
+use crate::metrics::RecentDecision;
 use crate::owed::owed;
 use crate::policy::{Decision, Policy, Verdict};
-use crate::server::Config;
+use crate::shared::Shared;
 use crate::tls::{handshake_error, Loaded, Tls};
 use crate::versions::{cap_elect_leaders, API_VERSIONS};
 
@@ -65,198 +65,6 @@ pub const RESERVE_STEP: usize = 64 * 1024;
 const READ_CAPACITY: usize = 16 * 1024;
 /// A `FramedWrite` writes its buffer out once it holds this much.
 const WRITE_BOUNDARY: usize = 64 * 1024;
-
-/// What every connection shares.
-pub struct Shared {
-    /// The policy in force: replaced whole on reload ([`Shared::set_policy`]); each
-    /// ElectLeaders request is decided and answered by the one it found.
-    pub(crate) policy: RwLock<Arc<Policy>>,
-    pub audit: Audit,
-    pub max_frame_size: usize,
-    /// The hidden `--plain` mode: bytes copied both ways, nothing parsed (a baseline for
-    /// benches/proxy_throughput.sh).
-    pub plain: bool,
-    /// No frame either way for this long: the connection is closed.
-    pub idle_timeout: Duration,
-    /// A frame from the client that has begun must be whole within this.
-    pub frame_timeout: Duration,
-    /// Connecting to the broker must succeed within this.
-    pub upstream_connect_timeout: Duration,
-    /// An answer the broker owes must come within this, after the wait the request asks
-    /// for.
-    pub request_timeout: Duration,
-    /// The bytes of large frames held at once, by every connection.
-    pub budget: Budget,
-    /// TLS towards clients, brokers or both; None: plaintext both ways.
-    pub tls: Option<Tls>,
-    /// Broker addresses rewritten in the answers that carry them.
-    pub addresses: Addresses,
-    /// What the guard did, for `--metrics-listen`.
-    pub metrics: Metrics,
-}
-
-impl Shared {
-    /// What every connection of a guard run with `config` shares.
-    pub fn new(config: &Config, audit: Audit) -> Shared {
-        // Audit lines are counted in the budget too (issue 35, finding 5).
-        let budget = Budget::new(config.max_buffered_bytes, config.max_frame_size);
-        audit.count_in(&budget);
-        let metrics = if config.metrics_listen.is_some() {
-            Metrics::new(audit.metrics())
-        } else {
-            Metrics::disabled()
-        };
-        Shared {
-            metrics,
-            policy: RwLock::new(Arc::new(config.policy.clone())),
-            audit,
-            max_frame_size: config.max_frame_size,
-            plain: config.plain,
-            idle_timeout: config.idle_timeout,
-            frame_timeout: config.frame_timeout,
-            upstream_connect_timeout: config.upstream_connect_timeout,
-            request_timeout: config.request_timeout,
-            budget,
-            tls: None,
-            addresses: Addresses::new(
-                config
-                    .routes
-                    .iter()
-                    .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
-                config.advertise_host.clone(),
-                None,
-            ),
-        }
-    }
-
-    /// The policy in force.
-    pub fn policy(&self) -> Arc<Policy> {
-        match self.policy.read() {
-            Ok(policy) => policy.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// Puts `policy` in force: requests read from now on are decided by it.
-    pub fn set_policy(&self, policy: Policy) {
-        let policy = Arc::new(policy);
-        match self.policy.write() {
-            Ok(mut current) => *current = policy,
-            Err(poisoned) => *poisoned.into_inner() = policy,
-        }
-    }
-}
-
-/// Why a connection was closed by the proxy.
-#[derive(Debug)]
-pub struct Close {
-    reason: CloseReason,
-    message: String,
-}
-
-/// A connection's end, by kind: what the metrics count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CloseReason {
-    /// The client closed it (or reset it).
-    Client,
-    /// No frame either way within the idle timeout.
-    Idle,
-    /// A frame not whole within the frame timeout, or an answer owed that was late.
-    Timeout,
-    /// A malformed frame from either side.
-    Malformed,
-    /// The broker closed it, or could not be reached or written to.
-    Upstream,
-    /// The guard stopped.
-    Stop,
-    /// Anything else (a refusal that could not be encoded, ...).
-    Error,
-}
-
-impl CloseReason {
-    pub const ALL: [CloseReason; 7] = [
-        CloseReason::Client,
-        CloseReason::Idle,
-        CloseReason::Timeout,
-        CloseReason::Malformed,
-        CloseReason::Upstream,
-        CloseReason::Stop,
-        CloseReason::Error,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            CloseReason::Client => "client",
-            CloseReason::Idle => "idle",
-            CloseReason::Timeout => "timeout",
-            CloseReason::Malformed => "malformed",
-            CloseReason::Upstream => "upstream",
-            CloseReason::Stop => "stop",
-            CloseReason::Error => "error",
-        }
-    }
-}
-
-impl fmt::Display for Close {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl Close {
-    fn new(what: impl Into<String>) -> Close {
-        Close::of(CloseReason::Error, what)
-    }
-
-    fn of(reason: CloseReason, what: impl Into<String>) -> Close {
-        Close {
-            reason,
-            message: what.into(),
-        }
-    }
-
-    /// What kind of end this is.
-    pub fn reason(&self) -> CloseReason {
-        self.reason
-    }
-
-    fn client_read(e: CodecError) -> Close {
-        match e {
-            CodecError::Frame(e) => Close::of(
-                CloseReason::Malformed,
-                format!("malformed frame from the client: {e}"),
-            ),
-            e => Close::of(CloseReason::Client, format!("reading the client: {e}")),
-        }
-    }
-
-    fn upstream_read(e: CodecError) -> Close {
-        match e {
-            // What `decode_eof` says of a stream that ended inside a frame.
-            CodecError::Frame(Error {
-                kind: ErrorKind::UnexpectedEnd { needed },
-                ..
-            }) => Close::of(
-                CloseReason::Upstream,
-                format!("the broker closed the connection inside a frame ({needed} bytes missing)"),
-            ),
-            CodecError::Frame(e) => Close::of(
-                CloseReason::Malformed,
-                format!("malformed frame from the broker: {e}"),
-            ),
-            e => Close::of(CloseReason::Upstream, format!("reading the broker: {e}")),
-        }
-    }
-
-    fn write(to: &str) -> impl Fn(CodecError) -> Close + '_ {
-        let reason = if to == "client" {
-            CloseReason::Client
-        } else {
-            CloseReason::Upstream
-        };
-        move |e| Close::of(reason, format!("writing to the {to}: {e}"))
-    }
-}
 
 /// A request's place in the order of answers. A request the broker never answers (a
 /// `Produce` with `acks=0`) has none.

@@ -90,14 +90,17 @@ pub mod addresses;
 pub mod answer;
 pub mod audit;
 mod budget;
+mod close;
 mod conn;
 pub mod file;
 mod identity;
 pub mod leadership;
 pub mod metrics;
+pub mod metrics_listener;
 mod owed;
 pub mod policy;
 mod server;
+mod shared;
 pub mod tls;
 mod versions;
 mod weaker;
@@ -108,7 +111,9 @@ mod weaker;
 #[doc(hidden)]
 pub mod testing {
     pub use crate::audit::ConnInfo;
-    pub use crate::conn::{proxy, ClientRead, Close, Shared, MAX_IN_FLIGHT, RESERVE_STEP};
+    pub use crate::close::Close;
+    pub use crate::conn::{proxy, ClientRead, MAX_IN_FLIGHT, RESERVE_STEP};
+    pub use crate::shared::Shared;
 }
 
 pub use file::{ConfigFile, FileError};

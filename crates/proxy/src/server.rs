@@ -13,9 +13,10 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::addresses::{Addresses, Opened};
 use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE_BYTES};
-use crate::conn::{self, Shared};
+use crate::conn;
 use crate::metrics::Refused;
 use crate::policy::Policy;
+use crate::shared::Shared;
 use crate::tls::{ServerTls, Tls, TlsError, UpstreamTls};
 
 /// One listener of the guard and the broker it forwards to.
@@ -101,8 +102,8 @@ pub struct Config {
     pub metrics_listen: Option<SocketAddr>,
     /// What a client of `/metrics` and `/status` may hold: clients at once, the time to
     /// ask and the time to take the answer, each with its default
-    /// ([`crate::metrics::MetricsLimits`]); apart from the Kafka listeners' limits.
-    pub metrics_limits: crate::metrics::MetricsLimits,
+    /// ([`crate::metrics_listener::MetricsLimits`]); apart from the Kafka listeners' limits.
+    pub metrics_limits: crate::metrics_listener::MetricsLimits,
     /// For [`Reloader::apply`]: put this policy in force even when it is weaker than the
     /// one in force ([`Policy::weakened_by`]). The config file's `allow-weaker-rules =
     /// true`, and never a command-line option (the command line is read again at every
@@ -185,7 +186,7 @@ impl Default for Config {
             advertise_host: None,
             dynamic_listen: None,
             metrics_listen: None,
-            metrics_limits: crate::metrics::MetricsLimits::default(),
+            metrics_limits: crate::metrics_listener::MetricsLimits::default(),
             allow_weaker_rules: false,
             plain: false,
         }
@@ -410,7 +411,7 @@ pub struct Guard {
     opened: tokio::sync::mpsc::UnboundedReceiver<Opened>,
     /// `/metrics` and `/status`, and their limits.
     metrics: Option<(TcpListener, SocketAddr)>,
-    metrics_limits: crate::metrics::MetricsLimits,
+    metrics_limits: crate::metrics_listener::MetricsLimits,
     max_connections: usize,
     shared: Arc<Shared>,
     started: Arc<Config>,
@@ -535,7 +536,7 @@ impl Guard {
             )));
         }
         if let Some((listener, _)) = self.metrics {
-            accepting.push(tokio::spawn(crate::metrics::serve(
+            accepting.push(tokio::spawn(crate::metrics_listener::serve(
                 listener,
                 self.shared.clone(),
                 routes_shown,
