@@ -232,6 +232,9 @@ def main():
     ap.add_argument("--rate", type=float, default=1000, help="requests a second, paced")
     ap.add_argument("--paced", type=int, default=5000, help="paced requests per mode and kind")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "elect-leaders"))
+    ap.add_argument("--modes", default=",".join(MODES), help="which modes, comma-separated")
+    ap.add_argument("--proxy-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="set in the proxies' environment (e.g. TOKIO_WORKER_THREADS=1)")
     args = ap.parse_args()
     if not os.path.exists(args.bin):
         sys.exit(f"{args.bin} not found: cargo build --release -p elect-leaders")
@@ -249,8 +252,9 @@ def main():
     procs = []
 
     def start_proxy(upstream_port: int, extra):
+        env = dict(os.environ, **dict(kv.split("=", 1) for kv in args.proxy_env))
         p = subprocess.Popen(
-            [args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream",
+            env=env, args=[args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream",
              f"127.0.0.1:{upstream_port}"] + extra,
             stdout=subprocess.PIPE, stderr=open(os.path.join(work, "proxy.log"), "a"), text=True)
         procs.append(p)
@@ -260,7 +264,8 @@ def main():
     results = {}  # (mode, kind, pattern) -> [round results]
     try:
         for rnd in range(args.rounds):
-            order = MODES[rnd % len(MODES):] + MODES[:rnd % len(MODES)]
+            modes = [m for m in MODES if m in args.modes.split(",")]
+            order = modes[rnd % len(modes):] + modes[:rnd % len(modes)]
             for mode in order:
                 tls = mode.endswith("TLS")
                 broker = brokers["tls" if tls else "plain"]
@@ -310,7 +315,8 @@ def main():
             b.stop()
 
     def med(mode, kind, pattern, key):
-        return median([r[key] for r in results[(mode, kind, pattern)]])
+        got = results.get((mode, kind, pattern))
+        return median([r[key] for r in got]) if got else float("nan")
 
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                           stdout=subprocess.PIPE, text=True).stdout.strip()
@@ -322,7 +328,7 @@ def main():
             print(f"\n{kind}, {title}: round trip (µs), proxy CPU per request (µs)\n")
             print("| mode | p50 | p99 | added p50 / p99 | proxy CPU per request |")
             print("|---|---:|---:|---:|---:|")
-            for mode in MODES:
+            for mode in [m for m in MODES if m in args.modes.split(",")]:
                 base = "direct TLS" if mode.endswith("TLS") else "direct"
                 p50, p99 = med(mode, kind, pattern, "p50"), med(mode, kind, pattern, "p99")
                 added = ("–" if mode == base else
@@ -334,7 +340,7 @@ def main():
         print(f"\n{kind}, pipelined (window {args.window})\n")
         print("| mode | requests/s | proxy CPU per request (µs) |")
         print("|---|---:|---:|")
-        for mode in MODES:
+        for mode in [m for m in MODES if m in args.modes.split(",")]:
             cpu = ("–" if mode.startswith("direct")
                    else f"{med(mode, kind, 'pipelined', 'cpu'):.1f}")
             print(f"| {mode} | {med(mode, kind, 'pipelined', 'rate'):,.0f} | {cpu} |")
