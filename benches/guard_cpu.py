@@ -143,6 +143,23 @@ def cpu_seconds(pid) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wakeups(pid) -> int:
+    """Voluntary context switches of every thread of `pid` so far: each is a thread going
+    to sleep to be woken again. A count, steady on a loaded machine where CPU time is not."""
+    if pid is None:
+        return 0
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
 def connect(port: int, tls: ssl.SSLContext = None):
     s = socket.create_connection(("127.0.0.1", port))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -164,17 +181,17 @@ def one_at_a_time(s, kind: str, n: int, pid):
         s.sendall(make(cid))
         read_answer(s, cid)
     times = []
-    cpu = cpu_seconds(pid)
+    cpu, woken = cpu_seconds(pid), wakeups(pid)
     for cid in range(WARM_UP, WARM_UP + n):
         req = make(cid)
         t = time.perf_counter_ns()
         s.sendall(req)
         read_answer(s, cid)
         times.append(time.perf_counter_ns() - t)
-    cpu = cpu_seconds(pid) - cpu
+    cpu, woken = cpu_seconds(pid) - cpu, wakeups(pid) - woken
     times.sort()
     return {"p50": times[len(times) // 2] / 1000, "p99": times[int(len(times) * 0.99)] / 1000,
-            "cpu": cpu / n * 1e6}
+            "cpu": cpu / n * 1e6, "wakeups": woken / n}
 
 
 def paced(s, kind: str, n: int, rate: float, pid):
@@ -183,7 +200,7 @@ def paced(s, kind: str, n: int, rate: float, pid):
         s.sendall(make(cid))
         read_answer(s, cid)
     times = []
-    cpu = cpu_seconds(pid)
+    cpu, woken = cpu_seconds(pid), wakeups(pid)
     start = time.perf_counter()
     for i, cid in enumerate(range(WARM_UP, WARM_UP + n)):
         wait = start + i / rate - time.perf_counter()
@@ -194,16 +211,16 @@ def paced(s, kind: str, n: int, rate: float, pid):
         s.sendall(req)
         read_answer(s, cid)
         times.append(time.perf_counter_ns() - t)
-    cpu = cpu_seconds(pid) - cpu
+    cpu, woken = cpu_seconds(pid) - cpu, wakeups(pid) - woken
     times.sort()
     return {"p50": times[len(times) // 2] / 1000, "p99": times[int(len(times) * 0.99)] / 1000,
-            "cpu": cpu / n * 1e6}
+            "cpu": cpu / n * 1e6, "wakeups": woken / n}
 
 
 def pipelined(s, kind: str, n: int, window: int, pid):
     make = REQUESTS[kind]
     reqs = [make(cid) for cid in range(n)]
-    cpu = cpu_seconds(pid)
+    cpu, woken = cpu_seconds(pid), wakeups(pid)
     t = time.perf_counter()
     sent = 0
     for _ in range(min(window, n)):
@@ -215,8 +232,8 @@ def pipelined(s, kind: str, n: int, window: int, pid):
             s.sendall(reqs[sent])
             sent += 1
     elapsed = time.perf_counter() - t
-    cpu = cpu_seconds(pid) - cpu
-    return {"rate": n / elapsed, "cpu": cpu / n * 1e6}
+    cpu, woken = cpu_seconds(pid) - cpu, wakeups(pid) - woken
+    return {"rate": n / elapsed, "cpu": cpu / n * 1e6, "wakeups": woken / n}
 
 
 def median(xs):
@@ -233,6 +250,8 @@ def main():
     ap.add_argument("--paced", type=int, default=5000, help="paced requests per mode and kind")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "elect-leaders"))
     ap.add_argument("--modes", default=",".join(MODES), help="which modes, comma-separated")
+    ap.add_argument("--proxy-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument to every proxy (e.g. --proxy-arg=--threads=0)")
     ap.add_argument("--proxy-env", action="append", default=[], metavar="KEY=VALUE",
                     help="set in the proxies' environment (e.g. TOKIO_WORKER_THREADS=1)")
     args = ap.parse_args()
@@ -255,7 +274,7 @@ def main():
         env = dict(os.environ, **dict(kv.split("=", 1) for kv in args.proxy_env))
         p = subprocess.Popen(
             env=env, args=[args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream",
-             f"127.0.0.1:{upstream_port}"] + extra,
+             f"127.0.0.1:{upstream_port}"] + extra + args.proxy_arg,
             stdout=subprocess.PIPE, stderr=open(os.path.join(work, "proxy.log"), "a"), text=True)
         procs.append(p)
         line = p.stdout.readline()
@@ -326,8 +345,9 @@ def main():
     for kind in KINDS:
         for pattern, title in [("paced", "paced"), ("one", "back to back")]:
             print(f"\n{kind}, {title}: round trip (µs), proxy CPU per request (µs)\n")
-            print("| mode | p50 | p99 | added p50 / p99 | proxy CPU per request |")
-            print("|---|---:|---:|---:|---:|")
+            print("| mode | p50 | p99 | added p50 / p99 | proxy CPU per request | proxy wake-ups "
+                  "per request |")
+            print("|---|---:|---:|---:|---:|---:|")
             for mode in [m for m in MODES if m in args.modes.split(",")]:
                 base = "direct TLS" if mode.endswith("TLS") else "direct"
                 p50, p99 = med(mode, kind, pattern, "p50"), med(mode, kind, pattern, "p99")
@@ -336,14 +356,18 @@ def main():
                          f"{p99 - med(base, kind, pattern, 'p99'):.0f}")
                 cpu = ("–" if mode.startswith("direct")
                        else f"{med(mode, kind, pattern, 'cpu'):.1f}")
-                print(f"| {mode} | {p50:.0f} | {p99:.0f} | {added} | {cpu} |")
+                woken = ("–" if mode.startswith("direct")
+                         else f"{med(mode, kind, pattern, 'wakeups'):.2f}")
+                print(f"| {mode} | {p50:.0f} | {p99:.0f} | {added} | {cpu} | {woken} |")
         print(f"\n{kind}, pipelined (window {args.window})\n")
-        print("| mode | requests/s | proxy CPU per request (µs) |")
-        print("|---|---:|---:|")
+        print("| mode | requests/s | proxy CPU per request (µs) | proxy wake-ups per request |")
+        print("|---|---:|---:|---:|")
         for mode in [m for m in MODES if m in args.modes.split(",")]:
             cpu = ("–" if mode.startswith("direct")
                    else f"{med(mode, kind, 'pipelined', 'cpu'):.1f}")
-            print(f"| {mode} | {med(mode, kind, 'pipelined', 'rate'):,.0f} | {cpu} |")
+            woken = ("–" if mode.startswith("direct")
+                     else f"{med(mode, kind, 'pipelined', 'wakeups'):.2f}")
+            print(f"| {mode} | {med(mode, kind, 'pipelined', 'rate'):,.0f} | {cpu} | {woken} |")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,8 @@ pub struct ConfigFile {
     pub audit: Option<AuditTarget>,
     pub audit_queue_bytes: Option<usize>,
     pub max_connections: Option<usize>,
+    /// `threads`: [`Config::connection_threads`].
+    pub threads: Option<usize>,
     pub max_frame_size: Option<usize>,
     pub idle_timeout: Option<Duration>,
     pub frame_timeout: Option<Duration>,
@@ -250,6 +252,7 @@ impl ConfigFile {
         let set = |value: Option<usize>, field: &mut usize| *field = value.unwrap_or(*field);
         set(self.audit_queue_bytes, &mut config.audit_queue_bytes);
         set(self.max_connections, &mut config.max_connections);
+        set(self.threads, &mut config.connection_threads);
         set(self.max_frame_size, &mut config.max_frame_size);
         set(self.max_buffered_bytes, &mut config.max_buffered_bytes);
         let set = |value: Option<Duration>, field: &mut Duration| *field = value.unwrap_or(*field);
@@ -365,6 +368,8 @@ struct Raw {
     audit_queue_bytes: Option<usize>,
     #[serde(default, deserialize_with = "at_least_one")]
     max_connections: Option<usize>,
+    #[serde(default, deserialize_with = "threads")]
+    threads: Option<usize>,
     #[serde(default, deserialize_with = "frame_size")]
     max_frame_size: Option<usize>,
     #[serde(default, deserialize_with = "duration")]
@@ -522,6 +527,7 @@ impl Raw {
             }),
             audit_queue_bytes: self.audit_queue_bytes,
             max_connections: self.max_connections,
+            threads: self.threads,
             max_frame_size: self.max_frame_size,
             idle_timeout: self.idle_timeout,
             frame_timeout: self.frame_timeout,
@@ -574,6 +580,17 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
         Ok(_) => Err(de::Error::custom("expected a duration above zero")),
         Err(e) => Err(de::Error::custom(format!(
             "expected a duration such as \"500ms\", \"30s\" or \"10m\" ({e})"
+        ))),
+    }
+}
+
+/// Connection threads: 0 (the guard's runtime) to [`crate::MAX_CONNECTION_THREADS`].
+fn threads<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    match i64::deserialize(d)? {
+        n if (0..=crate::MAX_CONNECTION_THREADS as i64).contains(&n) => Ok(Some(n as usize)),
+        _ => Err(de::Error::custom(format!(
+            "expected a whole number from 0 to {}",
+            crate::MAX_CONNECTION_THREADS
         ))),
     }
 }

@@ -100,6 +100,7 @@ pub mod metrics_listener;
 mod owed;
 pub mod policy;
 mod server;
+mod shards;
 mod shared;
 pub mod tls;
 mod versions;
@@ -122,6 +123,6 @@ pub use server::{
     max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloaded,
     Reloader, Route, StartError, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
-    RESERVED_FDS,
+    MAX_CONNECTION_THREADS, RESERVED_FDS,
 };
 pub use tls::{ServerTls, UpstreamTls};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::addresses::{Addresses, Opened};
@@ -16,6 +16,7 @@ use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE_BYTES};
 use crate::conn;
 use crate::metrics::Refused;
 use crate::policy::Policy;
+use crate::shards::Shards;
 use crate::shared::Shared;
 use crate::tls::{ServerTls, Tls, TlsError, UpstreamTls};
 
@@ -58,6 +59,14 @@ pub struct Config {
     pub audit_queue_bytes: usize,
     /// Connections open at once, at most; a client past it is closed at once. Default 1024.
     pub max_connections: usize,
+    /// Threads that run the connections, each on a single-threaded runtime of its own,
+    /// connections placed on them in turn (`--threads`); 0, the default: connections run
+    /// on the runtime that runs the guard, as tasks of their own. On a work-stealing
+    /// runtime each event of a connection may wake a second worker that then finds
+    /// nothing to do; a connection kept on one thread costs about half the CPU per round
+    /// trip at a paced request rate (`benches/guard_cpu.py`). At most
+    /// [`MAX_CONNECTION_THREADS`].
+    pub connection_threads: usize,
     /// The largest frame accepted from either side (size prefix excluded). Default: the
     /// codec's `DEFAULT_MAX_FRAME_SIZE` (100 MiB, Kafka's `socket.request.max.bytes`).
     pub max_frame_size: usize,
@@ -174,6 +183,7 @@ impl Default for Config {
             audit: AuditTarget::Stderr,
             audit_queue_bytes: DEFAULT_AUDIT_QUEUE_BYTES,
             max_connections: 1024,
+            connection_threads: 0,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
@@ -192,6 +202,9 @@ impl Default for Config {
         }
     }
 }
+
+/// [`Config::connection_threads`], at most.
+pub const MAX_CONNECTION_THREADS: usize = 1024;
 
 /// How long a stopping guard waits for the audit log and the diagnostics to be written.
 const AUDIT_DRAIN: Duration = Duration::from_secs(5);
@@ -382,6 +395,7 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
         old.max_connections != new.max_connections,
         "max-connections",
     );
+    check(old.connection_threads != new.connection_threads, "threads");
     check(old.max_frame_size != new.max_frame_size, "max-frame-size");
     check(old.idle_timeout != new.idle_timeout, "idle-timeout");
     check(old.frame_timeout != new.frame_timeout, "frame-timeout");
@@ -413,6 +427,7 @@ pub struct Guard {
     metrics: Option<(TcpListener, SocketAddr)>,
     metrics_limits: crate::metrics_listener::MetricsLimits,
     max_connections: usize,
+    connection_threads: usize,
     shared: Arc<Shared>,
     started: Arc<Config>,
 }
@@ -480,6 +495,7 @@ impl Guard {
             metrics,
             metrics_limits: config.metrics_limits,
             max_connections: config.max_connections,
+            connection_threads: config.connection_threads,
             shared: Arc::new(Shared {
                 tls,
                 addresses,
@@ -516,6 +532,17 @@ impl Guard {
     /// closed (or the grace period is over).
     pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
         let max_connections = self.max_connections;
+        let shards = match Shards::start(self.connection_threads.min(MAX_CONNECTION_THREADS)) {
+            Ok(shards) => Arc::new(shards),
+            Err(e) => {
+                log(format_args!(
+                    "cannot start {} connection threads ({e}): connections run on the \
+                     guard's runtime",
+                    self.connection_threads
+                ));
+                Arc::new(Shards::start(0).expect("no threads to start"))
+            }
+        };
         let (stop_tx, stop_rx) = watch::channel(false);
         let connections = Arc::new(Semaphore::new(max_connections));
         let mut accepting = Vec::new();
@@ -532,6 +559,7 @@ impl Guard {
                 connections.clone(),
                 max_connections,
                 self.shared.clone(),
+                shards.clone(),
                 stop_rx.clone(),
             )));
         }
@@ -565,6 +593,7 @@ impl Guard {
                         connections.clone(),
                         max_connections,
                         self.shared.clone(),
+                        shards.clone(),
                         stop_rx.clone(),
                     )));
                 }
@@ -586,6 +615,8 @@ impl Guard {
                 "connections still open after the grace period: exiting"
             ));
         }
+        // The connection threads end, and with them what still ran there.
+        drop(shards);
         // The audit lines of the decisions made, and the last diagnostics, are written
         // before this returns (the program may exit right after).
         let shared = self.shared.clone();
@@ -612,6 +643,7 @@ enum Target {
     Named(String, u16),
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn accept(
     listener: TcpListener,
     local: SocketAddr,
@@ -619,6 +651,7 @@ async fn accept(
     connections: Arc<Semaphore>,
     max_connections: usize,
     shared: Arc<Shared>,
+    shards: Arc<Shards>,
     mut stop: watch::Receiver<bool>,
 ) {
     // One descriptor held back, to be able to refuse a client when all others are taken.
@@ -677,7 +710,26 @@ async fn accept(
             Target::Fixed(addr) => Ok(*addr),
             Target::Named(host, port) => Err((host.clone(), *port)),
         };
-        tokio::spawn(async move {
+        // Off this runtime's reactor, onto the runtime of the thread that serves it.
+        let client = match client.into_std() {
+            Ok(client) => client,
+            Err(e) => {
+                log(format_args!(
+                    "{local}: {peer}: cannot hand the connection on: {e}"
+                ));
+                continue;
+            }
+        };
+        shards.spawn(async move {
+            let client = match TcpStream::from_std(client) {
+                Ok(client) => client,
+                Err(e) => {
+                    log(format_args!(
+                        "{local}: {peer}: cannot serve the connection: {e}"
+                    ));
+                    return;
+                }
+            };
             let (upstream, advertised) = match upstream {
                 Ok(addr) => (addr, None),
                 Err((host, port)) => match resolve(&host, port, &shared).await {

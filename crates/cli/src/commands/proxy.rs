@@ -36,10 +36,16 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
     };
     let config = settings(args, file.as_ref(), max_connections_for(fd_limit))
         .map_err(|e| Failure::usage("proxy", e))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
+    // With connection threads, the runtime here only accepts, reloads and serves
+    // `/metrics`: one thread is enough. Without, it runs the connections too.
+    let runtime = if config.connection_threads > 0 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    }
+    .enable_all()
+    .build()
+    .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(serve(config, args, fd_limit))
 }
 
@@ -108,6 +114,7 @@ fn settings(
 ) -> Result<Config, String> {
     let mut config = Config {
         max_connections,
+        connection_threads: std::thread::available_parallelism().map_or(1, usize::from),
         ..Config::default()
     };
     if let Some(file) = file {
@@ -225,6 +232,13 @@ fn settings(
             .map(|p| p.as_str().into())
             .collect();
     }
+    if config.connection_threads > kafka_elect_leaders_proxy::MAX_CONNECTION_THREADS {
+        return Err(format!(
+            "--threads {}: at most {}",
+            config.connection_threads,
+            kafka_elect_leaders_proxy::MAX_CONNECTION_THREADS
+        ));
+    }
     if args.plain && config.policy.has_rules() {
         return Err("--plain parses nothing, so it cannot apply rules".into());
     }
@@ -239,6 +253,7 @@ fn settings(
     let set = |flag: Option<usize>, field: &mut usize| *field = flag.unwrap_or(*field);
     set(args.audit_queue_bytes, &mut config.audit_queue_bytes);
     set(args.max_connections, &mut config.max_connections);
+    set(args.threads, &mut config.connection_threads);
     set(args.max_frame_size, &mut config.max_frame_size);
     set(args.max_buffered_bytes, &mut config.max_buffered_bytes);
     let set = |flag: Option<Duration>, field: &mut Duration| *field = flag.unwrap_or(*field);

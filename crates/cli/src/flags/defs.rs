@@ -644,6 +644,12 @@ pub struct ProxyArgs {
         allow_negative_numbers = true
     )]
     pub max_connections: Option<usize>,
+    /// Threads that serve the connections, each connection kept on one of them for its
+    /// life (a connection's events never wake a second thread); 0: connections are tasks
+    /// on a work-stealing runtime of as many workers as cores, which costs about twice the
+    /// CPU per round trip. At most 1024 [default: the number of cores]
+    #[arg(long, value_name = "N", value_parser = values::count::<0>)]
+    pub threads: Option<usize>,
     /// A connection with no frame either way for this long is closed (like Kafka's
     /// connections.max.idle.ms): 500ms, 30s, 10m, 1h [default: 10m]
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]
