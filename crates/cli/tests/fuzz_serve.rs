@@ -1,6 +1,7 @@
 //! `elect-leaders fuzz --serve` (the hostile broker) against a small client written here,
-//! and `fuzz --target` against brokers that misbehave in time: one that accepts and never
-//! answers, one that answers ApiVersions and then nothing.
+//! and `fuzz --target` against fake brokers that misbehave: one that accepts and never
+//! answers, one that answers ApiVersions and then nothing, one that answers once and then
+//! nothing, one that names hostile topics.
 //!
 //! Every server listens on 127.0.0.1, on a free port; a child process is killed by pid when
 //! its test ends, also on failure.
@@ -11,8 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kafka_elect_leaders::ArbitraryTopicPartitions;
-use kafka_elect_leaders::{parse_response, ArbitraryRequest, ElectionType, EncodeRequest};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use kafka_elect_leaders::{
+    parse_response, ArbitraryPartitionResult, ArbitraryReplicaElectionResult, ArbitraryRequest,
+    ArbitraryResponse, ArbitraryTopicPartitions, ElectionType, EncodeRequest, EncodeResponse,
+    ErrorCode,
+};
 
 mod serving;
 use serving::Killed;
@@ -405,6 +412,122 @@ fn a_broker_that_accepts_and_never_answers_is_a_timeout() {
     assert!(!out.contains("os error"), "{out}");
 }
 
+/// A fake broker for `fuzz --target` (the tool is the client): it listens on 127.0.0.1,
+/// port 0, hands each connection to `serve` on a thread of its own, and stops accepting
+/// when dropped (a connection's thread ends when the tool closes it).
+struct FakeBroker {
+    addr: String,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeBroker {
+    fn start(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> FakeBroker {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let serve = Arc::new(serve);
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false).unwrap();
+                        let serve = Arc::clone(&serve);
+                        std::thread::spawn(move || serve(s));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        FakeBroker { addr, stop }
+    }
+}
+
+impl Drop for FakeBroker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Reads until the peer closes, answering nothing.
+fn never_answer(mut s: TcpStream) {
+    let mut buf = [0u8; 4096];
+    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// ApiVersions v0 with an empty list (the tool then uses its own newest version).
+fn api_versions_answer(request: &[u8]) -> Vec<u8> {
+    let mut answer = 10i32.to_be_bytes().to_vec();
+    answer.extend_from_slice(&request[8..12]);
+    answer.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+    answer
+}
+
+/// The answer to an ElectLeaders request: each partition asked for, error NONE, under
+/// `topic` when given (a topic not asked for) or each topic's own name; `None` when the
+/// request does not parse.
+fn elect_answer(frame: &[u8], topic: Option<&[u8]>) -> Option<Vec<u8>> {
+    let r = kafka_elect_leaders::parse_request(frame).ok()?;
+    let results = r
+        .topic_partitions()
+        .map(|topics| {
+            topics
+                .iter()
+                .map(|t| ArbitraryReplicaElectionResult {
+                    topic: topic.unwrap_or(t.topic()),
+                    partition_result: t
+                        .partitions()
+                        .iter()
+                        .map(|p| ArbitraryPartitionResult {
+                            partition_id: p,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    tagged_fields: Vec::new(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let answer = ArbitraryResponse {
+        version: r.version(),
+        correlation_id: r.correlation_id(),
+        header_tagged_fields: Vec::new(),
+        throttle_time_ms: 0,
+        error_code: ErrorCode::NONE,
+        replica_election_results: results,
+        tagged_fields: Vec::new(),
+    };
+    let mut buf = vec![0u8; answer.encoded_len(r.version()).ok()?];
+    let len = answer.encode(r.version(), &mut buf).ok()?;
+    buf.truncate(len);
+    Some(buf)
+}
+
+/// Answers ApiVersions, then the first `answered` ElectLeaders requests of each connection
+/// (under `topic`, see [`elect_answer`]), then nothing; closes on a request that does not
+/// parse, as Kafka does.
+fn answer_some(mut s: TcpStream, answered: usize, topic: Option<&[u8]>) {
+    let Ok(first) = read_frame(&mut s) else {
+        return;
+    };
+    if s.write_all(&api_versions_answer(&first)).is_err() {
+        return;
+    }
+    for _ in 0..answered {
+        let Ok(frame) = read_frame(&mut s) else {
+            return;
+        };
+        let Some(answer) = elect_answer(&frame, topic) else {
+            return;
+        };
+        if s.write_all(&answer).is_err() {
+            return;
+        }
+    }
+    never_answer(s);
+}
+
 #[test]
 fn the_duration_ends_the_campaign_before_the_timeout_does() {
     // Answers ApiVersions (v0, an empty list), then reads and never answers.
@@ -430,6 +553,50 @@ fn the_duration_ends_the_campaign_before_the_timeout_does() {
     assert!(!out.contains("anomaly"), "{out}");
     // Generous slack for a loaded machine; the timeout (60 s) must not have won.
     assert!(took < Duration::from_secs(2 + 3), "took {took:?}");
+}
+
+/// Issue 36, finding 8: the broker's topic names reached the terminal raw in the
+/// `partitions` anomaly, so a broker could forge lines (`anomaly ...`, a summary) and send
+/// terminal escapes. They are shown as `summary` shows names: quoted and escaped.
+#[test]
+fn a_broker_s_names_are_escaped_before_they_reach_the_terminal() {
+    const EVIL: &[u8] =
+        b"evil\nanomaly forged: by the broker\r\x1b[2J\x1b]0;owned\x07fuzz: 0 sent\x1b[0m";
+    let broker = FakeBroker::start(|s| answer_some(s, usize::MAX, Some(EVIL)));
+    let (code, out, _) = fuzz_target(&[
+        "--target",
+        &broker.addr,
+        "--count",
+        "20",
+        "--timeout",
+        "5000",
+        "--duration",
+        "60",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let partitions: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("anomaly partitions:"))
+        .collect();
+    assert!(!partitions.is_empty(), "{out}");
+    for line in &partitions {
+        assert!(
+            line.contains(
+                r#""evil\nanomaly forged: by the broker\r\u{1b}[2J\u{1b}]0;owned\u{7}fuzz"#
+            ),
+            "{line}"
+        );
+    }
+    assert!(!out.contains(['\x1b', '\x07', '\r']), "{out:?}");
+    assert!(
+        !out.lines().any(|l| l.starts_with("anomaly forged")),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("fuzz: ")).count(),
+        1,
+        "{out}"
+    );
 }
 
 /// The connection cap (`MAX_CONNECTIONS` in serve.rs) as the help states it.

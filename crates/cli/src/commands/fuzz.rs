@@ -20,6 +20,8 @@ use crate::fail::Failure;
 use crate::flags::FuzzArgs;
 use crate::input::to_hex;
 
+use super::summary::shown;
+
 /// The campaign's settings, from its flags.
 pub(super) struct Options {
     pub(super) target: SocketAddr,
@@ -335,8 +337,10 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                             } else {
                                 let missing = want.difference(&got).next();
                                 let extra = got.difference(&want).next();
+                                // The broker's names, escaped as `summary` shows them:
+                                // a name must not forge a line or reach the terminal.
                                 let show = |e: Option<&(Vec<u8>, i32)>| match e {
-                                    Some((t, p)) => format!("{}/{p}", String::from_utf8_lossy(t)),
+                                    Some((t, p)) => format!("{}/{p}", shown(Some(t))),
                                     None => "none".into(),
                                 };
                                 problem(
