@@ -7,7 +7,7 @@
 //! ends, also on failure; each run of the tool is bounded by `--count`, `--duration` and a
 //! kill after a minute.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -45,11 +45,18 @@ struct Run {
     stderr: String,
 }
 
-/// `fuzz --target A --compare B ARGS`, killed if it runs past a minute.
+/// `fuzz --target A --compare B ARGS` (with `--timeout 1000` unless ARGS say otherwise),
+/// killed if it runs past a minute.
 fn compare(a: &str, b: &str, args: &[&str]) -> Run {
+    let timeout: &[&str] = if args.contains(&"--timeout") {
+        &[]
+    } else {
+        &["--timeout", "1000"]
+    };
     let mut child = Killed(
         Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-            .args(["fuzz", "--target", a, "--compare", b, "--timeout", "1000"])
+            .args(["fuzz", "--target", a, "--compare", b])
+            .args(timeout)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -223,6 +230,54 @@ fn a_broker_that_cannot_be_reached_is_exit_2() {
     assert!(run.lines.is_empty());
     assert!(
         run.stderr.contains(&format!("B {closed}: cannot connect")),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Issue 36, finding 9, for `--compare`: a broker that answers ApiVersions and then
+/// nothing, in a run shorter than `--timeout`, was "0 sent, 0 different" and exit 0 (the
+/// only wait cut by the duration, and not counted); it is a broker that answered nothing.
+#[test]
+fn a_broker_that_answers_nothing_within_the_duration_is_exit_2() {
+    let (_a, a) = serve("5", &scratch("silent-a"));
+    // Answers ApiVersions (v0, an empty list), then reads and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for s in listener.incoming().take(4) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut head = [0u8; 12];
+                if s.read_exact(&mut head).is_err() {
+                    return;
+                }
+                let size = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+                let mut rest = vec![0u8; (size.max(8) - 8) as usize];
+                if s.read_exact(&mut rest).is_err() {
+                    return;
+                }
+                let mut answer = 10i32.to_be_bytes().to_vec();
+                answer.extend_from_slice(&head[8..12]);
+                answer.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+                if s.write_all(&answer).is_err() {
+                    return;
+                }
+                let mut buf = [0u8; 4096];
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    let run = compare(
+        &a,
+        &silent,
+        &["--count", "5", "--duration", "2", "--timeout", "60000"],
+    );
+    assert_eq!(run.status, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "B {silent}: connected and ApiVersions answered, but no ElectLeaders request answered"
+        )),
         "{}",
         run.stderr
     );

@@ -530,29 +530,62 @@ fn answer_some(mut s: TcpStream, answered: usize, topic: Option<&[u8]>) {
 
 #[test]
 fn the_duration_ends_the_campaign_before_the_timeout_does() {
-    // Answers ApiVersions (v0, an empty list), then reads and never answers.
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let target = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in listener.incoming().take(8) {
-            let Ok(mut s) = s else { continue };
-            if read_frame(&mut s).is_ok() {
-                let mut answer = 10i32.to_be_bytes().to_vec();
-                answer.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-                let _ = s.write_all(&answer);
-            }
-            held.push(s);
-        }
-        std::thread::sleep(Duration::from_secs(60));
-    });
-    let (code, out, took) =
-        fuzz_target(&["--target", &target, "--timeout", "60000", "--duration", "2"]);
+    // Answers ApiVersions and one ElectLeaders request, then reads and never answers.
+    let broker = FakeBroker::start(|s| answer_some(s, 1, None));
+    let (code, out, took) = fuzz_target(&[
+        "--target",
+        &broker.addr,
+        "--timeout",
+        "60000",
+        "--duration",
+        "2",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("stopped at the duration"), "{out}");
+    assert!(out.contains(" 1 answered"), "{out}");
     assert!(!out.contains("anomaly"), "{out}");
     // Generous slack for a loaded machine; the timeout (60 s) must not have won.
     assert!(took < Duration::from_secs(2 + 3), "took {took:?}");
+}
+
+/// Issue 36, finding 9: a target that answers nothing, run for less than `--timeout`, was
+/// "0 anomalies" and exit 0 (every wait was cut by the duration, which is not the broker's
+/// fault); a run in which nothing was answered is a timeout whatever cut the wait.
+#[test]
+fn a_silent_target_is_a_timeout_even_when_the_duration_is_shorter_than_the_timeout() {
+    // Accepts and never answers, not even ApiVersions.
+    let silent = FakeBroker::start(never_answer);
+    let (code, out, took) = fuzz_target(&[
+        "--target",
+        &silent.addr,
+        "--timeout",
+        "60000",
+        "--duration",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("anomaly timeout:") && out.contains("nothing answered"),
+        "{out}"
+    );
+    assert!(out.contains("1 anomalies"), "{out}");
+    assert!(took < Duration::from_secs(1 + 3), "took {took:?}");
+    // Answers ApiVersions, then no ElectLeaders request.
+    let mute = FakeBroker::start(|s| answer_some(s, 0, None));
+    let (code, out, _) = fuzz_target(&[
+        "--target",
+        &mute.addr,
+        "--timeout",
+        "60000",
+        "--duration",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("anomaly timeout:")
+            && out.contains("ApiVersions answered, but no ElectLeaders request answered"),
+        "{out}"
+    );
 }
 
 /// Issue 36, finding 8: the broker's topic names reached the terminal raw in the

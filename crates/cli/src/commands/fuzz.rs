@@ -222,6 +222,7 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
     // Every wait is cut to what is left of the duration: the campaign ends on time, and a
     // wait cut short that way is not an anomaly.
     let mut out_of_time = false;
+    let mut api_versions_answered = false;
     while n < o.count && started.elapsed() < o.duration {
         if let Some(rate) = o.rate {
             let due =
@@ -236,7 +237,10 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
         let c = match conn.as_mut() {
             Some(c) => c,
             None => match connect(&o, limit) {
-                Ok(c) => conn.insert(c),
+                Ok(c) => {
+                    api_versions_answered = true;
+                    conn.insert(c)
+                }
                 Err(ConnectError::Unreachable(e)) => {
                     tally
                         .anomalies
@@ -244,7 +248,7 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     break;
                 }
                 Err(ConnectError::NoApiVersions(e)) => {
-                    if limit < o.timeout {
+                    if limit < o.timeout && is_timeout(&e) {
                         out_of_time = true;
                     } else {
                         let what = if is_timeout(&e) {
@@ -387,6 +391,29 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 tally.reconnects += 1;
             }
         }
+    }
+    // A wait cut by the duration is not the broker's fault, unless the broker answered
+    // nothing at all: a silent target is a timeout, whatever the duration.
+    if out_of_time && tally.answered == 0 {
+        let what = if api_versions_answered {
+            format!(
+                "{}: connected and ApiVersions answered, but no ElectLeaders request answered \
+                 in {:.1}s ({} sent; --duration ended the wait, shorter than --timeout {} ms)",
+                o.target,
+                started.elapsed().as_secs_f64(),
+                tally.sent,
+                o.timeout.as_millis()
+            )
+        } else {
+            format!(
+                "{}: connected, but nothing answered in {:.1}s, not even ApiVersions \
+                 (--duration ended the wait, shorter than --timeout {} ms)",
+                o.target,
+                started.elapsed().as_secs_f64(),
+                o.timeout.as_millis()
+            )
+        };
+        tally.anomalies.push(("timeout", what));
     }
     let w = |out: &mut dyn Write, text: String| out.write_all(text.as_bytes());
     let mut report = || -> io::Result<()> {

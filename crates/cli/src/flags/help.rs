@@ -265,7 +265,8 @@ Prints one line per anomaly, then a summary. Anomalies:
   unreachable    the broker cannot be connected to (the campaign stops)
 A malformed request that the broker answers by closing the connection is counted, not an
 anomaly. Every wait is cut to what is left of SECS: the campaign ends within SECS (plus the
-time to print), and a wait cut short that way is not an anomaly.
+time to print), and a wait cut short that way is not an anomaly, unless the broker answered
+no ElectLeaders request in the whole run: a silent broker is a timeout.
 
 With --compare HOST2:PORT2 the same requests (the same bytes: the version both brokers
 have, correlation id N+1 for request N) also go to a second broker, each on its own
@@ -305,7 +306,8 @@ finding's one-line reproduction.";
 pub const FUZZ_AFTER: &str =
     "Exit status: 0 no anomaly (--serve: served; --compare: no difference), 1 anomalies \
 (--serve: the record could not be written; --compare: differences), 2 usage error \
-(--compare: also a broker that cannot be connected to or gives no ApiVersions answer).";
+(--compare: also a broker that cannot be connected to, gives no ApiVersions answer or \
+answers no ElectLeaders request).";
 
 #[cfg(feature = "proxy")]
 pub const PROXY_ABOUT: &str = "\
