@@ -297,7 +297,8 @@ the same requests gets the same responses. Any other request is recorded and its
 closed. It serves at most 64 connections at once (one more is accepted, recorded and
 closed); one that sends no whole request, or takes no answer, for --idle-timeout (default
 60s) is closed and recorded. --rate and --timeout are the sender's and refused with
---serve. Stops after N ElectLeaders responses or SECS seconds. --record FILE writes one JSON
+--serve. Stops after N ElectLeaders responses, SECS seconds, or on Ctrl-C or SIGTERM (its
+summary printed, exit 0). --record FILE writes one JSON
 line per request (n, conn, correlation_id, request_version, seed, mutation, malformed,
 response_version, request and response hex, ms since the start, unix_ms), each before its
 answer is sent; --replay HEX serves one recorded response to every ElectLeaders request: a
