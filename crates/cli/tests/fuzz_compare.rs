@@ -218,6 +218,37 @@ fn different_seeds_are_reported_line_by_line_and_each_reproduces_by_index() {
     }
 }
 
+/// Issue 36, finding 11 (seeds): jq reads JSON numbers as doubles, so a seed above 2^53
+/// came out rounded. Each difference's line has its seed as a string too (`seed_str`),
+/// and the servers' records each response's own seed (almost always above 2^53).
+#[test]
+fn seeds_past_2_53_are_also_written_as_strings() {
+    const SEED: &str = "18446744073709551615"; // u64::MAX: jq prints 18446744073709552000
+    let (record_a, record_b) = (scratch("big-seed-a"), scratch("big-seed-b"));
+    let (_a, a) = serve("5", &record_a);
+    let (_b, b) = serve("6", &record_b);
+    let run = compare(
+        &a,
+        &b,
+        &["--count", "10", "--seed", SEED, "--duration", "40"],
+    );
+    assert_eq!(run.status, 1, "differences: exit 1; {}", run.stderr);
+    assert!(!run.lines.is_empty());
+    for line in &run.lines {
+        assert_eq!(line["seed"].as_u64(), Some(u64::MAX), "{line}");
+        assert_eq!(line["seed_str"], SEED, "{line}");
+    }
+    let mut past = 0;
+    for l in std::fs::read_to_string(&record_a).unwrap().lines() {
+        let l: Value = serde_json::from_str(l).unwrap();
+        let Some(seed) = l.get("seed") else { continue };
+        let seed = seed.as_u64().unwrap();
+        assert_eq!(l["seed_str"], seed.to_string(), "{l}");
+        past += usize::from(seed > 1 << 53);
+    }
+    assert!(past > 0, "no response seed past 2^53");
+}
+
 #[test]
 fn a_broker_that_cannot_be_reached_is_exit_2() {
     let (_a, a) = serve("5", &scratch("unreachable-a"));

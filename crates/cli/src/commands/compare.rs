@@ -764,6 +764,9 @@ pub fn run(
         let line = json!({
             "index": index,
             "seed": o.seed,
+            // jq (and JavaScript) read numbers as doubles: a seed above 2^53 comes out
+            // rounded.
+            "seed_str": o.seed.to_string(),
             "request_version": version,
             "malformed": !well_formed,
             "request": to_hex(&frame),

@@ -435,6 +435,8 @@ fn elect_leaders(s: &Shared, conn: u64, frame: &[u8]) -> Option<Vec<u8>> {
         "correlation_id": id,
         "request_version": version,
         "seed": seed,
+        // jq (and JavaScript) read numbers as doubles: a seed above 2^53 comes out rounded.
+        "seed_str": seed.to_string(),
         "mutation": mutation,
         "malformed": malformed,
         "response_version": response_version,

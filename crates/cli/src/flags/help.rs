@@ -271,8 +271,9 @@ no ElectLeaders request in the whole run: a silent broker is a timeout.
 With --compare HOST2:PORT2 the same requests (the same bytes: the version both brokers
 have, correlation id N+1 for request N) also go to a second broker, each on its own
 connection, and the two answers are compared instead of checked. Each request whose
-answers differ is one JSON line on standard output: index, seed, request_version,
-malformed, request (hex), differences (path, a, b), classes, a and b (outcome: answer,
+answers differ is one JSON line on standard output: index, seed (and seed_str, the same
+as a string: jq rounds numbers past 2^53), request_version, malformed, request (hex),
+differences (path, a, b), classes, a and b (outcome: answer,
 closed or timeout; hex and the decoded response), and reproduce: the command that sends
 request N alone again (--index N). Normalized away, and counted in the summary on standard
 error: ThrottleTimeMs, a partition's ErrorMessage when the error codes agree, the order of
@@ -298,8 +299,8 @@ closed. It serves at most 64 connections at once (one more is accepted, recorded
 closed); one that sends no whole request, or takes no answer, for --idle-timeout (default
 60s) is closed and recorded. --rate and --timeout are the sender's and refused with
 --serve. Stops after N ElectLeaders responses, SECS seconds, or on Ctrl-C or SIGTERM (its
-summary printed, exit 0). --record FILE writes one JSON
-line per request (n, conn, correlation_id, request_version, seed, mutation, malformed,
+summary printed, exit 0). --record FILE writes one JSON line per request (n, conn,
+correlation_id, request_version, seed and seed_str, mutation, malformed,
 response_version, request and response hex, ms since the start, unix_ms), each before its
 answer is sent; --replay HEX serves one recorded response to every ElectLeaders request: a
 finding's one-line reproduction.";
