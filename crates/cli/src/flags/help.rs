@@ -123,7 +123,9 @@ CAP_NET_RAW needed; a build with the feature `live`) and decodes as packets come
 object written out at once, as a capture piped in is; --filter BPF is a libpcap filter
 expression ('tcp port 9092'). It ends on Ctrl-C or SIGTERM (the packets already captured
 are read, the connections still open closed as at the end of a file), after --count N
-packets or after --duration (30s, 5m); the exit status is as for a capture file.
+packets or after --duration (30s, 5m); the exit status is as for a capture file. libpcap
+is set up as tcpdump's: a 2MiB buffer (--buffer-size), immediate mode only when printing
+to a terminal (--immediate-mode forces it; on Linux it holds far fewer packets).
 
 On a malformed frame of a file, prints the frames before it, then one line on stderr
 naming the field and the byte offset, and exits with status 1. With several FILEs, every
