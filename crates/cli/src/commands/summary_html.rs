@@ -83,6 +83,7 @@ impl Timeline {
             self.points
                 .retain(|p| p.outcome != outcome || p.nth % s == 0);
             self.kept[o] = self.points.iter().filter(|p| p.outcome == outcome).count();
+            self.forget_topics_not_drawn();
             if nth % s != 0 {
                 return;
             }
@@ -101,6 +102,26 @@ impl Timeline {
             counts,
             nth,
         });
+    }
+
+    /// Keeps only the names of topics that still have a point, in the order they first
+    /// appear: the names are as bounded as the points, whatever thinning dropped.
+    fn forget_topics_not_drawn(&mut self) {
+        let mut renumbered = vec![usize::MAX; self.topics.len()];
+        let mut topics = Vec::new();
+        for p in &mut self.points {
+            if renumbered[p.topic] == usize::MAX {
+                renumbered[p.topic] = topics.len();
+                topics.push(std::mem::take(&mut self.topics[p.topic]));
+            }
+            p.topic = renumbered[p.topic];
+        }
+        self.ids = topics
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i))
+            .collect();
+        self.topics = topics;
     }
 
     /// Whether some results are not drawn.
@@ -530,7 +551,35 @@ fn histogram(h: &mut String, sorted: &[i64]) -> std::fmt::Result {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{escape, Outcome, Timeline, PER_OUTCOME};
+
+    /// Thinning keeps at most a third of the points per outcome, spread over the input,
+    /// and the names of only the topics it still draws: a topic a result, each name
+    /// forgotten with its point.
+    #[test]
+    fn thinning_keeps_points_and_names_bounded() {
+        let mut t = Timeline::default();
+        let n = 4 * PER_OUTCOME as u64 + 7;
+        for i in 0..n {
+            t.add(format!("topic-{i}").as_bytes(), u128::from(i), 1, [1, 0, 0]);
+        }
+        t.add(b"failure", u128::from(n), 1, [0, 0, 1]);
+        assert_eq!((t.stride[0], t.thinned()), (8, true));
+        assert!(t.stride[2] <= 1, "the one failure is drawn");
+        assert!(t.points.len() <= PER_OUTCOME + 1);
+        assert_eq!(t.topics.len(), t.points.len());
+        assert_eq!(t.ids.len(), t.topics.len());
+        for p in &t.points {
+            let name = &t.topics[p.topic];
+            assert_eq!(t.ids[name], p.topic);
+            if p.outcome == Outcome::Elected {
+                assert_eq!(*name, format!("topic-{}", p.epoch_us).into_bytes());
+                assert_eq!(p.epoch_us % 8, 0);
+            }
+        }
+        assert_eq!(t.points.last().unwrap().outcome, Outcome::Failed);
+        assert_eq!(t.seen, [n, 0, 1]);
+    }
 
     #[test]
     fn escapes_markup_and_quotes() {
