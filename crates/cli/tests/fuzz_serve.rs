@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use kafka_elect_leaders::{
     parse_response, ArbitraryPartitionResult, ArbitraryReplicaElectionResult, ArbitraryRequest,
@@ -1018,4 +1018,52 @@ fn fuzzing_md_reproductions_can_be_pasted_twice_in_a_row() {
             assert_eq!(status.code(), Some(0), "{said}");
         }
     }
+}
+
+/// SIGINT ends `fuzz --target` as its count would, with its summary, even while it waits
+/// (up to a minute here) for an answer that does not come: a campaign interrupted by
+/// Ctrl-C keeps what it found (it printed nothing, its anomalies were printed at the end).
+#[test]
+fn a_signal_ends_a_target_campaign_with_its_summary() {
+    let (asked, got_request) = std::sync::mpsc::channel();
+    let asked = Mutex::new(asked);
+    // Answers ApiVersions, says when the first ElectLeaders request comes, never answers.
+    let broker = FakeBroker::start(move |mut s| {
+        let Ok(first) = read_frame(&mut s) else {
+            return;
+        };
+        if s.write_all(&api_versions_answer(&first)).is_err() {
+            return;
+        }
+        if read_frame(&mut s).is_ok() {
+            let _ = asked.lock().unwrap().send(());
+        }
+        never_answer(s);
+    });
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["fuzz", "--target", &broker.addr, "--timeout", "60000"])
+            .args(["--duration", "600", "--count", "10"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    got_request
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the campaign sends a request");
+    send_signal(&child, "INT");
+    assert_eq!(wait_exit(&mut child), 0);
+    let mut out = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("fuzz: 1 sent") && last.ends_with("(stopped by a signal)"),
+        "{out}"
+    );
 }

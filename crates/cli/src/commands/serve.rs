@@ -137,16 +137,7 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
         None => None,
     };
     // Before the listener: a signal from then on ends the server with its summary.
-    let signalled = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            signal,
-            128 + signal,
-            Arc::clone(&signalled),
-        )
-        .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&signalled)))
-        .map_err(|e| Failure::Input(format!("--serve: cannot handle signal {signal}: {e}")))?;
-    }
+    let signalled = super::fuzz::on_signals("fuzz --serve")?;
     let listener = TcpListener::bind(listen)
         .map_err(|e| Failure::usage("fuzz", format!("--serve {listen}: {e}")))?;
     let local = listener.local_addr().map_err(Failure::Output)?;

@@ -268,7 +268,8 @@ Prints one line per anomaly, then a summary. Anomalies:
 A malformed request that the broker answers by closing the connection is counted, not an
 anomaly. Every wait is cut to what is left of SECS: the campaign ends within SECS (plus the
 time to print), and a wait cut short that way is not an anomaly, unless the broker answered
-no ElectLeaders request in the whole run: a silent broker is a timeout.
+no ElectLeaders request in the whole run: a silent broker is a timeout. Each anomaly is
+printed as it is found; Ctrl-C or SIGTERM ends the campaign at once with its summary.
 
 With --compare HOST2:PORT2 the same requests (the same bytes: the version both brokers
 have, correlation id N+1 for request N) also go to a second broker, each on its own
