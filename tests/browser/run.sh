@@ -25,7 +25,7 @@ if ! "$VENV/bin/python" -c "import selenium" 2>/dev/null; then
 fi
 (cd "$ROOT" && cargo build -q -p elect-leaders --bin elect-leaders)
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-for test in status_page summary_page; do
+for test in status_page summary_page summary_timeline; do
     ELECT_LEADERS_BIN="$TARGET_DIR/debug/elect-leaders" CHROMEDRIVER="$DRIVER" CHROME_BIN="$BROWSER" \
         "$VENV/bin/python" -u "$HERE/$test.py"
 done

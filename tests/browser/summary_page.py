@@ -49,7 +49,11 @@ def expected_from_decode():
         "connections": len({o["source"]["connection"] for o in objects}),
         "elect_requests": sum(1 for o in elect if o["kind"] == "request"),
         "elect_responses": sum(1 for o in elect if o["kind"] == "response"),
-        "failed_partitions": sum(n for name, n in outcomes.items() if name != "NONE"),
+        # As the timeline colours them: ELECTION_NOT_NEEDED is "not needed", not failed.
+        "elected_partitions": outcomes.get("NONE", 0),
+        "not_needed_partitions": outcomes.get("ELECTION_NOT_NEEDED", 0),
+        "failed_partitions": sum(n for name, n in outcomes.items()
+                                 if name not in ("NONE", "ELECTION_NOT_NEEDED")),
         "outcomes": dict(outcomes),
         "client_ids": sorted({o["client_id"] for o in elect if o["kind"] == "request"}),
         "paired": sum(1 for o in elect if "latency_us" in o["source"]),
@@ -103,6 +107,8 @@ def check_capture_page(driver, path, want):
         "connections": want["connections"],
         "elect-requests": want["elect_requests"],
         "elect-responses": want["elect_responses"],
+        "elected-partitions": want["elected_partitions"],
+        "not-needed-partitions": want["not_needed_partitions"],
         "failed-partitions": want["failed_partitions"],
         "latency-paired": want["paired"],
         "timeline-dots": want["elect_responses"],  # one topic per response here

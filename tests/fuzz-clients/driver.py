@@ -419,7 +419,8 @@ def reproduction(client, finding, opts):
     else:
         run = "python3 tests/fuzz-clients/client.py %s 127.0.0.1:9092 %d %d" % (
             client, calls, opts.timeout_ms)
-    return keep, serve + " & " + run
+    # The server ends with the client, so that the line can be pasted again at once.
+    return keep, serve + " & server=$!; " + run + "; kill $server; wait $server"
 
 
 FINDINGS = ("unexpected", "crash", "hang", "dead")

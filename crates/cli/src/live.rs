@@ -56,6 +56,10 @@ mod imp {
     const WATCH: std::time::Duration = std::time::Duration::from_millis(50);
     /// The most bytes captured of a packet: Linux's largest loopback packet, whole.
     const SNAPLEN: i32 = 262_144;
+    /// libpcap's buffer unless `--buffer-size` says otherwise: libpcap's own default on
+    /// Linux (`setup_mmapped` in pcap-linux.c), which tcpdump keeps unless given -B, set
+    /// here so that it is the same on every platform and can be said.
+    const BUFFER_SIZE: usize = 2 << 20;
 
     /// Opens `flags.interface` for `command`, applies `--filter`, says on stderr that it is capturing, and
     /// hands each item to `each` as soon as it is complete, until Ctrl-C / SIGTERM (a clean
@@ -70,7 +74,18 @@ mod imp {
     ) -> Result<Summary, Failure> {
         let interface = flags.interface.as_deref().unwrap_or_default();
         let name = name(interface);
-        let mut capture = open(interface)?;
+        // As tcpdump: immediate mode only when packets are printed to a terminal as they
+        // come (tcpdump.c: `if (WFileName == NULL && isatty(1)) immediate_mode = 1`). On
+        // Linux, immediate mode is TPACKET_V2, a ring of slots each as large as the
+        // largest packet (about 64 KiB on loopback: 32 slots in 2 MiB), where TPACKET_V3
+        // packs packets of any size into the same buffer; a flood overruns 32 slots at
+        // once. Otherwise packets come in blocks, each handed over when full or after
+        // POLL_MS.
+        use std::io::IsTerminal;
+        let immediate =
+            flags.immediate_mode || (command != "summary" && std::io::stdout().is_terminal());
+        let buffer = flags.buffer_size.unwrap_or(BUFFER_SIZE);
+        let mut capture = open(interface, buffer, immediate)?;
         if let Some(expr) = &flags.bpf {
             capture.filter(expr, true).map_err(|e| {
                 Failure::usage(command, format!("--filter '{expr}': {}", pcap_message(&e)))
@@ -111,7 +126,12 @@ mod imp {
             }
             Ok(())
         };
-        eprintln!("elect-leaders: {name}: capturing (link type {linktype}); Ctrl-C to stop");
+        eprintln!(
+            "elect-leaders: {name}: capturing (link type {linktype}, buffer {}, immediate mode \
+             {}); Ctrl-C to stop",
+            size(buffer),
+            if immediate { "on" } else { "off" }
+        );
         // libpcap may wait for a packet for ever (Linux's TPACKET_V3 ignores the timeout
         // while no packet comes): a watcher breaks the wait on a signal or at --duration.
         let done = Arc::new(AtomicBool::new(false));
@@ -171,19 +191,28 @@ mod imp {
         let _ = watcher.join();
         if stopped {
             // A signal: the packets the kernel already holds are read too (for DRAIN at
-            // most: on a busy interface more keep coming), without waiting for more.
+            // most: on a busy interface more keep coming). Outside immediate mode the
+            // kernel hands over a block of packets when it is full or POLL_MS after its
+            // first packet: the packets of the last block show up to POLL_MS late, so the
+            // drain ends only once nothing came for longer than that.
             let drain_until = Instant::now() + DRAIN;
+            let quiet_for = std::time::Duration::from_millis(2 * POLL_MS as u64 + 50);
             if let Ok(mut rest) = capture.setnonblock() {
+                let mut last = Instant::now();
                 while Instant::now() < drain_until && flags.count.is_none_or(|n| seen < n) {
                     match rest.next_packet() {
                         Ok(packet) => {
                             seen += 1;
+                            last = Instant::now();
                             packets.packet(
                                 linktype,
                                 time_of(packet.header),
                                 packet.data,
                                 packet.header.len,
                             );
+                        }
+                        Err(_) if last.elapsed() < quiet_for => {
+                            std::thread::sleep(std::time::Duration::from_millis(10));
                         }
                         Err(_) => break,
                     }
@@ -218,12 +247,19 @@ mod imp {
 
     /// The interface opened for capture, or the one-line reason why not: a missing
     /// privilege says which.
-    fn open(interface: &str) -> Result<pcap::Capture<pcap::Active>, Failure> {
+    fn open(
+        interface: &str,
+        buffer: usize,
+        immediate: bool,
+    ) -> Result<pcap::Capture<pcap::Active>, Failure> {
+        // `--buffer-size` is at most i32::MAX (flags::values::capture_buffer).
+        let buffer = i32::try_from(buffer).unwrap_or(i32::MAX);
         let opened = pcap::Capture::from_device(interface).and_then(|c| {
             c.promisc(false)
                 .snaplen(SNAPLEN)
                 .timeout(POLL_MS)
-                .immediate_mode(true)
+                .buffer_size(buffer)
+                .immediate_mode(immediate)
                 .open()
         });
         opened.map_err(|e| {
@@ -238,6 +274,17 @@ mod imp {
                 "--interface {interface}: cannot capture{why}: {message}"
             ))
         })
+    }
+
+    /// A buffer size as `--buffer-size` takes it: MiB or KiB when whole.
+    fn size(bytes: usize) -> String {
+        if bytes % (1 << 20) == 0 {
+            format!("{}MiB", bytes >> 20)
+        } else if bytes % (1 << 10) == 0 {
+            format!("{}KiB", bytes >> 10)
+        } else {
+            format!("{bytes} bytes")
+        }
     }
 
     /// A packet's capture time (libpcap's microseconds).

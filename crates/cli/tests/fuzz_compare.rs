@@ -7,7 +7,7 @@
 //! ends, also on failure; each run of the tool is bounded by `--count`, `--duration` and a
 //! kill after a minute.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -45,11 +45,18 @@ struct Run {
     stderr: String,
 }
 
-/// `fuzz --target A --compare B ARGS`, killed if it runs past a minute.
+/// `fuzz --target A --compare B ARGS` (with `--timeout 1000` unless ARGS say otherwise),
+/// killed if it runs past a minute.
 fn compare(a: &str, b: &str, args: &[&str]) -> Run {
+    let timeout: &[&str] = if args.contains(&"--timeout") {
+        &[]
+    } else {
+        &["--timeout", "1000"]
+    };
     let mut child = Killed(
         Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
-            .args(["fuzz", "--target", a, "--compare", b, "--timeout", "1000"])
+            .args(["fuzz", "--target", a, "--compare", b])
+            .args(timeout)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -211,6 +218,37 @@ fn different_seeds_are_reported_line_by_line_and_each_reproduces_by_index() {
     }
 }
 
+/// Issue 36, finding 11 (seeds): jq reads JSON numbers as doubles, so a seed above 2^53
+/// came out rounded. Each difference's line has its seed as a string too (`seed_str`),
+/// and the servers' records each response's own seed (almost always above 2^53).
+#[test]
+fn seeds_past_2_53_are_also_written_as_strings() {
+    const SEED: &str = "18446744073709551615"; // u64::MAX: jq prints 18446744073709552000
+    let (record_a, record_b) = (scratch("big-seed-a"), scratch("big-seed-b"));
+    let (_a, a) = serve("5", &record_a);
+    let (_b, b) = serve("6", &record_b);
+    let run = compare(
+        &a,
+        &b,
+        &["--count", "10", "--seed", SEED, "--duration", "40"],
+    );
+    assert_eq!(run.status, 1, "differences: exit 1; {}", run.stderr);
+    assert!(!run.lines.is_empty());
+    for line in &run.lines {
+        assert_eq!(line["seed"].as_u64(), Some(u64::MAX), "{line}");
+        assert_eq!(line["seed_str"], SEED, "{line}");
+    }
+    let mut past = 0;
+    for l in std::fs::read_to_string(&record_a).unwrap().lines() {
+        let l: Value = serde_json::from_str(l).unwrap();
+        let Some(seed) = l.get("seed") else { continue };
+        let seed = seed.as_u64().unwrap();
+        assert_eq!(l["seed_str"], seed.to_string(), "{l}");
+        past += usize::from(seed > 1 << 53);
+    }
+    assert!(past > 0, "no response seed past 2^53");
+}
+
 #[test]
 fn a_broker_that_cannot_be_reached_is_exit_2() {
     let (_a, a) = serve("5", &scratch("unreachable-a"));
@@ -223,6 +261,54 @@ fn a_broker_that_cannot_be_reached_is_exit_2() {
     assert!(run.lines.is_empty());
     assert!(
         run.stderr.contains(&format!("B {closed}: cannot connect")),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Issue 36, finding 9, for `--compare`: a broker that answers ApiVersions and then
+/// nothing, in a run shorter than `--timeout`, was "0 sent, 0 different" and exit 0 (the
+/// only wait cut by the duration, and not counted); it is a broker that answered nothing.
+#[test]
+fn a_broker_that_answers_nothing_within_the_duration_is_exit_2() {
+    let (_a, a) = serve("5", &scratch("silent-a"));
+    // Answers ApiVersions (v0, an empty list), then reads and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for s in listener.incoming().take(4) {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut head = [0u8; 12];
+                if s.read_exact(&mut head).is_err() {
+                    return;
+                }
+                let size = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+                let mut rest = vec![0u8; (size.max(8) - 8) as usize];
+                if s.read_exact(&mut rest).is_err() {
+                    return;
+                }
+                let mut answer = 10i32.to_be_bytes().to_vec();
+                answer.extend_from_slice(&head[8..12]);
+                answer.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+                if s.write_all(&answer).is_err() {
+                    return;
+                }
+                let mut buf = [0u8; 4096];
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    let run = compare(
+        &a,
+        &silent,
+        &["--count", "5", "--duration", "2", "--timeout", "60000"],
+    );
+    assert_eq!(run.status, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "B {silent}: connected and ApiVersions answered, but no ElectLeaders request answered"
+        )),
         "{}",
         run.stderr
     );

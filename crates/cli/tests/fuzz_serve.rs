@@ -1,6 +1,7 @@
 //! `elect-leaders fuzz --serve` (the hostile broker) against a small client written here,
-//! and `fuzz --target` against brokers that misbehave in time: one that accepts and never
-//! answers, one that answers ApiVersions and then nothing.
+//! and `fuzz --target` against fake brokers that misbehave: one that accepts and never
+//! answers, one that answers ApiVersions and then nothing, one that answers once and then
+//! nothing, one that names hostile topics.
 //!
 //! Every server listens on 127.0.0.1, on a free port; a child process is killed by pid when
 //! its test ends, also on failure.
@@ -11,8 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kafka_elect_leaders::ArbitraryTopicPartitions;
-use kafka_elect_leaders::{parse_response, ArbitraryRequest, ElectionType, EncodeRequest};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kafka_elect_leaders::{
+    parse_response, ArbitraryPartitionResult, ArbitraryReplicaElectionResult, ArbitraryRequest,
+    ArbitraryResponse, ArbitraryTopicPartitions, ElectionType, EncodeRequest, EncodeResponse,
+    ErrorCode,
+};
 
 mod serving;
 use serving::Killed;
@@ -405,31 +412,224 @@ fn a_broker_that_accepts_and_never_answers_is_a_timeout() {
     assert!(!out.contains("os error"), "{out}");
 }
 
+/// A fake broker for `fuzz --target` (the tool is the client): it listens on 127.0.0.1,
+/// port 0, hands each connection to `serve` on a thread of its own, and stops accepting
+/// when dropped (a connection's thread ends when the tool closes it).
+struct FakeBroker {
+    addr: String,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeBroker {
+    fn start(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> FakeBroker {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let serve = Arc::new(serve);
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false).unwrap();
+                        let serve = Arc::clone(&serve);
+                        std::thread::spawn(move || serve(s));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        FakeBroker { addr, stop }
+    }
+}
+
+impl Drop for FakeBroker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Reads until the peer closes, answering nothing.
+fn never_answer(mut s: TcpStream) {
+    let mut buf = [0u8; 4096];
+    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// ApiVersions v0 with an empty list (the tool then uses its own newest version).
+fn api_versions_answer(request: &[u8]) -> Vec<u8> {
+    let mut answer = 10i32.to_be_bytes().to_vec();
+    answer.extend_from_slice(&request[8..12]);
+    answer.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+    answer
+}
+
+/// The answer to an ElectLeaders request: each partition asked for, error NONE, under
+/// `topic` when given (a topic not asked for) or each topic's own name; `None` when the
+/// request does not parse.
+fn elect_answer(frame: &[u8], topic: Option<&[u8]>) -> Option<Vec<u8>> {
+    let r = kafka_elect_leaders::parse_request(frame).ok()?;
+    let results = r
+        .topic_partitions()
+        .map(|topics| {
+            topics
+                .iter()
+                .map(|t| ArbitraryReplicaElectionResult {
+                    topic: topic.unwrap_or(t.topic()),
+                    partition_result: t
+                        .partitions()
+                        .iter()
+                        .map(|p| ArbitraryPartitionResult {
+                            partition_id: p,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    tagged_fields: Vec::new(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let answer = ArbitraryResponse {
+        version: r.version(),
+        correlation_id: r.correlation_id(),
+        header_tagged_fields: Vec::new(),
+        throttle_time_ms: 0,
+        error_code: ErrorCode::NONE,
+        replica_election_results: results,
+        tagged_fields: Vec::new(),
+    };
+    let mut buf = vec![0u8; answer.encoded_len(r.version()).ok()?];
+    let len = answer.encode(r.version(), &mut buf).ok()?;
+    buf.truncate(len);
+    Some(buf)
+}
+
+/// Answers ApiVersions, then the first `answered` ElectLeaders requests of each connection
+/// (under `topic`, see [`elect_answer`]), then nothing; closes on a request that does not
+/// parse, as Kafka does.
+fn answer_some(mut s: TcpStream, answered: usize, topic: Option<&[u8]>) {
+    let Ok(first) = read_frame(&mut s) else {
+        return;
+    };
+    if s.write_all(&api_versions_answer(&first)).is_err() {
+        return;
+    }
+    for _ in 0..answered {
+        let Ok(frame) = read_frame(&mut s) else {
+            return;
+        };
+        let Some(answer) = elect_answer(&frame, topic) else {
+            return;
+        };
+        if s.write_all(&answer).is_err() {
+            return;
+        }
+    }
+    never_answer(s);
+}
+
 #[test]
 fn the_duration_ends_the_campaign_before_the_timeout_does() {
-    // Answers ApiVersions (v0, an empty list), then reads and never answers.
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let target = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in listener.incoming().take(8) {
-            let Ok(mut s) = s else { continue };
-            if read_frame(&mut s).is_ok() {
-                let mut answer = 10i32.to_be_bytes().to_vec();
-                answer.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-                let _ = s.write_all(&answer);
-            }
-            held.push(s);
-        }
-        std::thread::sleep(Duration::from_secs(60));
-    });
-    let (code, out, took) =
-        fuzz_target(&["--target", &target, "--timeout", "60000", "--duration", "2"]);
+    // Answers ApiVersions and one ElectLeaders request, then reads and never answers.
+    let broker = FakeBroker::start(|s| answer_some(s, 1, None));
+    let (code, out, took) = fuzz_target(&[
+        "--target",
+        &broker.addr,
+        "--timeout",
+        "60000",
+        "--duration",
+        "2",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("stopped at the duration"), "{out}");
+    assert!(out.contains(" 1 answered"), "{out}");
     assert!(!out.contains("anomaly"), "{out}");
     // Generous slack for a loaded machine; the timeout (60 s) must not have won.
     assert!(took < Duration::from_secs(2 + 3), "took {took:?}");
+}
+
+/// Issue 36, finding 9: a target that answers nothing, run for less than `--timeout`, was
+/// "0 anomalies" and exit 0 (every wait was cut by the duration, which is not the broker's
+/// fault); a run in which nothing was answered is a timeout whatever cut the wait.
+#[test]
+fn a_silent_target_is_a_timeout_even_when_the_duration_is_shorter_than_the_timeout() {
+    // Accepts and never answers, not even ApiVersions.
+    let silent = FakeBroker::start(never_answer);
+    let (code, out, took) = fuzz_target(&[
+        "--target",
+        &silent.addr,
+        "--timeout",
+        "60000",
+        "--duration",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("anomaly timeout:") && out.contains("nothing answered"),
+        "{out}"
+    );
+    assert!(out.contains("1 anomalies"), "{out}");
+    assert!(took < Duration::from_secs(1 + 3), "took {took:?}");
+    // Answers ApiVersions, then no ElectLeaders request.
+    let mute = FakeBroker::start(|s| answer_some(s, 0, None));
+    let (code, out, _) = fuzz_target(&[
+        "--target",
+        &mute.addr,
+        "--timeout",
+        "60000",
+        "--duration",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("anomaly timeout:")
+            && out.contains("ApiVersions answered, but no ElectLeaders request answered"),
+        "{out}"
+    );
+}
+
+/// Issue 36, finding 8: the broker's topic names reached the terminal raw in the
+/// `partitions` anomaly, so a broker could forge lines (`anomaly ...`, a summary) and send
+/// terminal escapes. They are shown as `summary` shows names: quoted and escaped.
+#[test]
+fn a_broker_s_names_are_escaped_before_they_reach_the_terminal() {
+    const EVIL: &[u8] =
+        b"evil\nanomaly forged: by the broker\r\x1b[2J\x1b]0;owned\x07fuzz: 0 sent\x1b[0m";
+    let broker = FakeBroker::start(|s| answer_some(s, usize::MAX, Some(EVIL)));
+    let (code, out, _) = fuzz_target(&[
+        "--target",
+        &broker.addr,
+        "--count",
+        "20",
+        "--timeout",
+        "5000",
+        "--duration",
+        "60",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let partitions: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("anomaly partitions:"))
+        .collect();
+    assert!(!partitions.is_empty(), "{out}");
+    for line in &partitions {
+        assert!(
+            line.contains(
+                r#""evil\nanomaly forged: by the broker\r\u{1b}[2J\u{1b}]0;owned\u{7}fuzz"#
+            ),
+            "{line}"
+        );
+    }
+    assert!(!out.contains(['\x1b', '\x07', '\r']), "{out:?}");
+    assert!(
+        !out.lines().any(|l| l.starts_with("anomaly forged")),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("fuzz: ")).count(),
+        1,
+        "{out}"
+    );
 }
 
 /// The connection cap (`MAX_CONNECTIONS` in serve.rs) as the help states it.
@@ -654,4 +854,216 @@ fn the_sender_s_rate_and_timeout_are_refused_with_serve() {
         );
         assert!(out.stdout.is_empty(), "nothing sent: {flags:?}");
     }
+}
+
+/// Sends `signal` (`INT`, `TERM`) to the child with kill(1), by its pid.
+fn send_signal(child: &Killed, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal}");
+}
+
+/// Issue 36, finding 10: SIGINT (Ctrl-C) or SIGTERM killed `fuzz --serve` with no summary.
+/// Now it ends as `--count` does: summary, exit 0, and its port can be bound again at once,
+/// also with a connection still open (one that has been served, one that sends nothing)
+/// and one closed (in TIME_WAIT on the server's side).
+#[test]
+fn a_signal_ends_the_server_with_its_summary_and_frees_its_port() {
+    for signal in ["INT", "TERM"] {
+        let (mut child, addr, stdout) = serve(&["--duration", "600"]);
+        let mut served = TcpStream::connect(&addr).unwrap();
+        served
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        handshake(&mut served);
+        served.write_all(&elect_request(0)).unwrap();
+        read_frame(&mut served).unwrap();
+        let mut closed = TcpStream::connect(&addr).unwrap();
+        closed
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        handshake(&mut closed);
+        drop(closed);
+        let _idle = TcpStream::connect(&addr).unwrap();
+        send_signal(&child, signal);
+        let last = summary(&mut child, stdout);
+        assert!(
+            last.starts_with("fuzz: served 1 ElectLeaders responses")
+                && last.ends_with("(stopped by a signal)"),
+            "SIG{signal}: {last:?}"
+        );
+        TcpListener::bind(&addr)
+            .unwrap_or_else(|e| panic!("SIG{signal}: {addr} not free again: {e}"));
+    }
+}
+
+/// The same with the server blocked writing answers to a client that does not read them:
+/// the signal ends it at once, not after the idle timeout (60 s) of its write.
+#[test]
+fn a_signal_ends_the_server_while_a_client_does_not_read() {
+    const FRAME: usize = 48 * 1024;
+    let mut big = ((FRAME - 4) as i32).to_be_bytes().to_vec();
+    big.resize(FRAME, 0);
+    let hex: String = big.iter().map(|b| format!("{b:02x}")).collect();
+    let (mut child, addr, stdout) =
+        serve(&["--duration", "600", "--count", "100000", "--replay", &hex]);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    // Requests until the write times out: the server no longer reads them, blocked on
+    // writing answers (48 KiB each) into full buffers.
+    let requests: Vec<u8> = (0..600).flat_map(elect_request).collect();
+    let blocked = (0..1000).any(|_| s.write_all(&requests).is_err());
+    assert!(blocked, "the server read everything");
+    send_signal(&child, "TERM");
+    let last = summary(&mut child, stdout);
+    assert!(last.ends_with("(stopped by a signal)"), "{last:?}");
+    TcpListener::bind(&addr).unwrap_or_else(|e| panic!("{addr} not free again: {e}"));
+}
+
+/// Issue 36, finding 10: FUZZING.md's reproductions (`fuzz --serve 127.0.0.1:9092 ... &`,
+/// then a client) left the server on its port for 300 s, so pasting one twice failed with
+/// "address in use". Each shell block of FUZZING.md that starts a server is run here twice
+/// in a row, as written but for its client (a stand-in: `fuzz --target` once the port
+/// answers; Java and the Python clients are not needed) and its port (a free one in place
+/// of 9092); both runs must serve, print the server's summary and end with status 0.
+#[test]
+fn fuzzing_md_reproductions_can_be_pasted_twice_in_a_row() {
+    use std::os::unix::process::CommandExt;
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../FUZZING.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut block: Option<Vec<&str>> = None;
+    for line in doc.lines() {
+        let t = line.trim();
+        match &mut block {
+            None if t == "```sh" => block = Some(Vec::new()),
+            Some(b) if t == "```" => {
+                if b.iter().any(|l| l.contains("fuzz --serve")) {
+                    blocks.push(b.clone());
+                }
+                block = None;
+            }
+            Some(b) => b.push(t),
+            None => {}
+        }
+    }
+    assert!(blocks.len() >= 4, "{} blocks", blocks.len());
+    let bin = Path::new(env!("CARGO_BIN_EXE_elect-leaders"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (k, b) in blocks.iter().enumerate() {
+        // The client: every line that is not the server's start or its end.
+        let client = b
+            .iter()
+            .position(|l| !l.starts_with("elect-leaders fuzz --serve") && !l.starts_with("kill "))
+            .unwrap_or_else(|| panic!("block {k} has no client: {b:?}"));
+        let port = {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port().to_string()
+        };
+        let mut lines: Vec<String> = b.iter().map(|l| l.to_string()).collect();
+        lines[client] =
+            "until (exec 3<>/dev/tcp/127.0.0.1/9092) 2>/dev/null; do sleep 0.05; done; \
+             elect-leaders fuzz --target 127.0.0.1:9092 --count 2 --timeout 2000 \
+             --duration 10 > /dev/null || true"
+                .to_string();
+        let script = lines.join("\n").replace("9092", &port);
+        for run in 0..2 {
+            let out = scratch(&format!("pasted-{k}-{run}"));
+            let err = scratch(&format!("pasted-{k}-{run}-err"));
+            let mut shell = Killed(
+                Command::new("bash")
+                    .args(["-c", &script])
+                    .env("PATH", &path)
+                    .stdout(std::fs::File::create(&out).unwrap())
+                    .stderr(std::fs::File::create(&err).unwrap())
+                    .process_group(0)
+                    .spawn()
+                    .unwrap(),
+            );
+            let pgid = shell.0.id();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let status = loop {
+                if let Some(s) = shell.0.try_wait().unwrap() {
+                    break s;
+                }
+                if Instant::now() > deadline {
+                    break shell.0.wait().unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            // Whatever the block left running (a server still in the background) goes
+            // with the test: its process group, by id.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pgid}")])
+                .stderr(Stdio::null())
+                .status();
+            let (out, err) = (
+                std::fs::read_to_string(&out).unwrap(),
+                std::fs::read_to_string(&err).unwrap(),
+            );
+            let said = format!("block {k}, run {run}:\n{script}\nstdout:\n{out}\nstderr:\n{err}");
+            assert!(!err.contains("in use"), "{said}");
+            assert!(out.contains("fuzz: serving on"), "{said}");
+            assert!(
+                out.lines()
+                    .any(|l| l.starts_with("fuzz: served ") && l.ends_with("(stopped by a signal)")),
+                "{said}"
+            );
+            assert_eq!(status.code(), Some(0), "{said}");
+        }
+    }
+}
+
+/// SIGINT ends `fuzz --target` as its count would, with its summary, even while it waits
+/// (up to a minute here) for an answer that does not come: a campaign interrupted by
+/// Ctrl-C keeps what it found (it printed nothing, its anomalies were printed at the end).
+#[test]
+fn a_signal_ends_a_target_campaign_with_its_summary() {
+    let (asked, got_request) = std::sync::mpsc::channel();
+    let asked = Mutex::new(asked);
+    // Answers ApiVersions, says when the first ElectLeaders request comes, never answers.
+    let broker = FakeBroker::start(move |mut s| {
+        let Ok(first) = read_frame(&mut s) else {
+            return;
+        };
+        if s.write_all(&api_versions_answer(&first)).is_err() {
+            return;
+        }
+        if read_frame(&mut s).is_ok() {
+            let _ = asked.lock().unwrap().send(());
+        }
+        never_answer(s);
+    });
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["fuzz", "--target", &broker.addr, "--timeout", "60000"])
+            .args(["--duration", "600", "--count", "10"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    got_request
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the campaign sends a request");
+    send_signal(&child, "INT");
+    assert_eq!(wait_exit(&mut child), 0);
+    let mut out = String::new();
+    child
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("fuzz: 1 sent") && last.ends_with("(stopped by a signal)"),
+        "{out}"
+    );
 }

@@ -371,3 +371,245 @@ fn an_html_path_that_cannot_be_created_is_a_usage_error() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// The HTML page's outcome counts and timeline (issue 36, finding 6), on made captures.
+
+use kafka_elect_leaders::{
+    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest, EncodeResponse,
+    ErrorCode, PartitionResultData, ReplicaElectionResultData, TopicPartitionsData,
+};
+use kafka_elect_leaders_testkit::pcap as cap;
+
+/// A response's results: (topic, error code of each of its partitions 0, 1, ...).
+type Results<'a> = Vec<(String, Vec<i16>)>;
+
+/// A capture (raw IPv4) of one connection to port 9092: an ElectLeaders v2 request and its
+/// response for each of `exchanges`, the request at `ms` milliseconds and its answer a
+/// millisecond later, then the connection closed at `end_ms`.
+fn capture_of(exchanges: &[(u64, Results<'_>)], end_ms: u64) -> Vec<u8> {
+    const CLIENT: [u8; 4] = [10, 0, 0, 1];
+    const SERVER: [u8; 4] = [10, 0, 0, 2];
+    let (cport, sport) = (50000u16, 9092u16);
+    let (mut cseq, mut sseq) = (1000u32, 5000u32);
+    let mut packets: Vec<(u64, Vec<u8>)> = vec![
+        (
+            0,
+            cap::ipv4_tcp(CLIENT, SERVER, cport, sport, cseq, 0, cap::SYN, &[]),
+        ),
+        (
+            0,
+            cap::ipv4_tcp(
+                SERVER,
+                CLIENT,
+                sport,
+                cport,
+                sseq,
+                cseq + 1,
+                cap::SYN | cap::ACK,
+                &[],
+            ),
+        ),
+    ];
+    cseq += 1;
+    sseq += 1;
+    for (k, (ms, results)) in exchanges.iter().enumerate() {
+        let id = k as i32 + 1;
+        let partitions = [0];
+        let topics = [TopicPartitionsData::new(b"asked", &partitions)];
+        let request = ElectLeadersRequestData {
+            correlation_id: id,
+            client_id: Some(b"admin"),
+            election_type: ElectionType::PREFERRED,
+            topic_partitions: Some(&topics),
+            timeout_ms: 30_000,
+            ..Default::default()
+        };
+        let mut req = vec![0; request.encoded_len(2).unwrap()];
+        request.encode(2, &mut req).unwrap();
+        let parts: Vec<Vec<PartitionResultData<'_>>> = results
+            .iter()
+            .map(|(_, codes)| {
+                codes
+                    .iter()
+                    .enumerate()
+                    .map(|(p, &c)| PartitionResultData {
+                        partition_id: p as i32,
+                        error_code: ErrorCode(c),
+                        error_message: None,
+                        tagged_fields: &[],
+                    })
+                    .collect()
+            })
+            .collect();
+        let entries: Vec<ReplicaElectionResultData<'_>> = results
+            .iter()
+            .zip(&parts)
+            .map(|((topic, _), p)| ReplicaElectionResultData {
+                topic: topic.as_bytes(),
+                partition_result: p,
+                tagged_fields: &[],
+            })
+            .collect();
+        let response = ElectLeadersResponseData {
+            correlation_id: id,
+            replica_election_results: &entries,
+            ..Default::default()
+        };
+        let mut resp = vec![0; response.encoded_len(2).unwrap()];
+        response.encode(2, &mut resp).unwrap();
+        packets.push((
+            *ms,
+            cap::ipv4_tcp(
+                CLIENT,
+                SERVER,
+                cport,
+                sport,
+                cseq,
+                sseq,
+                cap::ACK | cap::PSH,
+                &req,
+            ),
+        ));
+        cseq += req.len() as u32;
+        packets.push((
+            ms + 1,
+            cap::ipv4_tcp(
+                SERVER,
+                CLIENT,
+                sport,
+                cport,
+                sseq,
+                cseq,
+                cap::ACK | cap::PSH,
+                &resp,
+            ),
+        ));
+        sseq += resp.len() as u32;
+    }
+    packets.push((
+        end_ms,
+        cap::ipv4_tcp(
+            CLIENT,
+            SERVER,
+            cport,
+            sport,
+            cseq,
+            sseq,
+            cap::FIN | cap::ACK,
+            &[],
+        ),
+    ));
+    packets.push((
+        end_ms,
+        cap::ipv4_tcp(
+            SERVER,
+            CLIENT,
+            sport,
+            cport,
+            sseq,
+            cseq + 1,
+            cap::FIN | cap::ACK,
+            &[],
+        ),
+    ));
+    let base = 1_800_000_000u64; // seconds since 1970
+    let records: Vec<cap::Packet<'_>> = packets
+        .iter()
+        .map(|(ms, data)| {
+            (
+                (base + ms / 1000) as u32,
+                ((ms % 1000) * 1_000_000) as u32,
+                &data[..],
+                data.len() as u32,
+            )
+        })
+        .collect();
+    cap::pcap_file(cap::LINKTYPE_RAW, true, false, &records)
+}
+
+fn html_of_capture(capture: &[u8], name: &str) -> String {
+    let path = std::env::temp_dir().join(format!("kel-summary-{}-{name}.pcap", std::process::id()));
+    std::fs::write(&path, capture).unwrap();
+    let page = html_of(&[path.to_str().unwrap()], b"", name);
+    std::fs::remove_file(&path).unwrap();
+    page
+}
+
+/// The text of the element with this `id` (its first child text).
+fn by_id<'a>(page: &'a str, id: &str) -> &'a str {
+    let at = page
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id}"));
+    let rest = &page[at..];
+    let start = rest.find('>').unwrap() + 1;
+    let end = rest[start..].find('<').unwrap();
+    &rest[start..start + end]
+}
+
+/// Issue 36, finding 6: a topic's dot said "failed (4 partitions)" when 3 of its 4
+/// partitions were elected, and the page's "failed partitions" counted ELECTION_NOT_NEEDED,
+/// which the timeline colours "not needed". Each dot now counts its partitions by outcome,
+/// and the page counts partitions as the timeline colours them.
+#[test]
+fn the_page_counts_outcomes_as_the_timeline_colours_them() {
+    let exchanges = [
+        (10, vec![("mixed".to_string(), vec![0, 0, 0, 80])]),
+        (20, vec![("calm".to_string(), vec![0, 0, 0, 84])]),
+    ];
+    let page = html_of_capture(&capture_of(&exchanges, 30), "outcomes");
+    assert_eq!(by_id(&page, "elected-partitions"), "6");
+    assert_eq!(by_id(&page, "not-needed-partitions"), "1");
+    assert_eq!(by_id(&page, "failed-partitions"), "1");
+    assert!(
+        page.contains("failed: 3 elected, 0 not needed, 1 failed (4 partitions), connection"),
+        "{page}"
+    );
+    assert!(
+        page.contains("not needed: 3 elected, 1 not needed, 0 failed (4 partitions), connection"),
+        "{page}"
+    );
+    assert_eq!(page.matches("<circle class=\"failed\"").count(), 1);
+    assert_eq!(page.matches("<circle class=\"not-needed\"").count(), 1);
+    // The failed table lists the failure only; the not-needed one apart.
+    let failed = &page[page.find("<table id=\"failed\"").unwrap()..];
+    let failed = &failed[..failed.find("</table>").unwrap()];
+    assert!(
+        failed.contains("(80)") && !failed.contains("(84)"),
+        "{failed}"
+    );
+    let not_needed = &page[page.find("<table id=\"not-needed\"").unwrap()..];
+    let not_needed = &not_needed[..not_needed.find("</table>").unwrap()];
+    assert!(not_needed.contains("(84)"), "{not_needed}");
+}
+
+/// Issue 36, finding 6: past 100,000 results the timeline stopped drawing, and its axis ended
+/// at the last result drawn, not at the end of the capture. Now it thins its dots evenly and
+/// says so, failures are kept past a flood of successes, and the axis runs to the last frame.
+#[test]
+fn the_timeline_says_when_it_thins_its_dots_and_its_axis_covers_the_capture() {
+    // 1,200 responses of 100 elected topics each (120,000 results), then one failure.
+    let elected: Vec<(String, Vec<i16>)> =
+        (0..100).map(|t| (format!("topic-{t}"), vec![0])).collect();
+    let mut exchanges: Vec<(u64, Results<'_>)> = (0..1200)
+        .map(|k| (10 + 10 * k as u64, elected.clone()))
+        .collect();
+    exchanges.push((20_000, vec![("topic-7".to_string(), vec![0, 80])]));
+    let page = html_of_capture(&capture_of(&exchanges, 120_000), "thinned");
+    assert_eq!(by_id(&page, "timeline-results"), "120001");
+    let thinned = &page[page
+        .find("<p id=\"timeline-thinned\"")
+        .expect("says it thins")..];
+    let thinned = &thinned[..thinned.find("</p>").unwrap()];
+    assert!(
+        thinned.contains("elected: one in 4 drawn (30000 of 120000)"),
+        "{thinned}"
+    );
+    assert!(!thinned.contains("failed:"), "{thinned}");
+    let dots: u64 = by_id(&page, "timeline-dots").parse().unwrap();
+    assert_eq!(dots, 30_001);
+    assert_eq!(page.matches("<circle class=\"failed\"").count(), 1);
+    // The axis: from the first frame (the first request, at 10 ms) to the last (the
+    // failure's answer, at 20.001 s), where it ended at the 100,000th result (9.991 s).
+    assert_eq!(by_id(&page, "timeline-axis-end"), "+19.991000 s");
+}

@@ -704,6 +704,24 @@ pub fn run(
         if limit < o.timeout && outcomes.contains(&Outcome::Timeout) {
             let cut = well_formed || outcomes.iter().any(|o| matches!(o, Outcome::Answer(_)));
             if cut {
+                // Unless a broker answered nothing at all: a silent broker is not the
+                // duration's doing, whatever cut the wait.
+                let silent: Vec<String> = sides
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(s, o)| **o == Outcome::Timeout && s.answered == 0)
+                    .map(|(s, _)| format!("{} {}", s.name, s.o.target))
+                    .collect();
+                if !silent.is_empty() {
+                    harness = Some(format!(
+                        "{}: connected and ApiVersions answered, but no ElectLeaders request \
+                         answered in {:.1}s (--duration ended the wait, shorter than --timeout \
+                         {} ms)",
+                        silent.join(" and "),
+                        started.elapsed().as_secs_f64(),
+                        o.timeout.as_millis()
+                    ));
+                }
                 out_of_time = true;
                 tally.sent -= 1;
                 tally.malformed -= u64::from(!well_formed);
@@ -746,6 +764,9 @@ pub fn run(
         let line = json!({
             "index": index,
             "seed": o.seed,
+            // jq (and JavaScript) read numbers as doubles: a seed above 2^53 comes out
+            // rounded.
+            "seed_str": o.seed.to_string(),
             "request_version": version,
             "malformed": !well_formed,
             "request": to_hex(&frame),
@@ -828,7 +849,7 @@ fn report(
         tally.timed_out_one_side,
         started.elapsed().as_secs_f64(),
         match (out_of_time, harness) {
-            (_, Some(_)) => " (stopped: a broker could not be reached)",
+            (_, Some(_)) => " (stopped: a broker could not be reached or answered nothing)",
             (true, None) => " (stopped at the duration, one answer not waited for)",
             (false, None) => "",
         }

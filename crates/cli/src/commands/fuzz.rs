@@ -7,7 +7,9 @@
 
 use std::collections::BTreeSet;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -19,6 +21,8 @@ use kafka_elect_leaders::{
 use crate::fail::Failure;
 use crate::flags::FuzzArgs;
 use crate::input::to_hex;
+
+use super::summary::shown;
 
 /// The campaign's settings, from its flags.
 pub(super) struct Options {
@@ -81,6 +85,65 @@ pub(super) fn wait_for(o: &Options, started: Instant) -> Option<Duration> {
 
 pub(super) fn connect(o: &Options, wait: Duration) -> Result<Conn, ConnectError> {
     let stream = TcpStream::connect_timeout(&o.target, wait).map_err(ConnectError::Unreachable)?;
+    start(stream, wait).map_err(ConnectError::NoApiVersions)
+}
+
+/// SIGINT and SIGTERM set the flag returned: the first ends the command cleanly, with its
+/// summary; a second one, while that takes long, ends the process at once (128 + signal).
+pub(super) fn on_signals(what: &str) -> Result<Arc<AtomicBool>, Failure> {
+    let signalled = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            128 + signal,
+            Arc::clone(&signalled),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&signalled)))
+        .map_err(|e| Failure::Input(format!("{what}: cannot handle signal {signal}: {e}")))?;
+    }
+    Ok(signalled)
+}
+
+/// The connection a campaign waits on, shut down by a watcher thread on a signal so that
+/// a wait of up to `--timeout` does not hold the summary back.
+#[derive(Clone, Default)]
+struct Watched(Arc<Mutex<Option<TcpStream>>>);
+
+impl Watched {
+    fn set(&self, stream: &TcpStream) {
+        if let Ok(mut current) = self.0.lock() {
+            *current = stream.try_clone().ok();
+        }
+    }
+
+    /// Shuts the connection down once `signalled` is set; stops watching when `done` is.
+    fn watch(
+        &self,
+        signalled: Arc<AtomicBool>,
+        done: Arc<AtomicBool>,
+    ) -> std::thread::JoinHandle<()> {
+        let current = self.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                // Until the campaign ends: a connection made just after the signal is
+                // shut down too.
+                if signalled.load(Ordering::SeqCst) {
+                    if let Ok(current) = current.0.lock() {
+                        if let Some(stream) = current.as_ref() {
+                            let _ = stream.shutdown(Shutdown::Both);
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    }
+}
+
+/// [`connect`], the connection watched from its start (its ApiVersions wait included).
+fn connect_watched(o: &Options, wait: Duration, watched: &Watched) -> Result<Conn, ConnectError> {
+    let stream = TcpStream::connect_timeout(&o.target, wait).map_err(ConnectError::Unreachable)?;
+    watched.set(&stream);
     start(stream, wait).map_err(ConnectError::NoApiVersions)
 }
 
@@ -212,29 +275,58 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
         (None, None, _) => return Err(Failure::usage("fuzz", "--target or --serve is required")),
     };
     let o = Options::new(args, target);
+    let signalled = on_signals("fuzz")?;
+    let watched = Watched::default();
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = watched.watch(Arc::clone(&signalled), Arc::clone(&done));
+    let stopped = || signalled.load(Ordering::SeqCst);
     let started = Instant::now();
     let mut tally = Tally::default();
+    // Anomalies are printed as they are found (a campaign killed outright keeps them).
+    let mut printed = 0;
     let mut conn: Option<Conn> = None;
     let mut previous = Vec::new();
     let mut n = 0;
     // Every wait is cut to what is left of the duration: the campaign ends on time, and a
     // wait cut short that way is not an anomaly.
     let mut out_of_time = false;
+    let mut api_versions_answered = false;
+    let mut interrupted = false;
     while n < o.count && started.elapsed() < o.duration {
+        for (kind, what) in &tally.anomalies[printed..] {
+            writeln!(out, "anomaly {kind}: {what}")
+                .and_then(|()| out.flush())
+                .map_err(Failure::Output)?;
+        }
+        printed = tally.anomalies.len();
         if let Some(rate) = o.rate {
             let due =
                 (started + Duration::from_secs_f64(n as f64 / rate)).min(started + o.duration);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
+            while let Some(wait) = due.checked_duration_since(Instant::now()) {
+                if stopped() {
+                    break;
+                }
+                std::thread::sleep(wait.min(Duration::from_millis(50)));
             }
+        }
+        if stopped() {
+            interrupted = true;
+            break;
         }
         let Some(limit) = wait_for(&o, started) else {
             break;
         };
         let c = match conn.as_mut() {
             Some(c) => c,
-            None => match connect(&o, limit) {
-                Ok(c) => conn.insert(c),
+            None => match connect_watched(&o, limit, &watched) {
+                Ok(c) => {
+                    api_versions_answered = true;
+                    conn.insert(c)
+                }
+                Err(_) if stopped() => {
+                    interrupted = true;
+                    break;
+                }
                 Err(ConnectError::Unreachable(e)) => {
                     tally
                         .anomalies
@@ -242,7 +334,7 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                     break;
                 }
                 Err(ConnectError::NoApiVersions(e)) => {
-                    if limit < o.timeout {
+                    if limit < o.timeout && is_timeout(&e) {
                         out_of_time = true;
                     } else {
                         let what = if is_timeout(&e) {
@@ -294,6 +386,11 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
             .set_read_timeout(Some(wait))
             .and_then(|()| c.stream.write_all(&frame));
         let answer = sent.and_then(|()| read_frame(&mut c.stream));
+        if stopped() && !matches!(answer, Ok(Some(_))) {
+            // The watcher shut the connection down: not the broker's doing.
+            interrupted = true;
+            break;
+        }
         let mut problem = |kind: &'static str, what: String| {
             tally.anomalies.push((
                 kind,
@@ -335,8 +432,10 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                             } else {
                                 let missing = want.difference(&got).next();
                                 let extra = got.difference(&want).next();
+                                // The broker's names, escaped as `summary` shows them:
+                                // a name must not forge a line or reach the terminal.
                                 let show = |e: Option<&(Vec<u8>, i32)>| match e {
-                                    Some((t, p)) => format!("{}/{p}", String::from_utf8_lossy(t)),
+                                    Some((t, p)) => format!("{}/{p}", shown(Some(t))),
                                     None => "none".into(),
                                 };
                                 problem(
@@ -384,9 +483,34 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
             }
         }
     }
+    // A wait cut by the duration is not the broker's fault, unless the broker answered
+    // nothing at all: a silent target is a timeout, whatever the duration.
+    if out_of_time && tally.answered == 0 {
+        let what = if api_versions_answered {
+            format!(
+                "{}: connected and ApiVersions answered, but no ElectLeaders request answered \
+                 in {:.1}s ({} sent; --duration ended the wait, shorter than --timeout {} ms)",
+                o.target,
+                started.elapsed().as_secs_f64(),
+                tally.sent,
+                o.timeout.as_millis()
+            )
+        } else {
+            format!(
+                "{}: connected, but nothing answered in {:.1}s, not even ApiVersions \
+                 (--duration ended the wait, shorter than --timeout {} ms)",
+                o.target,
+                started.elapsed().as_secs_f64(),
+                o.timeout.as_millis()
+            )
+        };
+        tally.anomalies.push(("timeout", what));
+    }
+    done.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
     let w = |out: &mut dyn Write, text: String| out.write_all(text.as_bytes());
     let mut report = || -> io::Result<()> {
-        for (kind, what) in &tally.anomalies {
+        for (kind, what) in &tally.anomalies[printed..] {
             w(out, format!("anomaly {kind}: {what}\n"))?;
         }
         for (what, n) in &tally.malformed_answered {
@@ -406,7 +530,9 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 tally.renamed,
                 tally.anomalies.len(),
                 started.elapsed().as_secs_f64(),
-                if out_of_time {
+                if interrupted {
+                    " (stopped by a signal)"
+                } else if out_of_time {
                     " (stopped at the duration, one answer not waited for)"
                 } else {
                     ""

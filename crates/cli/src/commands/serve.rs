@@ -9,7 +9,9 @@
 //! uses seed `mix(S, n)`: one client sending the same requests gets the same responses.
 //! Any other request is recorded and its connection closed. A connection that sends no
 //! whole request for `--idle-timeout` (default [`IDLE_TIMEOUT`]) is closed: connections
-//! that send nothing cannot hold every slot for the whole campaign.
+//! that send nothing cannot hold every slot for the whole campaign. SIGINT or SIGTERM ends
+//! it as `--count` and `--duration` do: every connection closed, the listener released,
+//! the summary printed (a second signal ends it at once).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -62,6 +64,12 @@ struct Shared {
     /// ElectLeaders responses served (and the next one's number).
     served: AtomicU64,
     stop: AtomicBool,
+    /// Set by SIGINT or SIGTERM (the first one).
+    signalled: Arc<AtomicBool>,
+    /// A handle on each open connection's socket, removed by its thread before it closes
+    /// it: on a signal, a connection blocked writing to a client that does not read is
+    /// shut down rather than waited for.
+    open: Mutex<std::collections::HashMap<u64, TcpStream>>,
     active: AtomicUsize,
     record: Mutex<Option<BufWriter<File>>>,
     started: Instant,
@@ -74,6 +82,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// Whether the server stops: its count reached, its record failed, or a signal.
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || self.signalled.load(Ordering::SeqCst)
+    }
+
     fn record(&self, mut line: serde_json::Value) {
         line["ms"] = json!(self.started.elapsed().as_millis() as u64);
         // The wall clock too: a driver matches it against its client's own stamps.
@@ -123,6 +136,8 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
         })?)),
         None => None,
     };
+    // Before the listener: a signal from then on ends the server with its summary.
+    let signalled = super::fuzz::on_signals("fuzz --serve")?;
     let listener = TcpListener::bind(listen)
         .map_err(|e| Failure::usage("fuzz", format!("--serve {listen}: {e}")))?;
     let local = listener.local_addr().map_err(Failure::Output)?;
@@ -137,6 +152,8 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
         idle_timeout: args.idle_timeout.unwrap_or(IDLE_TIMEOUT),
         served: AtomicU64::new(0),
         stop: AtomicBool::new(false),
+        signalled: Arc::clone(&signalled),
+        open: Mutex::new(std::collections::HashMap::new()),
         active: AtomicUsize::new(0),
         record: Mutex::new(record),
         started: Instant::now(),
@@ -147,7 +164,7 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
     let duration = Duration::from_secs(args.duration);
     let mut threads = Vec::new();
     let mut next_conn = 0u64;
-    while !shared.stop.load(Ordering::SeqCst) && shared.started.elapsed() < duration {
+    while !shared.stopping() && shared.started.elapsed() < duration {
         match listener.accept() {
             Ok((stream, peer)) => {
                 let conn = next_conn;
@@ -160,8 +177,14 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
                 }
                 shared.active.fetch_add(1, Ordering::SeqCst);
                 let s = Arc::clone(&shared);
+                if let (Ok(handle), Ok(mut open)) = (stream.try_clone(), shared.open.lock()) {
+                    open.insert(conn, handle);
+                }
                 threads.push(std::thread::spawn(move || {
                     let _ = serve_connection(&s, stream, conn);
+                    if let Ok(mut open) = s.open.lock() {
+                        open.remove(&conn);
+                    }
                     s.active.fetch_sub(1, Ordering::SeqCst);
                 }));
                 threads.retain(|t| !t.is_finished());
@@ -173,22 +196,38 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
         }
     }
     shared.stop.store(true, Ordering::SeqCst);
+    // The port is free again as soon as the server says it stopped.
+    drop(listener);
+    let signalled = shared.signalled.load(Ordering::SeqCst);
+    if signalled {
+        if let Ok(open) = shared.open.lock() {
+            for stream in open.values() {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
+    }
     for t in threads {
         let _ = t.join();
     }
-    let stopped_by_record = shared.record.lock().map(|g| g.is_some()).unwrap_or(false)
+    let stopped_by_record = !signalled
+        && shared.record.lock().map(|g| g.is_some()).unwrap_or(false)
         && shared.served.load(Ordering::SeqCst) < shared.count
         && shared.started.elapsed() < duration;
     writeln!(
         out,
         "fuzz: served {} ElectLeaders responses ({} malformed) on {} connections, {} requests \
-         answered by closing, {} connections closed idle, {:.1}s",
+         answered by closing, {} connections closed idle, {:.1}s{}",
         shared.served.load(Ordering::SeqCst).min(shared.count),
         shared.malformed_served.load(Ordering::SeqCst),
         next_conn,
         shared.closed.load(Ordering::SeqCst),
         shared.idle_closed.load(Ordering::SeqCst),
-        shared.started.elapsed().as_secs_f64()
+        shared.started.elapsed().as_secs_f64(),
+        if signalled {
+            " (stopped by a signal)"
+        } else {
+            ""
+        }
     )
     .map_err(Failure::Output)?;
     if stopped_by_record {
@@ -222,7 +261,7 @@ fn read_frame(s: &Shared, stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>>
         if buf.len() >= want && want > 4 {
             return Ok(Some(buf));
         }
-        if s.stop.load(Ordering::SeqCst) {
+        if s.stopping() {
             return Ok(None);
         }
         if Instant::now() >= deadline {
@@ -297,7 +336,7 @@ fn serve_connection(s: &Shared, mut stream: TcpStream, conn: u64) -> io::Result<
             API_VERSIONS => Some(api_versions(id, version)),
             METADATA if version == METADATA_VERSION => Some(metadata(id, &frame, local)),
             kafka_elect_leaders::API_KEY => {
-                if s.stop.load(Ordering::SeqCst) {
+                if s.stopping() {
                     return Ok(());
                 }
                 match elect_leaders(s, conn, &frame) {
@@ -387,6 +426,8 @@ fn elect_leaders(s: &Shared, conn: u64, frame: &[u8]) -> Option<Vec<u8>> {
         "correlation_id": id,
         "request_version": version,
         "seed": seed,
+        // jq (and JavaScript) read numbers as doubles: a seed above 2^53 comes out rounded.
+        "seed_str": seed.to_string(),
         "mutation": mutation,
         "malformed": malformed,
         "response_version": response_version,

@@ -13,7 +13,7 @@
 //! response for the latency percentiles (exact, nearest rank: ElectLeaders is an admin
 //! API, its responses are few, and a fixed-bucket histogram would blur the percentiles),
 //! and with `--html` one point per topic of each response for the timeline, at most
-//! [`TIMELINE_POINTS`].
+//! [`TIMELINE_POINTS`](super::summary_html::TIMELINE_POINTS) (thinned past that).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::Write;
@@ -31,8 +31,7 @@ use crate::input::{to_hex, Expect, FrameReader, Kind, Opened, ReadFailure, Sourc
 use crate::json::print::{epoch_us, latency_us};
 use crate::traffic::{self, api_label, Item, Note, Role, What, IN_FLIGHT};
 
-/// Timeline points kept for `--html`, at most; past this they are counted, not drawn.
-pub const TIMELINE_POINTS: usize = 100_000;
+use super::summary_html::Timeline;
 
 /// `summary [FILE]`.
 pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
@@ -130,6 +129,9 @@ fn summarize_capture(
         };
         let o = &found.origin;
         let conn = o.conn.0;
+        if let Some(timeline) = &mut tally.timeline {
+            timeline.saw(epoch_us(o.time));
+        }
         // Unanswered requests, whatever the filters.
         match found.what {
             What::ElectRequest => tally.asked(conn, o.index, API_KEY),
@@ -319,7 +321,7 @@ pub struct TopicCount {
     pub partitions: u64,
 }
 
-/// What a response said of one topic, for the timeline's colour.
+/// What a response said of one topic (or of one partition), for the timeline's colour.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Outcome {
     /// Every partition NONE.
@@ -331,6 +333,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// A partition's outcome: NONE elected, ELECTION_NOT_NEEDED not needed, any other failed.
+    pub fn of(code: ErrorCode) -> Outcome {
+        match code {
+            ErrorCode::NONE => Outcome::Elected,
+            ErrorCode::ELECTION_NOT_NEEDED => Outcome::NotNeeded,
+            _ => Outcome::Failed,
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Outcome::Elected => "elected",
@@ -338,15 +349,6 @@ impl Outcome {
             Outcome::Failed => "failed",
         }
     }
-}
-
-/// One response's result for one topic, on the timeline.
-pub struct Point {
-    pub epoch_us: u128,
-    pub topic: usize,
-    pub outcome: Outcome,
-    pub connection: u32,
-    pub partitions: u64,
 }
 
 /// What is unusual, counted whatever the filters.
@@ -404,11 +406,8 @@ pub struct Tally {
     /// Latencies of the paired ElectLeaders responses, sorted by `finish`.
     pub latencies: Vec<i64>,
     pub anomalies: Anomalies,
-    /// For `--html`: the timeline, its topics' names, and the points not kept.
-    pub timeline: Option<Vec<Point>>,
-    pub timeline_topics: Vec<Vec<u8>>,
-    timeline_ids: HashMap<Vec<u8>, usize>,
-    pub timeline_dropped: u64,
+    /// For `--html`: the timeline.
+    pub timeline: Option<Timeline>,
     open: HashMap<u32, Open>,
 }
 
@@ -432,10 +431,7 @@ impl Tally {
             failed: BTreeMap::new(),
             latencies: Vec::new(),
             anomalies: Anomalies::default(),
-            timeline: timeline.then(Vec::new),
-            timeline_topics: Vec::new(),
-            timeline_ids: HashMap::new(),
-            timeline_dropped: 0,
+            timeline: timeline.then(Timeline::default),
             open: HashMap::new(),
         }
     }
@@ -551,19 +547,14 @@ impl Tally {
         for t in r.replica_election_results().iter() {
             let topic = t.topic();
             let by_code = self.outcomes_by_topic.entry(topic.to_vec()).or_default();
-            let mut outcome = Outcome::Elected;
-            let mut partitions = 0;
+            // Partitions elected, not needed, failed: as the timeline colours them.
+            let mut counts = [0u64; 3];
             for p in t.partition_result().iter() {
-                partitions += 1;
                 let code = p.error_code();
+                counts[Outcome::of(code) as usize] += 1;
                 *by_code.entry(code.0).or_default() += 1;
                 *self.outcomes.entry(code.0).or_default() += 1;
                 if code.is_error() {
-                    outcome = match (outcome, code) {
-                        (Outcome::Failed, _) => Outcome::Failed,
-                        (_, ErrorCode::ELECTION_NOT_NEEDED) => Outcome::NotNeeded,
-                        _ => Outcome::Failed,
-                    };
                     let key = (
                         topic.to_vec(),
                         p.partition_id(),
@@ -573,23 +564,8 @@ impl Tally {
                     *self.failed.entry(key).or_default() += 1;
                 }
             }
-            if let (Some(points), Some((epoch_us, connection))) = (&mut self.timeline, at) {
-                if points.len() == TIMELINE_POINTS {
-                    self.timeline_dropped += 1;
-                    continue;
-                }
-                let next = self.timeline_topics.len();
-                let id = *self.timeline_ids.entry(topic.to_vec()).or_insert(next);
-                if id == next {
-                    self.timeline_topics.push(topic.to_vec());
-                }
-                points.push(Point {
-                    epoch_us,
-                    topic: id,
-                    outcome,
-                    connection,
-                    partitions,
-                });
+            if let (Some(timeline), Some((epoch_us, connection))) = (&mut self.timeline, at) {
+                timeline.add(topic, epoch_us, connection, counts);
             }
         }
     }

@@ -4,10 +4,131 @@
 //! Every string that comes from the input (topic names, client ids, error messages: the
 //! sender chose them) goes through [`escape`].
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::summary::{code_name, election_name, shown, Outcome, Tally, TIMELINE_POINTS};
+use kafka_elect_leaders::ErrorCode;
+
+use super::summary::{code_name, election_name, shown, Outcome, Tally};
 use crate::traffic::api_label;
+
+/// Timeline points kept, at most: a third for each outcome. Past its third, an outcome's
+/// points are thinned (one in two kept, then one in four, ...), evenly over the whole
+/// input, and the page says so; failures are not thinned away by a flood of successes.
+pub const TIMELINE_POINTS: usize = 100_000;
+
+/// Points kept of one outcome, at most.
+const PER_OUTCOME: usize = TIMELINE_POINTS / 3;
+
+const OUTCOMES: [Outcome; 3] = [Outcome::Elected, Outcome::NotNeeded, Outcome::Failed];
+
+/// One response's result for one topic, on the timeline.
+pub struct Point {
+    pub epoch_us: u128,
+    pub topic: usize,
+    pub outcome: Outcome,
+    pub connection: u32,
+    /// Its partitions elected, not needed and failed.
+    pub counts: [u64; 3],
+    /// Its number among the results of its outcome (from 0).
+    nth: u64,
+}
+
+/// The timeline's points, at most [`TIMELINE_POINTS`], and the times of the whole input.
+#[derive(Default)]
+pub struct Timeline {
+    pub points: Vec<Point>,
+    /// Topic names, by first appearance; a point's `topic` indexes this.
+    pub topics: Vec<Vec<u8>>,
+    ids: HashMap<Vec<u8>, usize>,
+    /// Per outcome: results seen, and one in how many is kept (1: all).
+    pub seen: [u64; 3],
+    pub stride: [u64; 3],
+    /// Per outcome: points kept.
+    kept: [usize; 3],
+    /// The first and last frame times of the input (µs since 1970).
+    pub span: Option<(u128, u128)>,
+}
+
+impl Timeline {
+    /// A frame at `epoch_us`: the time axis covers it.
+    pub fn saw(&mut self, epoch_us: u128) {
+        self.span = Some(match self.span {
+            None => (epoch_us, epoch_us),
+            Some((a, b)) => (a.min(epoch_us), b.max(epoch_us)),
+        });
+    }
+
+    /// A response's result for `topic`: its partitions elected, not needed, failed.
+    pub fn add(&mut self, topic: &[u8], epoch_us: u128, connection: u32, counts: [u64; 3]) {
+        self.saw(epoch_us);
+        let outcome = if counts[2] > 0 {
+            Outcome::Failed
+        } else if counts[1] > 0 {
+            Outcome::NotNeeded
+        } else {
+            Outcome::Elected
+        };
+        let o = outcome as usize;
+        let nth = self.seen[o];
+        self.seen[o] += 1;
+        let stride = &mut self.stride[o];
+        *stride = (*stride).max(1);
+        if nth % *stride != 0 {
+            return;
+        }
+        if self.kept[o] >= PER_OUTCOME {
+            *stride *= 2;
+            let s = *stride;
+            self.points
+                .retain(|p| p.outcome != outcome || p.nth % s == 0);
+            self.kept[o] = self.points.iter().filter(|p| p.outcome == outcome).count();
+            self.forget_topics_not_drawn();
+            if nth % s != 0 {
+                return;
+            }
+        }
+        self.kept[o] += 1;
+        let next = self.topics.len();
+        let id = *self.ids.entry(topic.to_vec()).or_insert(next);
+        if id == next {
+            self.topics.push(topic.to_vec());
+        }
+        self.points.push(Point {
+            epoch_us,
+            topic: id,
+            outcome,
+            connection,
+            counts,
+            nth,
+        });
+    }
+
+    /// Keeps only the names of topics that still have a point, in the order they first
+    /// appear: the names are as bounded as the points, whatever thinning dropped.
+    fn forget_topics_not_drawn(&mut self) {
+        let mut renumbered = vec![usize::MAX; self.topics.len()];
+        let mut topics = Vec::new();
+        for p in &mut self.points {
+            if renumbered[p.topic] == usize::MAX {
+                renumbered[p.topic] = topics.len();
+                topics.push(std::mem::take(&mut self.topics[p.topic]));
+            }
+            p.topic = renumbered[p.topic];
+        }
+        self.ids = topics
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i))
+            .collect();
+        self.topics = topics;
+    }
+
+    /// Whether some results are not drawn.
+    pub fn thinned(&self) -> bool {
+        self.stride.iter().any(|&s| s > 1)
+    }
+}
 
 /// Topics drawn on the timeline, at most (a row each); the others are counted.
 const TIMELINE_ROWS: usize = 200;
@@ -74,14 +195,20 @@ fn write_page(h: &mut String, t: &Tally) -> std::fmt::Result {
             t.connections
         )?;
     }
+    // Partitions by outcome, as the timeline colours them: ELECTION_NOT_NEEDED is not a
+    // failure there, so not here either.
+    let mut by_outcome = [0u64; 3];
+    for (code, n) in &t.outcomes {
+        by_outcome[Outcome::of(ErrorCode(*code)) as usize] += n;
+    }
     writeln!(
         h,
         "<span>ElectLeaders requests <b id=\"elect-requests\">{}</b></span>\
          <span>responses <b id=\"elect-responses\">{}</b></span>\
-         <span>failed partitions <b id=\"failed-partitions\">{}</b></span></p>",
-        t.elect_requests,
-        t.elect_responses,
-        t.failed.values().sum::<u64>()
+         <span>partitions elected <b id=\"elected-partitions\">{}</b></span>\
+         <span>not needed <b id=\"not-needed-partitions\">{}</b></span>\
+         <span>failed <b id=\"failed-partitions\">{}</b></span></p>",
+        t.elect_requests, t.elect_responses, by_outcome[0], by_outcome[1], by_outcome[2]
     )?;
 
     writeln!(h, "<h2>Client ids</h2><table id=\"client-ids\"><tr><th>client id</th><th>requests</th><th>connections</th></tr>")?;
@@ -173,17 +300,30 @@ fn write_page(h: &mut String, t: &Tally) -> std::fmt::Result {
     }
     writeln!(h, "</table>")?;
 
-    writeln!(h, "<h2>Failed partitions</h2><table id=\"failed\"><tr><th>topic</th><th>partition</th><th>error</th><th>message</th><th>times</th></tr>")?;
-    for ((topic, partition, code, message), n) in &t.failed {
-        writeln!(
-            h,
-            "<tr><td class=\"topic\">{}</td><td class=\"n\">{partition}</td><td>{} ({code})</td><td>{}</td><td class=\"n\">{n}</td></tr>",
-            name(Some(topic)),
-            code_name(*code),
-            name(message.as_deref())
-        )?;
+    // Failed and not needed apart, as the timeline colours them.
+    for (outcome, id, heading) in [
+        (Outcome::Failed, "failed", "Failed partitions"),
+        (
+            Outcome::NotNeeded,
+            "not-needed",
+            "Partitions whose election was not needed",
+        ),
+    ] {
+        writeln!(h, "<h2>{heading}</h2><table id=\"{id}\"><tr><th>topic</th><th>partition</th><th>error</th><th>message</th><th>times</th></tr>")?;
+        for ((topic, partition, code, message), n) in &t.failed {
+            if Outcome::of(ErrorCode(*code)) != outcome {
+                continue;
+            }
+            writeln!(
+                h,
+                "<tr><td class=\"topic\">{}</td><td class=\"n\">{partition}</td><td>{} ({code})</td><td>{}</td><td class=\"n\">{n}</td></tr>",
+                name(Some(topic)),
+                code_name(*code),
+                name(message.as_deref())
+            )?;
+        }
+        writeln!(h, "</table>")?;
     }
-    writeln!(h, "</table>")?;
 
     writeln!(h, "<h2>Timeline of elections per topic</h2>")?;
     timeline(h, t)?;
@@ -243,16 +383,17 @@ fn class(o: Outcome) -> &'static str {
     }
 }
 
-/// One row per topic, one dot per response's result for it, at its capture time.
+/// One row per topic, one dot per response's result for it, at its capture time, on an axis
+/// from the input's first frame to its last; says when it thins its dots.
 fn timeline(h: &mut String, t: &Tally) -> std::fmt::Result {
-    let points = t.timeline.as_deref().unwrap_or(&[]);
-    if points.is_empty() {
+    let Some(tl) = t.timeline.as_ref().filter(|tl| !tl.points.is_empty()) else {
         return writeln!(
             h,
             "<p id=\"timeline-empty\">No ElectLeaders response with a capture time.</p>"
         );
-    }
-    let legend = [Outcome::Elected, Outcome::NotNeeded, Outcome::Failed]
+    };
+    let points = &tl.points;
+    let legend = OUTCOMES
         .map(|o| {
             format!(
                 "<span><svg class=\"swatch\" width=\"10\" height=\"10\"><rect class=\"{}\" \
@@ -263,10 +404,37 @@ fn timeline(h: &mut String, t: &Tally) -> std::fmt::Result {
         })
         .join("");
     writeln!(h, "<p class=\"legend\">{legend}</p>")?;
-    let start = points.iter().map(|p| p.epoch_us).min().unwrap_or(0);
-    let end = points.iter().map(|p| p.epoch_us).max().unwrap_or(0);
+    let results: u64 = tl.seen.iter().sum();
+    if tl.thinned() {
+        let each: Vec<String> = OUTCOMES
+            .iter()
+            .filter(|&&o| tl.stride[o as usize] > 1)
+            .map(|&o| {
+                let i = o as usize;
+                format!(
+                    "{}: one in {} drawn ({} of {})",
+                    o.label(),
+                    tl.stride[i],
+                    tl.kept[i],
+                    tl.seen[i]
+                )
+            })
+            .collect();
+        writeln!(
+            h,
+            "<p id=\"timeline-thinned\"><b>Thinned:</b> {results} results, more than the \
+             {TIMELINE_POINTS} dots the timeline draws at most, so it draws some of them, evenly \
+             over the whole capture: {}. The tables count every result.</p>",
+            each.join("; ")
+        )?;
+    }
+    let first = points.iter().map(|p| p.epoch_us).min().unwrap_or(0);
+    let last = points.iter().map(|p| p.epoch_us).max().unwrap_or(0);
+    let (start, end) = tl
+        .span
+        .map_or((first, last), |(a, b)| (a.min(first), b.max(last)));
     let span = (end - start).max(1) as f64;
-    let rows = t.timeline_topics.len().min(TIMELINE_ROWS);
+    let rows = tl.topics.len().min(TIMELINE_ROWS);
     let (left, width, row) = (220.0, 640.0, 24.0);
     let height = row * rows as f64 + 30.0;
     writeln!(
@@ -274,7 +442,7 @@ fn timeline(h: &mut String, t: &Tally) -> std::fmt::Result {
         "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\">",
         left + width + 20.0
     )?;
-    for (i, topic) in t.timeline_topics.iter().take(rows).enumerate() {
+    for (i, topic) in tl.topics.iter().take(rows).enumerate() {
         let y = row * i as f64 + row / 2.0;
         let label = shown(Some(topic));
         let short: String = label.chars().take(32).collect();
@@ -294,33 +462,38 @@ fn timeline(h: &mut String, t: &Tally) -> std::fmt::Result {
         let x = left + width * (p.epoch_us - start) as f64 / span;
         let y = row * p.topic as f64 + row / 2.0;
         let offset = (p.epoch_us - start) as f64 / 1e6;
+        let [elected, not_needed, failed] = p.counts;
         writeln!(
             h,
             "<circle class=\"{}\" cx=\"{x:.1}\" cy=\"{y}\" r=\"6\"><title>{} +{offset:.6} s: \
-             {} ({} partitions), connection {}</title></circle>",
+             {}: {elected} elected, {not_needed} not needed, {failed} failed ({} partitions), \
+             connection {}</title></circle>",
             class(p.outcome),
-            name(Some(&t.timeline_topics[p.topic])),
+            name(Some(&tl.topics[p.topic])),
             p.outcome.label(),
-            p.partitions,
+            elected + not_needed + failed,
             p.connection
         )?;
     }
     let axis = row * rows as f64 + 18.0;
     writeln!(
         h,
-        "<text x=\"{left}\" y=\"{axis}\">+0 s</text><text x=\"{}\" y=\"{axis}\" \
-         text-anchor=\"end\">+{:.6} s</text></svg>",
+        "<text x=\"{left}\" y=\"{axis}\">+0 s</text><text id=\"timeline-axis-end\" x=\"{}\" \
+         y=\"{axis}\" text-anchor=\"end\">+{:.6} s</text></svg>",
         left + width,
-        span / 1e6
+        (end - start) as f64 / 1e6
     )?;
-    writeln!(h, "<p>Dots drawn: <b id=\"timeline-dots\">{dots}</b>.</p>")?;
+    writeln!(
+        h,
+        "<p>Dots drawn: <b id=\"timeline-dots\">{dots}</b> of \
+         <b id=\"timeline-results\">{results}</b> results; the axis runs from the first frame \
+         of the input to its last.</p>"
+    )?;
     let hidden = points.len() as u64 - dots;
-    if hidden > 0 || t.timeline_dropped > 0 {
+    if hidden > 0 {
         writeln!(
             h,
-            "<p>Not drawn: {hidden} results of topics past the first {TIMELINE_ROWS}, and {} \
-             past the first {TIMELINE_POINTS} results.</p>",
-            t.timeline_dropped
+            "<p>Not drawn: {hidden} results of topics past the first {TIMELINE_ROWS}.</p>"
         )?;
     }
     Ok(())
@@ -378,7 +551,35 @@ fn histogram(h: &mut String, sorted: &[i64]) -> std::fmt::Result {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{escape, Outcome, Timeline, PER_OUTCOME};
+
+    /// Thinning keeps at most a third of the points per outcome, spread over the input,
+    /// and the names of only the topics it still draws: a topic a result, each name
+    /// forgotten with its point.
+    #[test]
+    fn thinning_keeps_points_and_names_bounded() {
+        let mut t = Timeline::default();
+        let n = 4 * PER_OUTCOME as u64 + 7;
+        for i in 0..n {
+            t.add(format!("topic-{i}").as_bytes(), u128::from(i), 1, [1, 0, 0]);
+        }
+        t.add(b"failure", u128::from(n), 1, [0, 0, 1]);
+        assert_eq!((t.stride[0], t.thinned()), (8, true));
+        assert!(t.stride[2] <= 1, "the one failure is drawn");
+        assert!(t.points.len() <= PER_OUTCOME + 1);
+        assert_eq!(t.topics.len(), t.points.len());
+        assert_eq!(t.ids.len(), t.topics.len());
+        for p in &t.points {
+            let name = &t.topics[p.topic];
+            assert_eq!(t.ids[name], p.topic);
+            if p.outcome == Outcome::Elected {
+                assert_eq!(*name, format!("topic-{}", p.epoch_us).into_bytes());
+                assert_eq!(p.epoch_us % 8, 0);
+            }
+        }
+        assert_eq!(t.points.last().unwrap().outcome, Outcome::Failed);
+        assert_eq!(t.seen, [n, 0, 1]);
+    }
 
     #[test]
     fn escapes_markup_and_quotes() {

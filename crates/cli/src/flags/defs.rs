@@ -284,6 +284,16 @@ pub struct LiveFlags {
     /// With --interface: stop after this long (30s, 5m...)
     #[arg(long, value_name = "DURATION", requires = "interface", value_parser = values::duration)]
     pub duration: Option<std::time::Duration>,
+    /// With --interface: libpcap's buffer for the packets not read yet, as tcpdump's -B:
+    /// bytes, or a number with KiB, MiB or GiB [default: 2MiB, libpcap's and tcpdump's on
+    /// Linux]
+    #[arg(long, value_name = "SIZE", requires = "interface", value_parser = values::capture_buffer)]
+    pub buffer_size: Option<usize>,
+    /// With --interface: libpcap's immediate mode, each packet handed over as it comes (on
+    /// Linux a ring of slots of the largest packet each: far fewer packets fit in the
+    /// buffer) [default: only when decode or scan print to a terminal, as tcpdump does]
+    #[arg(long, requires = "interface")]
+    pub immediate_mode: bool,
 }
 
 impl LiveFlags {
@@ -305,6 +315,12 @@ impl LiveFlags {
         }
         if self.duration.is_some() {
             return Err("--duration goes with --interface; a file is read whole");
+        }
+        if self.buffer_size.is_some() {
+            return Err("--buffer-size goes with --interface (libpcap's buffer)");
+        }
+        if self.immediate_mode {
+            return Err("--immediate-mode goes with --interface (libpcap's mode)");
         }
         Ok(())
     }

@@ -123,7 +123,9 @@ CAP_NET_RAW needed; a build with the feature `live`) and decodes as packets come
 object written out at once, as a capture piped in is; --filter BPF is a libpcap filter
 expression ('tcp port 9092'). It ends on Ctrl-C or SIGTERM (the packets already captured
 are read, the connections still open closed as at the end of a file), after --count N
-packets or after --duration (30s, 5m); the exit status is as for a capture file.
+packets or after --duration (30s, 5m); the exit status is as for a capture file. libpcap
+is set up as tcpdump's: a 2MiB buffer (--buffer-size), immediate mode only when printing
+to a terminal (--immediate-mode forces it; on Linux it holds far fewer packets).
 
 On a malformed frame of a file, prints the frames before it, then one line on stderr
 naming the field and the byte offset, and exits with status 1. With several FILEs, every
@@ -265,13 +267,16 @@ Prints one line per anomaly, then a summary. Anomalies:
   unreachable    the broker cannot be connected to (the campaign stops)
 A malformed request that the broker answers by closing the connection is counted, not an
 anomaly. Every wait is cut to what is left of SECS: the campaign ends within SECS (plus the
-time to print), and a wait cut short that way is not an anomaly.
+time to print), and a wait cut short that way is not an anomaly, unless the broker answered
+no ElectLeaders request in the whole run: a silent broker is a timeout. Each anomaly is
+printed as it is found; Ctrl-C or SIGTERM ends the campaign at once with its summary.
 
 With --compare HOST2:PORT2 the same requests (the same bytes: the version both brokers
 have, correlation id N+1 for request N) also go to a second broker, each on its own
 connection, and the two answers are compared instead of checked. Each request whose
-answers differ is one JSON line on standard output: index, seed, request_version,
-malformed, request (hex), differences (path, a, b), classes, a and b (outcome: answer,
+answers differ is one JSON line on standard output: index, seed (and seed_str, the same
+as a string: jq rounds numbers past 2^53), request_version, malformed, request (hex),
+differences (path, a, b), classes, a and b (outcome: answer,
 closed or timeout; hex and the decoded response), and reproduce: the command that sends
 request N alone again (--index N). Normalized away, and counted in the summary on standard
 error: ThrottleTimeMs, a partition's ErrorMessage when the error codes agree, the order of
@@ -296,8 +301,9 @@ the same requests gets the same responses. Any other request is recorded and its
 closed. It serves at most 64 connections at once (one more is accepted, recorded and
 closed); one that sends no whole request, or takes no answer, for --idle-timeout (default
 60s) is closed and recorded. --rate and --timeout are the sender's and refused with
---serve. Stops after N ElectLeaders responses or SECS seconds. --record FILE writes one JSON
-line per request (n, conn, correlation_id, request_version, seed, mutation, malformed,
+--serve. Stops after N ElectLeaders responses, SECS seconds, or on Ctrl-C or SIGTERM (its
+summary printed, exit 0). --record FILE writes one JSON line per request (n, conn,
+correlation_id, request_version, seed and seed_str, mutation, malformed,
 response_version, request and response hex, ms since the start, unix_ms), each before its
 answer is sent; --replay HEX serves one recorded response to every ElectLeaders request: a
 finding's one-line reproduction.";
@@ -305,7 +311,8 @@ finding's one-line reproduction.";
 pub const FUZZ_AFTER: &str =
     "Exit status: 0 no anomaly (--serve: served; --compare: no difference), 1 anomalies \
 (--serve: the record could not be written; --compare: differences), 2 usage error \
-(--compare: also a broker that cannot be connected to or gives no ApiVersions answer).";
+(--compare: also a broker that cannot be connected to, gives no ApiVersions answer or \
+answers no ElectLeaders request).";
 
 #[cfg(feature = "proxy")]
 pub const PROXY_ABOUT: &str = "\

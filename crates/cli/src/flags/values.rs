@@ -82,6 +82,37 @@ pub fn audit_queue_bytes(text: &str) -> Result<usize, String> {
     )
 }
 
+/// The smallest `--buffer-size`: one slot for the largest loopback packet.
+pub const MIN_CAPTURE_BUFFER: usize = 256 << 10;
+
+/// `--buffer-size` (libpcap's buffer): bytes, or a number with `KiB`, `MiB` or `GiB`; at
+/// least [`MIN_CAPTURE_BUFFER`], at most what libpcap takes (an `int`).
+pub fn capture_buffer(text: &str) -> Result<usize, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        _ => return Err("expected bytes, or a number with KiB, MiB or GiB (2MiB)".into()),
+    };
+    let size = digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or("expected bytes, or a number with KiB, MiB or GiB (2MiB)")?;
+    if size < MIN_CAPTURE_BUFFER {
+        return Err(format!("at least {}KiB", MIN_CAPTURE_BUFFER >> 10));
+    }
+    if size > i32::MAX as usize {
+        return Err("at most 2047MiB (libpcap takes an int)".into());
+    }
+    Ok(size)
+}
+
 /// A duration: a number and a unit (`500ms`, `2s`, `10m`, `1h`), more than zero.
 pub fn duration(text: &str) -> Result<std::time::Duration, String> {
     match humantime::parse_duration(text) {
@@ -98,6 +129,31 @@ pub fn rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
         _ => Err("expected a positive number".into()),
+    }
+}
+
+#[cfg(test)]
+mod capture_buffer_tests {
+    use super::capture_buffer;
+
+    #[test]
+    fn capture_buffer_sizes() {
+        assert_eq!(capture_buffer("2MiB"), Ok(2 << 20));
+        assert_eq!(capture_buffer("262144"), Ok(256 << 10));
+        assert_eq!(capture_buffer("2047MiB"), Ok(2047 << 20));
+        for bad in [
+            "",
+            "MiB",
+            "2mib",
+            "2MB",
+            "-1",
+            "1.5MiB",
+            "255KiB",
+            "2GiB",
+            "99999999999999999999GiB",
+        ] {
+            assert!(capture_buffer(bad).is_err(), "{bad:?}");
+        }
     }
 }
 
