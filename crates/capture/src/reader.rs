@@ -152,8 +152,10 @@ pub enum Event {
     /// Bytes of one direction, in stream order, without holes or repeats: `from` -> `to`,
     /// starting at `offset` in that direction's stream (0 = first byte after the SYN; or the
     /// first byte seen when the capture began mid-connection). `packet` is the (1-based, as
-    /// Wireshark numbers them) packet that completed these bytes, `time` its capture time
-    /// (for bytes flushed at the end of the capture: the last packet read). Consecutive Data
+    /// Wireshark numbers them) packet that carried these bytes, `time` its capture time,
+    /// also when they are delivered later (held out of order until a hole before them was
+    /// filled, declared lost, or the connection closed): bytes of different packets come
+    /// as different Data, never named by the packet that released them. Consecutive Data
     /// of one direction continue each other.
     Data {
         conn: ConnId,

@@ -31,8 +31,19 @@ impl Key {
     }
 }
 
+/// The packet that carried some bytes: its number, capture time and how far it acknowledged
+/// the other direction. Each held piece keeps its own, so that bytes delivered later (after
+/// a hole is filled or declared lost) are still named by the packet that carried them, never
+/// by the packet that released them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Seen {
+    pub packet: u64,
+    pub time: Timestamp,
+    pub acked: Option<u64>,
+}
+
 enum Piece {
-    Bytes(Vec<u8>),
+    Bytes(Vec<u8>, Seen),
     /// Bytes the capture never had (cut by the snap length).
     Lost(u64),
 }
@@ -40,14 +51,14 @@ enum Piece {
 impl Piece {
     fn len(&self) -> u64 {
         match self {
-            Piece::Bytes(b) => b.len() as u64,
+            Piece::Bytes(b, _) => b.len() as u64,
             Piece::Lost(n) => *n,
         }
     }
 
     fn cost(&self) -> usize {
         match self {
-            Piece::Bytes(b) => b.len() + PIECE_OVERHEAD,
+            Piece::Bytes(b, _) => b.len() + PIECE_OVERHEAD,
             Piece::Lost(_) => PIECE_OVERHEAD,
         }
     }
@@ -204,7 +215,7 @@ impl Recency {
 
 /// What a direction's delivery produced, before it is turned into events.
 enum Out {
-    Data(u64, Vec<u8>),
+    Data(u64, Vec<u8>, Seen),
     Gap(u64, u64),
 }
 
@@ -375,6 +386,20 @@ impl Tracker {
             return;
         }
 
+        // What this packet acknowledges of the other direction: the bytes its sender had
+        // received, so every request a response in it answers ends there or before.
+        let acked = (seg.flags & TCP_ACK != 0)
+            .then(|| {
+                let other = &conn.dirs[1 - d];
+                let base = other.base?;
+                u64::try_from(other.offset(base, seg.ack)).ok()
+            })
+            .flatten();
+        let seen_here = Seen {
+            packet,
+            time,
+            acked,
+        };
         let dir = &mut conn.dirs[d];
         let Some(base) = dir.base else {
             return;
@@ -383,7 +408,10 @@ impl Tracker {
         let len = seg.payload.len() as u64 + seg.missing;
         let mut out = Vec::new();
         let keepalive = len <= 1 && start == i128::from(dir.next) - 1;
-        if len > 0 && !keepalive && !accept(dir, start, seg.payload, seg.missing, &mut out) {
+        if len > 0
+            && !keepalive
+            && !accept(dir, start, seg.payload, seg.missing, seen_here, &mut out)
+        {
             sink.push(Event::Note {
                 packet,
                 message: format!(
@@ -410,16 +438,7 @@ impl Tracker {
             gap(dir, first - dir.next, &mut out);
             drain(dir, &mut out);
         }
-        // What this packet acknowledges of the other direction: the bytes its sender had
-        // received, so every request a response in it answers ends there or before.
-        let acked = (seg.flags & TCP_ACK != 0)
-            .then(|| {
-                let other = &conn.dirs[1 - d];
-                let base = other.base?;
-                u64::try_from(other.offset(base, seg.ack)).ok()
-            })
-            .flatten();
-        emit(conn.id, from, to, out, packet, time, acked, sink);
+        emit(conn.id, from, to, out, packet, sink);
 
         if seg.flags & TCP_ACK != 0 {
             // What the peer acknowledged and the capture does not have was lost by the
@@ -431,7 +450,7 @@ impl Tracker {
                     other.acked = acked as u64;
                     let mut out = Vec::new();
                     confirm_lost(other, &mut out);
-                    emit(conn.id, to, from, out, packet, time, None, sink);
+                    emit(conn.id, to, from, out, packet, sink);
                 }
             }
         }
@@ -520,7 +539,7 @@ impl Tracker {
                     gap(dir, fin - dir.next, &mut out);
                 }
             }
-            emit(conn.id, from, to, out, at.0, at.1, None, sink);
+            emit(conn.id, from, to, out, at.0, sink);
         }
         sink.push(Event::Close {
             conn: conn.id,
@@ -548,6 +567,7 @@ fn accept(
     start: i128,
     bytes: &[u8],
     missing: u64,
+    seen: Seen,
     out: &mut Vec<Out>,
 ) -> bool {
     let next = i128::from(dir.next);
@@ -572,7 +592,7 @@ fn accept(
         if !bytes.is_empty() {
             dir.next += bytes.len() as u64;
             dir.remember(bytes);
-            out.push(Out::Data(start, bytes.to_vec()));
+            out.push(Out::Data(start, bytes.to_vec(), seen));
         }
         if missing > 0 {
             gap(dir, missing, out);
@@ -580,7 +600,7 @@ fn accept(
         return agrees;
     }
     if !bytes.is_empty() {
-        agrees &= hold(dir, start, PieceRef::Bytes(bytes));
+        agrees &= hold(dir, start, PieceRef::Bytes(bytes, seen));
     }
     if missing > 0 {
         hold(dir, start + bytes.len() as u64, PieceRef::Lost(missing));
@@ -591,21 +611,21 @@ fn accept(
 
 #[derive(Clone, Copy)]
 enum PieceRef<'a> {
-    Bytes(&'a [u8]),
+    Bytes(&'a [u8], Seen),
     Lost(u64),
 }
 
 impl PieceRef<'_> {
     fn len(&self) -> u64 {
         match self {
-            PieceRef::Bytes(b) => b.len() as u64,
+            PieceRef::Bytes(b, _) => b.len() as u64,
             PieceRef::Lost(n) => *n,
         }
     }
 
     fn slice(&self, from: u64, to: u64) -> Piece {
         match self {
-            PieceRef::Bytes(b) => Piece::Bytes(b[from as usize..to as usize].to_vec()),
+            PieceRef::Bytes(b, seen) => Piece::Bytes(b[from as usize..to as usize].to_vec(), *seen),
             PieceRef::Lost(_) => Piece::Lost(to - from),
         }
     }
@@ -633,7 +653,7 @@ fn hold(dir: &mut Direction, start: u64, piece: PieceRef<'_>) -> bool {
         if s > cursor {
             uncovered.push((cursor, s));
         }
-        if let (PieceRef::Bytes(new), Some(Piece::Bytes(old))) = (piece, dir.held.get(&s)) {
+        if let (PieceRef::Bytes(new, _), Some(Piece::Bytes(old, _))) = (piece, dir.held.get(&s)) {
             let from = s.max(start);
             let to = e.min(end);
             if from < to {
@@ -679,15 +699,17 @@ fn drain(dir: &mut Direction, out: &mut Vec<Out>) {
         let piece = entry.remove();
         dir.held_cost = dir.held_cost.saturating_sub(piece.cost());
         match piece {
-            Piece::Bytes(bytes) => {
+            Piece::Bytes(bytes, seen) => {
                 dir.remember(&bytes);
                 let at = dir.next;
                 dir.next += bytes.len() as u64;
+                // Pieces of one packet are joined; each packet's bytes go out as their
+                // own Data, named by that packet.
                 match out.last_mut() {
-                    Some(Out::Data(s, b)) if *s + b.len() as u64 == at => {
+                    Some(Out::Data(s, b, by)) if *s + b.len() as u64 == at && *by == seen => {
                         b.extend_from_slice(&bytes)
                     }
-                    _ => out.push(Out::Data(at, bytes)),
+                    _ => out.push(Out::Data(at, bytes, seen)),
                 }
             }
             Piece::Lost(n) => gap(dir, n, out),
@@ -708,28 +730,20 @@ fn gap(dir: &mut Direction, len: u64, out: &mut Vec<Out>) {
     dir.next += len;
 }
 
-#[allow(clippy::too_many_arguments)]
-fn emit(
-    conn: ConnId,
-    from: Endpoint,
-    to: Endpoint,
-    out: Vec<Out>,
-    packet: u64,
-    time: Timestamp,
-    acked: Option<u64>,
-    sink: &mut Sink,
-) {
+/// Turns what a delivery produced into events: each Data named by the packet that carried
+/// its bytes, each Gap by `packet`, where it was noticed.
+fn emit(conn: ConnId, from: Endpoint, to: Endpoint, out: Vec<Out>, packet: u64, sink: &mut Sink) {
     for o in out {
         sink.push(match o {
-            Out::Data(offset, bytes) => Event::Data {
+            Out::Data(offset, bytes, seen) => Event::Data {
                 conn,
                 from,
                 to,
                 offset,
                 bytes,
-                packet,
-                time,
-                acked,
+                packet: seen.packet,
+                time: seen.time,
+                acked: seen.acked,
             },
             Out::Gap(offset, len) => Event::Gap {
                 conn,

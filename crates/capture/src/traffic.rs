@@ -217,21 +217,28 @@ impl Dir {
         self.consume(n as usize);
     }
 
-    /// The packets that carried stream bytes `[from, to)`, and the last one's time and
-    /// acknowledgement of the other direction.
+    /// The packets that carried stream bytes `[from, to)`: the first's number, the last's,
+    /// the latest capture time among them (when the last of the bytes was captured: a
+    /// byte held out of order may come from an earlier packet than one that filled a hole
+    /// before it) and the furthest any of them acknowledged the other direction.
     fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp, Option<u64>) {
         let mut first = None;
-        let mut last = (0, Timestamp::default(), None);
-        for &(end, packet, time, acked) in &self.packets {
-            if end > from && first.is_none() {
-                first = Some(packet);
+        let mut last = 0;
+        let mut time = Timestamp::default();
+        let mut acked: Option<u64> = None;
+        for &(end, packet, at, ack) in &self.packets {
+            if end <= from {
+                continue;
             }
-            last = (packet, time, acked);
+            first.get_or_insert(packet);
+            last = packet;
+            time = time.max(at);
+            acked = acked.max(ack);
             if end >= to {
                 break;
             }
         }
-        (first.unwrap_or(last.0), last.0, last.1, last.2)
+        (first.unwrap_or(last), last, time, acked)
     }
 
     /// Whether every request frame that ends at or before stream offset `acked` has been

@@ -1,0 +1,468 @@
+//! Pairing whose every printed value is true or absent (issue 36, findings 1 to 5): one
+//! hand-made capture of each adversarial shape, each finding's check on it, and `decode`,
+//! `scan` and `summary` agreeing with each other on every one of them.
+//!
+//! The captures are kept in `corpus/captures/adversarial/` (small pcap files, for anyone
+//! to try the tool on). They are made here, by [`captures`], the same way every time
+//! (fixed addresses, sequence numbers and times): the test fails if a kept file differs
+//! from what the generator makes; `UPDATE_CORPUS=1 cargo test -p elect-leaders --test
+//! pairing` rewrites them (then review `git diff --stat`).
+
+use kafka_elect_leaders_testkit as common;
+
+mod tool;
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use common::pcap::{self as cap, ACK, FIN, PSH, SYN};
+use kafka_elect_leaders::{
+    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest, EncodeResponse,
+    ErrorCode, PartitionResultData, ReplicaElectionResultData, TopicPartitionsData,
+};
+use serde_json::Value;
+
+const CLIENT: [u8; 4] = [10, 0, 0, 1];
+const SERVER: [u8; 4] = [10, 0, 0, 2];
+const CLIENT_PORT: u16 = 50123;
+const PORT: u16 = 9092;
+const CLIENT_ISN: u32 = 1000;
+const SERVER_ISN: u32 = 5000;
+/// The captures' clock: 2023-11-14T22:13:20Z, plus each packet's microseconds.
+const EPOCH_S: u32 = 1_700_000_000;
+
+fn adversarial_dir() -> PathBuf {
+    tool::captures_dir().join("adversarial")
+}
+
+// ---------------------------------------------------------------------------------------
+// Frames
+
+fn elect_request(correlation_id: i32, topic: &str) -> Vec<u8> {
+    let partitions = [0];
+    let topics = [TopicPartitionsData::new(topic.as_bytes(), &partitions)];
+    let data = ElectLeadersRequestData {
+        correlation_id,
+        client_id: Some(b"adversary"),
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: Some(&topics),
+        timeout_ms: 30_000,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+fn elect_response(correlation_id: i32, topic: &str, error: i16) -> Vec<u8> {
+    let partitions = [PartitionResultData {
+        partition_id: 0,
+        error_code: ErrorCode(error),
+        error_message: None,
+        tagged_fields: &[],
+    }];
+    let results = [ReplicaElectionResultData {
+        topic: topic.as_bytes(),
+        partition_result: &partitions,
+        tagged_fields: &[],
+    }];
+    let data = ElectLeadersResponseData {
+        correlation_id,
+        replica_election_results: &results,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+/// ApiVersions v3 request of `correlation_id` (client `kafka-python` 3.0).
+fn api_versions_request(correlation_id: i32) -> Vec<u8> {
+    common::hex(&format!(
+        "00000021 0012 0003 {correlation_id:08x} 0004 6b616661 00 \
+         0d 6b61666b612d707974686f6e 04 332e30 00"
+    ))
+}
+
+/// Its response (header v0, error 0, an empty list).
+fn api_versions_response(correlation_id: i32) -> Vec<u8> {
+    common::hex(&format!(
+        "0000000c {correlation_id:08x} 0000 01 00000000 00"
+    ))
+}
+
+/// A Produce request of `version` with `acks`, laid out as Kafka's ProduceRequest.json
+/// has it: header v1 (v0-v8) or v2 (v9+: tagged fields), a null `transactional_id` from
+/// v3 (compact from v9), `acks`, `timeout_ms`, an empty topic list.
+fn produce_request(version: i16, acks: i16, correlation_id: i32) -> Vec<u8> {
+    let flexible = version >= 9;
+    let mut b = Vec::new();
+    b.extend(0i16.to_be_bytes());
+    b.extend(version.to_be_bytes());
+    b.extend(correlation_id.to_be_bytes());
+    b.extend(1i16.to_be_bytes());
+    b.push(b'p');
+    if flexible {
+        b.push(0); // header tagged fields
+    }
+    if version >= 3 {
+        if flexible {
+            b.push(0); // compact null
+        } else {
+            b.extend((-1i16).to_be_bytes());
+        }
+    }
+    b.extend(acks.to_be_bytes());
+    b.extend(1500i32.to_be_bytes());
+    if flexible {
+        b.push(1); // compact empty array
+        b.push(0); // body tagged fields
+    } else {
+        b.extend(0i32.to_be_bytes());
+    }
+    let mut frame = (b.len() as i32).to_be_bytes().to_vec();
+    frame.extend(b);
+    frame
+}
+
+/// A Produce response (the reader reads its correlation id alone).
+fn produce_response(version: i16, correlation_id: i32) -> Vec<u8> {
+    let mut b = correlation_id.to_be_bytes().to_vec();
+    if version >= 9 {
+        b.extend([0, 1]); // header tagged fields, compact empty array
+        b.extend(0i32.to_be_bytes());
+        b.push(0);
+    } else {
+        b.extend(0i32.to_be_bytes());
+        b.extend(0i32.to_be_bytes());
+    }
+    let mut frame = (b.len() as i32).to_be_bytes().to_vec();
+    frame.extend(b);
+    frame
+}
+
+// ---------------------------------------------------------------------------------------
+// Conversations
+
+/// One TCP segment: its direction, sequence and acknowledgement numbers, flags, payload,
+/// capture time (µs after [`EPOCH_S`]), and whether the capture has it.
+struct Seg {
+    to_server: bool,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: Vec<u8>,
+    at_us: u32,
+    captured: bool,
+}
+
+/// A client and a broker on one connection.
+struct Conv {
+    segs: Vec<Seg>,
+    cseq: u32,
+    sseq: u32,
+}
+
+impl Conv {
+    /// With the handshake (three packets from time 0), or without (mid-connection).
+    fn new(handshake: bool) -> Conv {
+        let mut c = Conv {
+            segs: Vec::new(),
+            cseq: CLIENT_ISN + 1,
+            sseq: SERVER_ISN + 1,
+        };
+        if handshake {
+            c.push(true, CLIENT_ISN, 0, SYN, vec![], 0);
+            c.push(false, SERVER_ISN, CLIENT_ISN + 1, SYN | ACK, vec![], 0);
+            c.push(true, CLIENT_ISN + 1, SERVER_ISN + 1, ACK, vec![], 0);
+        }
+        c
+    }
+
+    fn push(
+        &mut self,
+        to_server: bool,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        payload: Vec<u8>,
+        at_us: u32,
+    ) {
+        self.segs.push(Seg {
+            to_server,
+            seq,
+            ack,
+            flags,
+            payload,
+            at_us,
+            captured: true,
+        });
+    }
+
+    /// The client sends `payload` at `at_us`; returns the segment's index.
+    fn client(&mut self, payload: Vec<u8>, at_us: u32) -> usize {
+        let (seq, ack, len) = (self.cseq, self.sseq, payload.len() as u32);
+        self.push(true, seq, ack, ACK | PSH, payload, at_us);
+        self.cseq += len;
+        self.segs.len() - 1
+    }
+
+    /// The broker sends `payload` at `at_us`, acknowledging all the client sent.
+    fn server(&mut self, payload: Vec<u8>, at_us: u32) -> usize {
+        let (seq, ack, len) = (self.sseq, self.cseq, payload.len() as u32);
+        self.push(false, seq, ack, ACK | PSH, payload, at_us);
+        self.sseq += len;
+        self.segs.len() - 1
+    }
+
+    /// Both sides close.
+    fn fin(&mut self, at_us: u32) {
+        let (c, s) = (self.cseq, self.sseq);
+        self.push(true, c, s, FIN | ACK, vec![], at_us);
+        self.push(false, s, c + 1, FIN | ACK, vec![], at_us);
+        self.push(true, c + 1, s + 1, ACK, vec![], at_us);
+    }
+
+    /// The capture lost segment `i`.
+    fn lose(&mut self, i: usize) {
+        self.segs[i].captured = false;
+    }
+
+    /// The captured segments as an Ethernet pcap (microseconds).
+    fn pcap(&self) -> Vec<u8> {
+        let frames: Vec<(u32, Vec<u8>)> = self
+            .segs
+            .iter()
+            .filter(|s| s.captured)
+            .map(|s| {
+                let (src, dst, sport, dport) = if s.to_server {
+                    (CLIENT, SERVER, CLIENT_PORT, PORT)
+                } else {
+                    (SERVER, CLIENT, PORT, CLIENT_PORT)
+                };
+                let ip = cap::ipv4_tcp(src, dst, sport, dport, s.seq, s.ack, s.flags, &s.payload);
+                (s.at_us, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &ip))
+            })
+            .collect();
+        let packets: Vec<cap::Packet<'_>> = frames
+            .iter()
+            .map(|(at, f)| {
+                (
+                    EPOCH_S + at / 1_000_000,
+                    (at % 1_000_000) * 1_000,
+                    &f[..],
+                    f.len() as u32,
+                )
+            })
+            .collect();
+        cap::pcap_file(cap::LINKTYPE_ETHERNET, false, false, &packets)
+    }
+}
+
+/// Finding 1: request 1 (`alpha`) lost by the capture, request 2 (`beta`, packet 4, at
+/// 0.2 s) held behind the hole until the broker's answer to 1 (packet 5, at 1.1 s)
+/// acknowledges both; the answer to 2 at 1.4 s. Request 2's packet is 4 and its latency
+/// 1.2 s, not the ACK's packet 5 and 0.3 s.
+fn hole_then_ack() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let lost = c.client(elect_request(1, "alpha"), 100_000);
+    c.client(elect_request(2, "beta"), 200_000);
+    c.server(elect_response(1, "alpha", 0), 1_100_000);
+    c.server(elect_response(2, "beta", 84), 1_400_000);
+    c.fin(1_500_000);
+    c.lose(lost);
+    c.pcap()
+}
+
+/// Requests on one connection before the first answer: ApiVersions, every 100th an
+/// ElectLeaders (ids 1..=n), 100 to a packet; then the answers, 100 to a packet.
+fn pipelined(n: i32) -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let ids: Vec<i32> = (1..=n).collect();
+    for (k, chunk) in ids.chunks(100).enumerate() {
+        let bytes: Vec<u8> = chunk
+            .iter()
+            .flat_map(|&id| {
+                if id % 100 == 0 {
+                    elect_request(id, "pipelined")
+                } else {
+                    api_versions_request(id)
+                }
+            })
+            .collect();
+        c.client(bytes, 10_000 + k as u32 * 1_000);
+    }
+    for (k, chunk) in ids.chunks(100).enumerate() {
+        let bytes: Vec<u8> = chunk
+            .iter()
+            .flat_map(|&id| {
+                if id % 100 == 0 {
+                    elect_response(id, "pipelined", 0)
+                } else {
+                    api_versions_response(id)
+                }
+            })
+            .collect();
+        c.server(bytes, 500_000 + k as u32 * 1_000);
+    }
+    c.fin(900_000);
+    c.pcap()
+}
+
+/// Finding 5: the capture joins a connection as the broker answers a request sent before
+/// it (ElectLeaders, correlation id 7); then one more exchange (id 8).
+fn mid_connection() -> Vec<u8> {
+    let mut c = Conv::new(false);
+    c.server(elect_response(7, "before", 0), 100_000);
+    c.client(elect_request(8, "after"), 200_000);
+    c.server(elect_response(8, "after", 0), 300_000);
+    c.fin(400_000);
+    c.pcap()
+}
+
+/// Produce versions used for acks=0: every one Kafka 4.4 knows, header v1 and v2.
+const PRODUCE_VERSIONS: std::ops::RangeInclusive<i16> = 0..=13;
+
+/// Finding 2: 1,030 Produce requests with acks=0 (never answered by Kafka), of every
+/// version, 103 to a packet; then an ElectLeaders exchange and a Produce with acks=1.
+fn produce_acks0() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let versions: Vec<i16> = PRODUCE_VERSIONS.collect();
+    for k in 0..10 {
+        let bytes: Vec<u8> = (0..103)
+            .flat_map(|j| {
+                let id = k * 103 + j + 1;
+                produce_request(versions[id as usize % versions.len()], 0, id)
+            })
+            .collect();
+        c.client(bytes, 10_000 + k as u32 * 1_000);
+    }
+    c.client(elect_request(2000, "after-produce"), 100_000);
+    c.server(elect_response(2000, "after-produce", 0), 150_000);
+    c.client(produce_request(9, 1, 2001), 200_000);
+    c.server(produce_response(9, 2001), 250_000);
+    c.fin(300_000);
+    c.pcap()
+}
+
+/// Finding 4: two requests with correlation id 7: `alpha` lost by the capture, `beta`
+/// captured; the broker answers both, in order (`alpha` failed with
+/// PREFERRED_LEADER_NOT_AVAILABLE, `beta` elected).
+fn correlation_reuse_hole() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let lost = c.client(elect_request(7, "alpha"), 100_000);
+    c.client(elect_request(7, "beta"), 200_000);
+    c.server(elect_response(7, "alpha", 80), 1_100_000);
+    c.server(elect_response(7, "beta", 0), 1_400_000);
+    c.fin(1_500_000);
+    c.lose(lost);
+    c.pcap()
+}
+
+/// Every adversarial capture: its file name and bytes.
+fn captures() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("hole-then-ack.pcap", hole_then_ack()),
+        ("pipelined-1100.pcap", pipelined(1100)),
+        ("mid-connection.pcap", mid_connection()),
+        ("produce-acks0.pcap", produce_acks0()),
+        ("correlation-reuse-hole.pcap", correlation_reuse_hole()),
+    ]
+}
+
+#[test]
+fn the_kept_captures_are_what_the_generator_makes() {
+    let dir = adversarial_dir();
+    let update = std::env::var_os("UPDATE_CORPUS").is_some();
+    let mut stale = Vec::new();
+    for (name, bytes) in captures() {
+        let path = dir.join(name);
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        } else if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
+            stale.push(name);
+        }
+        assert!(
+            bytes.len() < 128 * 1024,
+            "{name}: small ({} bytes)",
+            bytes.len()
+        );
+    }
+    assert!(
+        stale.is_empty(),
+        "{stale:?} differ from what this test makes: UPDATE_CORPUS=1 rewrites them"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Running the tool
+
+fn run(args: &[&str], capture: &[u8]) -> Output {
+    tool::run_in(&adversarial_dir(), args, capture)
+}
+
+/// `decode ARGS -` of a capture: its objects, stderr and exit status.
+fn decode(capture: &[u8], extra: &[&str]) -> (Vec<Value>, String, Option<i32>) {
+    let mut args = vec!["decode"];
+    args.extend_from_slice(extra);
+    args.push("-");
+    let output = run(&args, capture);
+    let objects = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    (
+        objects,
+        String::from_utf8(output.stderr).unwrap(),
+        output.status.code(),
+    )
+}
+
+/// `summary --json -` of a capture: the summary, stderr and exit status.
+fn summary(capture: &[u8], extra: &[&str]) -> (Value, String, Option<i32>) {
+    let mut args = vec!["summary", "--json"];
+    args.extend_from_slice(extra);
+    args.push("-");
+    let output = run(&args, capture);
+    let err = String::from_utf8(output.stderr).unwrap();
+    let s = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    (s, err, output.status.code())
+}
+
+fn of_kind<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    objects.iter().filter(|o| o["kind"] == kind).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Finding 1
+
+#[test]
+fn after_a_hole_proven_by_an_ack_a_request_keeps_its_own_packet_and_time() {
+    let (objects, err, status) = decode(&hole_then_ack(), &[]);
+    assert_eq!(status, Some(1), "a gap: partial. {err}");
+    assert!(err.contains("bytes missing from the capture"), "{err}");
+    let requests = of_kind(&objects, "request");
+    assert_eq!(requests.len(), 1, "{objects:#?}");
+    let request = &requests[0]["source"];
+    assert_eq!(
+        request["packet"], 4,
+        "its own packet, not the ACK's: {request}"
+    );
+    assert_eq!(request["epoch_us"], 1_700_000_000_200_000u64, "{request}");
+    // Its answer: paired, and its latency from the request's own time.
+    let answer = objects
+        .iter()
+        .find(|o| o["kind"] == "response" && o["correlation_id"] == 2)
+        .unwrap_or_else(|| panic!("{objects:#?}"));
+    assert_eq!(answer["source"]["request_frame"], 1, "{answer}");
+    assert_eq!(answer["source"]["latency_us"], 1_200_000, "{answer}");
+    assert_eq!(
+        answer["source"]["request_time"], request["time"],
+        "{answer}"
+    );
+    // summary's percentiles come from the same times.
+    let (s, _, _) = summary(&hole_then_ack(), &[]);
+    assert_eq!(s["latency_us"]["max"], 1_200_000, "{s:#}");
+}
