@@ -270,6 +270,10 @@ impl Tracker {
         self.limits = limits;
     }
 
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// Closes the connections idle for longer than the idle timeout at capture time `now`.
     fn close_idle(&mut self, now: Timestamp, packet: u64, sink: &mut Sink) {
         let nanos = |t: Timestamp| u128::from(t.secs) * 1_000_000_000 + u128::from(t.nanos);

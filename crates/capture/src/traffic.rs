@@ -7,21 +7,24 @@
 //! itself: it hands whole frames to the library's parsers (through the commands).
 //!
 //! Memory: per open connection, at most one frame per direction (bounded by the maximum
-//! frame size), a fixed-size table of requests in flight, and the responses waiting for
+//! frame size), the requests in flight within the in-flight budgets, and the responses waiting for
 //! their requests (at most [`HELD_RESPONSES`] and [`HELD_RESPONSE_BYTES`]). The capture
 //! layer bounds the open connections ([`crate::Limits`]).
 
 use std::collections::{HashMap, VecDeque};
 
 use kafka_elect_leaders::{
-    is_known_request, parse_request, parse_response, peek_request, peek_response,
-    split_frame_with_max, InFlight, Pending, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
+    api_name, is_known_request, parse_request, parse_response, peek_request, peek_response,
+    split_frame_with_max, Pending, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 
-use crate::reader::{Capture, ConnId, Endpoint, Event, Timestamp};
+use crate::reader::{Capture, ConnId, Endpoint, Event, Limits, Timestamp};
 
-/// Requests that may wait for their responses on one connection.
-pub const IN_FLIGHT: usize = 1024;
+/// What one request waiting for its response costs in the in-flight budgets
+/// ([`Limits::in_flight_bytes`], [`Limits::in_flight_total_bytes`]): the table's room for
+/// it. The table of a connection grows by doubling, within its budget, and is given back
+/// when it empties.
+pub const IN_FLIGHT_ENTRY_BYTES: usize = std::mem::size_of::<Waiting>();
 
 /// Responses held on one connection, at most, while they wait for the requests they may
 /// answer (a response captured before its request); past this the oldest is let go,
@@ -101,6 +104,9 @@ pub struct Found {
     /// For a response paired with its request (of any API): that request. `None` for a
     /// request and for an unpaired response.
     pub request: Option<Asked>,
+    /// For a request: it is kept until its response comes. False for a request the
+    /// in-flight budget could not keep (a note names it), and for every response.
+    pub waits: bool,
     /// The frame's bytes, size prefix included.
     pub frame: Vec<u8>,
 }
@@ -263,15 +269,26 @@ struct Held {
     acked: Option<u64>,
 }
 
+/// A request waiting for its response.
+#[derive(Clone, Copy)]
+struct Waiting {
+    pending: Pending,
+    /// When and where it was seen.
+    asked: Asked,
+}
+
 struct Conn {
     a: Endpoint,
     syn_seen: bool,
     /// The broker's side, once known.
     server: Option<Endpoint>,
     dirs: [Dir; 2],
-    in_flight: Box<InFlight<IN_FLIGHT>>,
-    /// Beside each request in flight, in the same order, when and where it was seen.
-    asked: VecDeque<Asked>,
+    /// The requests waiting for their responses, oldest first (Kafka answers in order).
+    waiting: VecDeque<Waiting>,
+    /// The bytes of the in-flight budgets `waiting` holds: its room, not its length.
+    charged: usize,
+    /// Requests not kept because the in-flight budget was full (each named in a note).
+    not_kept: u64,
     /// Responses waiting for their requests, in stream order.
     held: VecDeque<Held>,
     held_bytes: usize,
@@ -302,6 +319,67 @@ pub struct Analyzer {
     port: u16,
     max_frame: usize,
     conns: HashMap<ConnId, Conn>,
+    budget: Budget,
+}
+
+/// The in-flight budgets: per connection, and for all together (what they hold now).
+struct Budget {
+    per_conn: usize,
+    total_limit: usize,
+    total: usize,
+}
+
+impl Budget {
+    /// Keeps `w` among `c`'s requests waiting, growing the table within the budgets; else
+    /// says which budget is full (the note's words).
+    fn keep(&mut self, c: &mut Conn, w: Waiting) -> Result<(), String> {
+        let q = &mut c.waiting;
+        if q.len() == q.capacity() {
+            let entry = IN_FLIGHT_ENTRY_BYTES;
+            let cap = q.capacity();
+            let mut want = (cap * 2).max(8).min(self.per_conn / entry);
+            let room = self.total_limit.saturating_sub(self.total) / entry;
+            let by_total = want > cap + room;
+            want = want.min(cap + room);
+            if want <= cap {
+                return Err(if by_total {
+                    format!(
+                        "the requests waiting on all connections fill the reader's in-flight \
+                         budget ({} bytes, {entry} per request)",
+                        self.total_limit
+                    )
+                } else {
+                    format!(
+                        "the {} requests waiting on this connection fill its in-flight budget \
+                         ({} bytes, {entry} per request: --max-in-flight-bytes)",
+                        q.len(),
+                        self.per_conn
+                    )
+                });
+            }
+            q.reserve_exact(want - q.len());
+            let charged = q.capacity() * entry;
+            self.total = (self.total + charged).saturating_sub(c.charged);
+            c.charged = charged;
+        }
+        c.waiting.push_back(w);
+        Ok(())
+    }
+
+    /// Gives back the room of an empty table that grew for a burst.
+    fn shrink(&mut self, c: &mut Conn) {
+        if c.waiting.is_empty() && c.waiting.capacity() > 64 {
+            c.waiting = VecDeque::new();
+            self.release(c);
+        }
+    }
+
+    /// Gives back all of a connection's room (it closed, or its table was replaced).
+    fn release(&mut self, c: &mut Conn) {
+        let charged = c.waiting.capacity() * IN_FLIGHT_ENTRY_BYTES;
+        self.total = self.total.saturating_sub(c.charged) + charged;
+        c.charged = charged;
+    }
 }
 
 impl Analyzer {
@@ -313,7 +391,24 @@ impl Analyzer {
             port: port.unwrap_or(DEFAULT_PORT),
             max_frame: DEFAULT_MAX_FRAME_SIZE,
             conns: HashMap::new(),
+            budget: Budget {
+                per_conn: Limits::DEFAULT_IN_FLIGHT_BYTES,
+                total_limit: Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES,
+                total: 0,
+            },
         }
+    }
+
+    /// Takes the in-flight budgets of `limits` ([`Limits::in_flight_bytes`],
+    /// [`Limits::in_flight_total_bytes`]); the other limits are the capture layer's.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.budget.per_conn = limits.in_flight_bytes;
+        self.budget.total_limit = limits.in_flight_total_bytes;
+    }
+
+    /// Bytes of the in-flight budgets held now, on all connections.
+    pub fn in_flight_bytes(&self) -> usize {
+        self.budget.total
     }
 
     /// Takes one capture event; hands on what it completes.
@@ -343,8 +438,9 @@ impl Analyzer {
                         syn_seen,
                         server,
                         dirs: [Dir::new(a, b, syn_seen), Dir::new(b, a, syn_seen)],
-                        in_flight: Box::new(InFlight::new()),
-                        asked: VecDeque::new(),
+                        waiting: VecDeque::new(),
+                        charged: 0,
+                        not_kept: 0,
                         held: VecDeque::new(),
                         held_bytes: 0,
                     },
@@ -378,9 +474,10 @@ impl Analyzer {
                 // Requests first: a response direction may be waiting for a request, to pair
                 // a frame or to prove a boundary.
                 let requests = c.requests();
-                drain(conn, c, requests, max_frame, out);
-                drain(conn, c, 1 - requests, max_frame, out);
-                release_held(conn, c, out);
+                let budget = &mut self.budget;
+                drain(conn, c, requests, max_frame, budget, out);
+                drain(conn, c, 1 - requests, max_frame, budget, out);
+                release_held(conn, c, budget, out);
             }
             Event::Gap {
                 conn,
@@ -422,7 +519,7 @@ impl Analyzer {
                 d.start = offset + len;
                 d.lose_sync(d.start);
                 if c.server.is_some() {
-                    release_held(conn, c, out);
+                    release_held(conn, c, &mut self.budget, out);
                 }
             }
             Event::Close {
@@ -435,7 +532,7 @@ impl Analyzer {
                 };
                 // Nothing more will come: what waits for a request has none.
                 while !c.held.is_empty() {
-                    release_front(conn, &mut c, None, out);
+                    release_front(conn, &mut c, None, &mut self.budget, out);
                 }
                 let limit = limit_close.then_some(reason);
                 for d in &c.dirs {
@@ -461,7 +558,9 @@ impl Analyzer {
                         }));
                     }
                 }
-                let waiting = c.in_flight.iter().len();
+                let waiting = c.waiting.len();
+                c.waiting = VecDeque::new();
+                self.budget.release(&mut c);
                 if let (Some(reason), true) = (limit, waiting > 0) {
                     let r = &c.dirs[c.requests()];
                     out(Item::Note(Note {
@@ -495,7 +594,7 @@ fn decide_server(c: &mut Conn, i: usize) {
     let found = find_boundary(
         &mut c.dirs[i],
         Role::Requests,
-        &InFlight::new(),
+        &VecDeque::new(),
         DEFAULT_MAX_FRAME_SIZE,
         true,
     );
@@ -514,13 +613,20 @@ fn decide_server(c: &mut Conn, i: usize) {
 }
 
 /// Cuts what it can of direction `i` into frames.
-fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn FnMut(Item)) {
+fn drain(
+    conn: ConnId,
+    c: &mut Conn,
+    i: usize,
+    max_frame: usize,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
     let Some(role) = c.role(i) else {
         return;
     };
     loop {
         if !c.dirs[i].synced {
-            let found = find_boundary(&mut c.dirs[i], role, &c.in_flight, max_frame, false);
+            let found = find_boundary(&mut c.dirs[i], role, &c.waiting, max_frame, false);
             let d = &mut c.dirs[i];
             let Some(p) = found else {
                 d.drop_ruled_out();
@@ -579,6 +685,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             index: d.frames,
         };
         d.consume(frame_len);
+        let mut waits = role == Role::Requests;
         let what = match role {
             Role::Requests => match peek_request(&frame) {
                 Ok(peek) => {
@@ -587,18 +694,24 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                         time: origin.time,
                         index: origin.index,
                     };
-                    if let Err(full) = c.in_flight.push(pending) {
+                    if let Err(full) = budget.keep(c, Waiting { pending, asked }) {
+                        // Named, one by one; the requests already waiting are kept.
+                        c.not_kept += 1;
+                        waits = false;
                         out(Item::Note(Note {
                             conn: Some((conn, origin.from, origin.to)),
-                            packet: Some(origin.last_packet),
-                            message: format!("{full}: the oldest are forgotten"),
+                            packet: Some(origin.first_packet),
+                            message: format!(
+                                "request frame at stream offset {offset} ({} v{}, correlation \
+                                 id {}) not kept for pairing: {full}; its response will be \
+                                 listed as unpaired",
+                                api_name(pending.api_key).unwrap_or("unknown API"),
+                                pending.api_version,
+                                pending.correlation_id
+                            ),
                             partial: true,
                         }));
-                        c.in_flight.clear();
-                        c.asked.clear();
-                        let _ = c.in_flight.push(pending);
                     }
-                    c.asked.push_back(asked);
                     if pending.is_elect_leaders() {
                         What::ElectRequest
                     } else {
@@ -632,13 +745,14 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                                 correlation_id: peek.correlation_id,
                             },
                             request: None,
+                            waits: false,
                             frame,
                         },
                         correlation_id: peek.correlation_id,
                         acked,
                     };
-                    if c.held.is_empty() && !waits(c, &held) {
-                        hand_on(conn, c, held, None, out);
+                    if c.held.is_empty() && !must_wait(c, &held) {
+                        hand_on(conn, c, held, None, budget, out);
                         continue;
                     }
                     // Captured before its request, or behind one that was: held, in order.
@@ -647,9 +761,9 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                     while c.held.len() > HELD_RESPONSES
                         || (c.held.len() > 1 && c.held_bytes > HELD_RESPONSE_BYTES)
                     {
-                        release_front(conn, c, Some(BEYOND_BOUND), out);
+                        release_front(conn, c, Some(BEYOND_BOUND), budget, out);
                     }
-                    release_held(conn, c, out);
+                    release_held(conn, c, budget, out);
                     continue;
                 }
                 Err(e) => {
@@ -670,6 +784,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             origin,
             what,
             request: None,
+            waits,
             frame,
         }));
     }
@@ -681,9 +796,9 @@ const BEYOND_BOUND: &str = "; it waited for its request beyond the bound (256 re
 /// Hands on the held responses that can be: paired with a request now in flight, or known
 /// to have none (the requests' direction has caught up with what the response's packet
 /// acknowledged).
-fn release_held(conn: ConnId, c: &mut Conn, out: &mut dyn FnMut(Item)) {
-    while c.held.front().is_some_and(|h| !waits(c, h)) {
-        release_front(conn, c, None, out);
+fn release_held(conn: ConnId, c: &mut Conn, budget: &mut Budget, out: &mut dyn FnMut(Item)) {
+    while c.held.front().is_some_and(|h| !must_wait(c, h)) {
+        release_front(conn, c, None, budget, out);
     }
     if c.held.is_empty() && c.held.capacity() > 0 {
         // Rare (a response before its request): its room is not kept per connection.
@@ -693,50 +808,68 @@ fn release_held(conn: ConnId, c: &mut Conn, out: &mut dyn FnMut(Item)) {
 
 /// Whether a response must wait for its request: none in flight has its correlation id,
 /// and the requests' direction has not caught up with what its packet acknowledged.
-fn waits(c: &Conn, h: &Held) -> bool {
+fn must_wait(c: &Conn, h: &Held) -> bool {
     h.acked
         .is_some_and(|acked| !c.dirs[c.requests()].caught_up(acked))
         && !c
-            .in_flight
+            .waiting
             .iter()
-            .any(|p| p.correlation_id == h.correlation_id)
+            .any(|w| w.pending.correlation_id == h.correlation_id)
 }
 
 /// Hands on the first held response (see [`hand_on`]).
-fn release_front(conn: ConnId, c: &mut Conn, why: Option<&str>, out: &mut dyn FnMut(Item)) {
+fn release_front(
+    conn: ConnId,
+    c: &mut Conn,
+    why: Option<&str>,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
     if let Some(held) = c.held.pop_front() {
         c.held_bytes = c.held_bytes.saturating_sub(held.found.frame.len());
-        hand_on(conn, c, held, why, out);
+        hand_on(conn, c, held, why, budget, out);
     }
 }
 
 /// Hands on a response: paired if its request is in flight, else unpaired and named
 /// (`why` says why it was let go before its request could come).
-fn hand_on(conn: ConnId, c: &mut Conn, held: Held, why: Option<&str>, out: &mut dyn FnMut(Item)) {
+fn hand_on(
+    conn: ConnId,
+    c: &mut Conn,
+    held: Held,
+    why: Option<&str>,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
     let Held {
         mut found,
         correlation_id,
         acked,
     } = held;
-    let answered = c.in_flight.answer(correlation_id);
-    if let Some(answered) = &answered {
-        // The older requests left unanswered (they never will be), then this one.
-        let skipped = answered.skipped.min(c.asked.len());
-        c.asked.drain(..skipped);
-        found.request = c.asked.pop_front();
-        if c.asked.is_empty() && c.asked.capacity() > 64 {
-            // A burst of requests in flight: its room is not kept per connection.
-            c.asked = VecDeque::new();
-        }
+    // The oldest waiting request with its correlation id; the older ones are left
+    // unanswered (Kafka answers in order: they never will be).
+    let answered = c
+        .waiting
+        .iter()
+        .position(|w| w.pending.correlation_id == correlation_id)
+        .map(|at| {
+            c.waiting.drain(..at);
+            c.waiting.pop_front()
+        })
+        .and_then(|w| w);
+    if let Some(w) = &answered {
+        found.request = Some(w.asked);
+        // A burst of requests in flight: its room is not kept per connection.
+        budget.shrink(c);
     }
-    found.what = match answered {
-        Some(answered) if answered.request.is_elect_leaders() => What::ElectResponse {
-            version: answered.request.api_version,
+    found.what = match answered.map(|w| w.pending) {
+        Some(request) if request.is_elect_leaders() => What::ElectResponse {
+            version: request.api_version,
         },
-        Some(answered) => What::Other {
+        Some(request) => What::Other {
             role: Role::Responses,
-            api_key: answered.request.api_key,
-            api_version: answered.request.api_version,
+            api_key: request.api_key,
+            api_version: request.api_version,
             correlation_id,
         },
         None => {
@@ -748,12 +881,23 @@ fn hand_on(conn: ConnId, c: &mut Conn, held: Held, why: Option<&str>, out: &mut 
                 !c.syn_seen && acked.is_some_and(|a| requests.first_frame.map_or(true, |f| a <= f));
             if !before_capture {
                 let o = &found.origin;
+                // Requests the budget could not keep were named: say so, rather than
+                // "not seen" of a request that was printed.
+                let whose = if c.not_kept > 0 {
+                    format!(
+                        "its request was not kept or not seen ({} request(s) of this \
+                         connection were not kept for pairing, each named above)",
+                        c.not_kept
+                    )
+                } else {
+                    "its request was not seen".to_owned()
+                };
                 out(Item::Note(Note {
                     conn: Some((conn, o.from, o.to)),
                     packet: Some(o.last_packet),
                     message: format!(
                         "response frame at stream offset {} (correlation id {correlation_id}): \
-                         its request was not seen, so it cannot be decoded{}",
+                         {whose}, so it cannot be decoded{}",
                         o.offset,
                         why.unwrap_or("")
                     ),
@@ -788,12 +932,14 @@ fn plausible_request(b: &[u8], max_frame: usize) -> bool {
 }
 
 /// Could a response to one of the requests waiting start at `b[0]`?
-fn plausible_response(b: &[u8], in_flight: &InFlight<IN_FLIGHT>, max_frame: usize) -> bool {
+fn plausible_response(b: &[u8], in_flight: &VecDeque<Waiting>, max_frame: usize) -> bool {
     let (Some(size), Some(correlation_id)) = (be_i32(b, 0), be_i32(b, 4)) else {
         return false;
     };
     (4..=max_frame as i64).contains(&i64::from(size))
-        && in_flight.iter().any(|p| p.correlation_id == correlation_id)
+        && in_flight
+            .iter()
+            .any(|w| w.pending.correlation_id == correlation_id)
 }
 
 /// What a position of a stream that lost its boundaries may be.
@@ -812,7 +958,7 @@ fn judge(
     b: &[u8],
     p: usize,
     role: Role,
-    in_flight: &InFlight<IN_FLIGHT>,
+    in_flight: &VecDeque<Waiting>,
     max_frame: usize,
     strong_only: bool,
 ) -> Verdict {
@@ -841,7 +987,7 @@ fn judge(
             .is_ok_and(|peek| peek.is_elect_leaders() && parse_request(frame).is_ok()),
         Role::Responses => {
             let correlation_id = be_i32(here, 4).unwrap_or(0);
-            in_flight.iter().any(|q| {
+            in_flight.iter().map(|w| &w.pending).any(|q| {
                 q.correlation_id == correlation_id
                     && q.is_elect_leaders()
                     && parse_response(frame, q.api_version).is_ok()
@@ -870,7 +1016,7 @@ fn judge(
 fn find_boundary(
     d: &mut Dir,
     role: Role,
-    in_flight: &InFlight<IN_FLIGHT>,
+    in_flight: &VecDeque<Waiting>,
     max_frame: usize,
     strong_only: bool,
 ) -> Option<usize> {
@@ -948,11 +1094,13 @@ impl<R: std::io::Read> Traffic<R> {
         Ok(Self::from_capture(Capture::new(reader)?, port))
     }
 
-    /// The traffic of a capture already opened.
+    /// The traffic of a capture already opened, within its limits (set them first).
     pub fn from_capture(capture: Capture<R>, port: Option<u16>) -> Self {
+        let mut analyzer = Analyzer::new(port);
+        analyzer.set_limits(capture.limits());
         Traffic {
             capture,
-            analyzer: Analyzer::new(port),
+            analyzer,
             ready: VecDeque::new(),
             done: false,
         }

@@ -12,6 +12,7 @@ use kafka_elect_leaders_testkit as common;
 
 mod tool;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -161,6 +162,7 @@ struct Conv {
     segs: Vec<Seg>,
     cseq: u32,
     sseq: u32,
+    client_port: u16,
 }
 
 impl Conv {
@@ -170,6 +172,7 @@ impl Conv {
             segs: Vec::new(),
             cseq: CLIENT_ISN + 1,
             sseq: SERVER_ISN + 1,
+            client_port: CLIENT_PORT,
         };
         if handshake {
             c.push(true, CLIENT_ISN, 0, SYN, vec![], 0);
@@ -230,20 +233,31 @@ impl Conv {
 
     /// The captured segments as an Ethernet pcap (microseconds).
     fn pcap(&self) -> Vec<u8> {
-        let frames: Vec<(u32, Vec<u8>)> = self
-            .segs
+        pcap_of(&self.frames())
+    }
+
+    /// The captured segments as Ethernet frames, with their times.
+    fn frames(&self) -> Vec<(u32, Vec<u8>)> {
+        let port = self.client_port;
+        self.segs
             .iter()
             .filter(|s| s.captured)
             .map(|s| {
                 let (src, dst, sport, dport) = if s.to_server {
-                    (CLIENT, SERVER, CLIENT_PORT, PORT)
+                    (CLIENT, SERVER, port, PORT)
                 } else {
-                    (SERVER, CLIENT, PORT, CLIENT_PORT)
+                    (SERVER, CLIENT, PORT, port)
                 };
                 let ip = cap::ipv4_tcp(src, dst, sport, dport, s.seq, s.ack, s.flags, &s.payload);
                 (s.at_us, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &ip))
             })
-            .collect();
+            .collect()
+    }
+}
+
+/// Ethernet frames and their times (µs after [`EPOCH_S`]) as a pcap.
+fn pcap_of(frames: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    {
         let packets: Vec<cap::Packet<'_>> = frames
             .iter()
             .map(|(at, f)| {
@@ -465,4 +479,141 @@ fn after_a_hole_proven_by_an_ack_a_request_keeps_its_own_packet_and_time() {
     // summary's percentiles come from the same times.
     let (s, _, _) = summary(&hole_then_ack(), &[]);
     assert_eq!(s["latency_us"]["max"], 1_200_000, "{s:#}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Finding 3
+
+/// The frames of a capture through the library with an in-flight budget per connection:
+/// (requests not kept and the packets their notes name, unpaired responses and the
+/// reasons their notes give).
+fn read_with_budget(capture: &[u8], bytes: usize) -> (Vec<u64>, Vec<String>, usize) {
+    use kafka_elect_leaders_capture::{Capture, Item, Limits, Traffic, What};
+    let mut reader = Capture::new(capture).unwrap();
+    reader.set_limits(Limits {
+        in_flight_bytes: bytes,
+        ..Limits::default()
+    });
+    let (mut not_kept, mut unpaired_notes, mut paired) = (Vec::new(), Vec::new(), 0);
+    for item in Traffic::from_capture(reader, None) {
+        match item.unwrap() {
+            Item::Note(n) if n.message.contains("cannot be decoded") => {
+                unpaired_notes.push(n.message)
+            }
+            Item::Note(n) if n.message.contains("not kept for pairing") => {
+                assert_eq!(n.conn.map(|c| c.0 .0), Some(1), "{}", n.message);
+                not_kept.push(n.packet.unwrap());
+            }
+            Item::Frame(f) if f.request.is_some() => paired += 1,
+            Item::Frame(f) => assert!(!matches!(f.what, What::ElectResponse { .. })),
+            _ => {}
+        }
+    }
+    (not_kept, unpaired_notes, paired)
+}
+
+#[test]
+fn eleven_hundred_pipelined_requests_all_pair_under_the_default_budget() {
+    // Before: a table of 1,024 requests, emptied when it overflowed: 76 paired, 948
+    // called unanswered, their answers "request not seen" although they were printed.
+    let capture = pipelined(1100);
+    let (objects, err, status) = decode(&capture, &["--all"]);
+    assert_eq!((status, err.as_str()), (Some(0), ""), "{err}");
+    let paired = objects
+        .iter()
+        .filter(|o| o["kind"] == "response" && o["source"]["request_frame"].is_u64())
+        .count();
+    assert_eq!(paired, 1100);
+    let (s, err, status) = summary(&capture, &[]);
+    assert_eq!(status, Some(0), "{err}");
+    assert_eq!(s["anomalies"]["unanswered_requests"], 0, "{s:#}");
+    assert_eq!(s["anomalies"]["unpaired_responses"], 0, "{s:#}");
+    assert_eq!(s["latency_us"]["paired"], 11, "{s:#}");
+}
+
+#[test]
+fn requests_beyond_the_budget_are_named_one_by_one_and_their_answers_say_why() {
+    let capture = pipelined(1100);
+    // Room for 100 requests (the table grows 8, 16, 32, 64, then to its budget).
+    let budget = 100 * kafka_elect_leaders_capture::traffic::IN_FLIGHT_ENTRY_BYTES;
+    let (not_kept, unpaired, paired) = read_with_budget(&capture, budget);
+    // Requests 101 to 1,100 each named, with the packet that carried it (100 to a packet,
+    // after the three of the handshake).
+    assert_eq!(not_kept.len(), 1000);
+    for (k, packet) in not_kept.iter().enumerate() {
+        assert_eq!(*packet, 4 + (100 + k as u64) / 100, "request {}", 101 + k);
+    }
+    // The first 100 pair; the others' answers are unpaired and say why.
+    assert_eq!(paired, 100);
+    assert_eq!(unpaired.len(), 1000);
+    for message in &unpaired {
+        assert!(
+            message.contains("its request was not kept or not seen (1000 request(s) of this connection were not kept for pairing, each named above)"),
+            "{message}"
+        );
+    }
+    // The tool: the same through --max-in-flight-bytes, the notes on stderr (the first of
+    // each kind in full, then a count with the packets it spans), partial.
+    let flag = budget.to_string();
+    let (objects, err, status) = decode(&capture, &["--all", "--max-in-flight-bytes", &flag]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(
+        err.contains("packet 5: connection 1 (10.0.0.1:50123 -> 10.0.0.2:9092): request frame at stream offset 3710 (ApiVersions v3, correlation id 101) not kept for pairing: the 100 requests waiting on this connection fill its in-flight budget"),
+        "{err}"
+    );
+    // The notes of each API counted: 1,000 in all, spanning the requests' packets.
+    assert!(err.contains("989 more like \"request frame at stream offset 3710 (ApiVersions v3, correlation id 101) not kept"), "{err}");
+    assert!(err.contains("9 more like \"request frame at stream offset 7373 (ElectLeaders v2, correlation id 200) not kept"), "{err}");
+    assert!(
+        err.contains("(packets 5 to 14, connections 1 to 1)"),
+        "{err}"
+    );
+    assert!(!err.contains("its request was not seen,"), "{err}");
+    let requests = of_kind(&objects, "request").len();
+    assert_eq!(requests, 1100, "every request is still printed");
+    let (s, _, status) = summary(&capture, &["--max-in-flight-bytes", &flag]);
+    assert_eq!(status, Some(1));
+    assert_eq!(s["anomalies"]["unpaired_responses"], 1000, "{s:#}");
+    assert_eq!(s["anomalies"]["unanswered_requests"], 0, "{s:#}");
+}
+
+#[test]
+fn the_budget_of_all_connections_holds_against_many_pipelining_connections() {
+    // 20 connections of 200 requests each waiting, under a reader budget of 1,000
+    // requests for all connections together: the table stops growing at it, and each
+    // request it cannot keep is named with its connection.
+    use kafka_elect_leaders_capture::traffic::IN_FLIGHT_ENTRY_BYTES;
+    use kafka_elect_leaders_capture::{Capture, Item, Limits, Traffic};
+    let mut frames = Vec::new();
+    for k in 0..20u16 {
+        let mut c = Conv::new(true);
+        c.client_port = 40_000 + k;
+        let requests: Vec<u8> = (1..=200).flat_map(api_versions_request).collect();
+        c.client(requests, 1_000 + u32::from(k));
+        frames.extend(c.frames());
+    }
+    let capture = pcap_of(&frames);
+    let mut reader = Capture::new(&capture[..]).unwrap();
+    reader.set_limits(Limits {
+        in_flight_total_bytes: 1000 * IN_FLIGHT_ENTRY_BYTES,
+        ..Limits::default()
+    });
+    let mut by_conn = BTreeMap::new();
+    for item in Traffic::from_capture(reader, None) {
+        if let Item::Note(n) = item.unwrap() {
+            assert!(
+                n.message.contains(
+                    "the requests waiting on all connections fill the reader's in-flight budget"
+                ),
+                "{}",
+                n.message
+            );
+            *by_conn.entry(n.conn.unwrap().0 .0).or_insert(0) += 1;
+        }
+    }
+    // 4,000 requests, at most 1,000 kept: at least 3,000 named, each connection's from
+    // the one where the budget ran out.
+    let named: u32 = by_conn.values().sum();
+    assert!((3000..4000).contains(&named), "{named}: {by_conn:?}");
+    assert_eq!(by_conn.keys().last(), Some(&20));
 }

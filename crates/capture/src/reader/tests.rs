@@ -1616,6 +1616,7 @@ fn capture_never_follows_more_connections_than_the_limit() {
     let limits = Limits {
         max_connections: 100,
         idle_timeout: day,
+        ..Limits::default()
     };
     let (events, stats) = read_limited(&capture, limits);
     assert_eq!(stats.connections, 500);
