@@ -104,8 +104,9 @@ pub struct Found {
     /// For a response paired with its request (of any API): that request. `None` for a
     /// request and for an unpaired response.
     pub request: Option<Asked>,
-    /// For a request: it is kept until its response comes. False for a request the
-    /// in-flight budget could not keep (a note names it), and for every response.
+    /// For a request: it is kept until its response comes. False for a request Kafka never
+    /// answers (a Produce with `acks` 0: not counted as unanswered), for one the in-flight
+    /// budget could not keep (a note names it), and for every response.
     pub waits: bool,
     /// The frame's bytes, size prefix included.
     pub frame: Vec<u8>,
@@ -694,7 +695,10 @@ fn drain(
                         time: origin.time,
                         index: origin.index,
                     };
-                    if let Err(full) = budget.keep(c, Waiting { pending, asked }) {
+                    if never_answered(&frame, pending) {
+                        // Kafka sends nothing back: nothing to wait for.
+                        waits = false;
+                    } else if let Err(full) = budget.keep(c, Waiting { pending, asked }) {
                         // Named, one by one; the requests already waiting are kept.
                         c.not_kept += 1;
                         waits = false;
@@ -908,6 +912,71 @@ fn hand_on(
         }
     };
     out(Item::Frame(found));
+}
+
+/// Whether Kafka never answers this request: a Produce with `acks` 0. The header and the
+/// body's first fields are read as Kafka's ProduceRequest.json has them: request header v1
+/// (v0-v8) or v2 with tagged fields (v9+, flexible); from v3 a nullable `transactional_id`
+/// (a compact string from v9) before `acks` (int16). A frame that ends first is taken as
+/// answered (the response, if any, is then paired; if none comes, it is unanswered).
+fn never_answered(frame: &[u8], request: Pending) -> bool {
+    const PRODUCE: i16 = 0;
+    if request.api_key != PRODUCE {
+        return false;
+    }
+    let version = request.api_version;
+    let flexible = version >= 9;
+    // Size prefix, api key, version, correlation id, then the client id (int16 length).
+    let mut at = 12;
+    let Some(len) = be_i16(frame, at) else {
+        return false;
+    };
+    at += 2 + usize::try_from(len).unwrap_or(0);
+    if flexible {
+        // The header's tagged fields: a count, then tag, size and bytes of each.
+        let Some(count) = uvarint(frame, &mut at) else {
+            return false;
+        };
+        for _ in 0..count {
+            let (Some(_tag), Some(size)) = (uvarint(frame, &mut at), uvarint(frame, &mut at))
+            else {
+                return false;
+            };
+            at = at.saturating_add(size as usize);
+            if at > frame.len() {
+                return false;
+            }
+        }
+    }
+    if version >= 3 {
+        if flexible {
+            // Compact nullable string: length + 1, 0 for null.
+            let Some(n) = uvarint(frame, &mut at) else {
+                return false;
+            };
+            at = at.saturating_add((n as usize).saturating_sub(1));
+        } else {
+            let Some(n) = be_i16(frame, at) else {
+                return false;
+            };
+            at += 2 + usize::try_from(n).unwrap_or(0);
+        }
+    }
+    be_i16(frame, at) == Some(0)
+}
+
+/// An unsigned varint at `*at` (at most 5 bytes: a u32), moving `*at` past it.
+fn uvarint(b: &[u8], at: &mut usize) -> Option<u32> {
+    let mut value = 0u32;
+    for i in 0..5 {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 fn be_i32(b: &[u8], at: usize) -> Option<i32> {

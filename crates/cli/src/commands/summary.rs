@@ -130,7 +130,8 @@ fn summarize_capture(
         };
         let o = &found.origin;
         let conn = o.conn.0;
-        // Unanswered requests, whatever the filters: those the reader waits an answer for.
+        // Unanswered requests, whatever the filters: those the reader waits an answer for
+        // (not a Produce with acks=0, which Kafka never answers).
         match found.what {
             What::ElectRequest if found.waits => tally.asked(conn, o.index, API_KEY),
             What::Other {
