@@ -158,8 +158,9 @@ struct Dir {
     /// Bytes passed over since the stream lost its frame boundaries.
     skipped: u64,
     frames: u64,
-    /// The stream offset of the first frame cut.
+    /// The stream offset of the first frame cut, and the packet of its first byte.
     first_frame: Option<u64>,
+    first_frame_packet: Option<u64>,
 }
 
 impl Dir {
@@ -177,6 +178,7 @@ impl Dir {
             skipped: 0,
             frames: 0,
             first_frame: None,
+            first_frame_packet: None,
         }
     }
 
@@ -598,6 +600,7 @@ fn decide_server(c: &mut Conn, i: usize) {
         &VecDeque::new(),
         DEFAULT_MAX_FRAME_SIZE,
         true,
+        false,
     );
     if found.is_some() {
         c.server = Some(c.dirs[i].to);
@@ -627,7 +630,10 @@ fn drain(
     };
     loop {
         if !c.dirs[i].synced {
-            let found = find_boundary(&mut c.dirs[i], role, &c.waiting, max_frame, false);
+            // A capture that joined the connection: the responses' first bytes may be the
+            // answers to requests sent before it began.
+            let leading = role == Role::Responses && !c.syn_seen && c.dirs[i].frames == 0;
+            let found = find_boundary(&mut c.dirs[i], role, &c.waiting, max_frame, false, leading);
             let d = &mut c.dirs[i];
             let Some(p) = found else {
                 d.drop_ruled_out();
@@ -671,9 +677,10 @@ fn drain(
         };
         d.frames += 1;
         let offset = d.start;
-        d.first_frame.get_or_insert(offset);
         let (first_packet, last_packet, time, acked) =
             d.packets_of(offset, offset + frame_len as u64);
+        d.first_frame.get_or_insert(offset);
+        d.first_frame_packet.get_or_insert(first_packet);
         let frame = d.live()[..frame_len].to_vec();
         let origin = Origin {
             conn,
@@ -880,9 +887,17 @@ fn hand_on(
             // A capture that began mid-connection: a request that ended before the first
             // frame the capture shows was sent before it began; its response is expected
             // alone (listed with the frames of other APIs, as before), not a loss.
+            // Its packet acknowledged no more than what came before the first request
+            // frame; or, when it acknowledged nothing the capture had (the capture had no
+            // byte of the requests yet), it came before the first request frame.
             let requests = &c.dirs[c.requests()];
-            let before_capture =
-                !c.syn_seen && acked.is_some_and(|a| requests.first_frame.map_or(true, |f| a <= f));
+            let before_capture = !c.syn_seen
+                && match acked {
+                    Some(a) => requests.first_frame.map_or(true, |f| a <= f),
+                    None => requests
+                        .first_frame_packet
+                        .map_or(true, |p| found.origin.first_packet < p),
+                };
             if !before_capture {
                 let o = &found.origin;
                 // Requests the budget could not keep were named: say so, rather than
@@ -1022,8 +1037,53 @@ enum Verdict {
 }
 
 /// Judges live position `p`: the frame there is plausible, and either parses as
-/// ElectLeaders or (unless `strong_only`) is followed by another plausible frame.
+/// ElectLeaders or (unless `strong_only`) is followed by another plausible frame. With
+/// `leading` (the first byte a capture that joined a connection has of its responses), a
+/// frame there may also answer a request sent before the capture: see [`judge_leading`].
 fn judge(
+    b: &[u8],
+    p: usize,
+    role: Role,
+    in_flight: &VecDeque<Waiting>,
+    max_frame: usize,
+    strong_only: bool,
+    leading: bool,
+) -> Verdict {
+    match judge_plain(b, p, role, in_flight, max_frame, strong_only) {
+        Verdict::Rejected if leading => judge_leading(&b[p..], in_flight, max_frame),
+        verdict => verdict,
+    }
+}
+
+/// The answers a capture that joined a connection has first, to requests sent before it
+/// began: frames of a sane size back to back (at most 16, and a frame's worth of bytes in
+/// all) that end exactly where a response to a request the capture saw starts.
+fn judge_leading(here: &[u8], in_flight: &VecDeque<Waiting>, max_frame: usize) -> Verdict {
+    let mut at = 0usize;
+    for _ in 0..16 {
+        let Some(size) = be_i32(here, at) else {
+            return Verdict::Waiting;
+        };
+        if !(4..=max_frame as i64).contains(&i64::from(size)) {
+            return Verdict::Rejected;
+        }
+        at += SIZE_PREFIX_LEN + size as usize;
+        if at > max_frame {
+            return Verdict::Rejected;
+        }
+        match here.get(at..) {
+            Some(next) if next.len() >= 8 => {
+                if plausible_response(next, in_flight, max_frame) {
+                    return Verdict::Proven;
+                }
+            }
+            _ => return Verdict::Waiting,
+        }
+    }
+    Verdict::Rejected
+}
+
+fn judge_plain(
     b: &[u8],
     p: usize,
     role: Role,
@@ -1088,6 +1148,7 @@ fn find_boundary(
     in_flight: &VecDeque<Waiting>,
     max_frame: usize,
     strong_only: bool,
+    leading: bool,
 ) -> Option<usize> {
     const MAX_WAITING: usize = 32;
     let start = d.start;
@@ -1105,7 +1166,15 @@ fn find_boundary(
         if p >= b.len() {
             continue;
         }
-        match judge(b, p, role, in_flight, max_frame, strong_only) {
+        match judge(
+            b,
+            p,
+            role,
+            in_flight,
+            max_frame,
+            strong_only,
+            leading && at == 0,
+        ) {
             Verdict::Proven => {
                 d.waiting.clear();
                 return Some(p);
@@ -1118,7 +1187,8 @@ fn find_boundary(
     // Then the positions not judged yet.
     let mut p = d.frontier.saturating_sub(start) as usize;
     while p + need <= b.len() {
-        match judge(b, p, role, in_flight, max_frame, strong_only) {
+        let leading = leading && start + p as u64 == 0;
+        match judge(b, p, role, in_flight, max_frame, strong_only, leading) {
             Verdict::Proven => {
                 d.waiting.clear();
                 return Some(p);

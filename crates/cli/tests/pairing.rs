@@ -629,8 +629,15 @@ fn produce_requests_with_acks_0_are_not_waited_for() {
     let capture = produce_acks0();
     let (objects, err, status) = decode(&capture, &["--all"]);
     assert_eq!((status, err.as_str()), (Some(0), ""), "{err}");
-    let produce = objects.iter().filter(|o| o["api_name"] == "Produce").count();
-    assert_eq!(produce, 1030 + 2, "every Produce listed, the acks=1 one and its answer");
+    let produce = objects
+        .iter()
+        .filter(|o| o["api_name"] == "Produce")
+        .count();
+    assert_eq!(
+        produce,
+        1030 + 2,
+        "every Produce listed, the acks=1 one and its answer"
+    );
     let (s, err, status) = summary(&capture, &[]);
     assert_eq!((status, err.as_str()), (Some(0), ""), "{s:#}");
     assert_eq!(s["anomalies"]["unanswered_requests"], 0, "{s:#}");
@@ -648,4 +655,34 @@ fn produce_requests_with_acks_0_are_not_waited_for() {
     c.fin(2_000);
     let (s, _, _) = summary(&c.pcap(), &[]);
     assert_eq!(s["anomalies"]["unanswered_requests"], 14, "{s:#}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Finding 5
+
+#[test]
+fn a_capture_that_joins_a_connection_lists_its_leading_answer_as_unpaired() {
+    // The README: "its first responses, to requests sent before the capture, are listed
+    // with --all as unpaired". Before, the leading answer was passed over in silence and
+    // summary's unpaired_responses stayed 0.
+    let capture = mid_connection();
+    let (objects, err, status) = decode(&capture, &["--all"]);
+    assert_eq!((status, err.as_str()), (Some(0), ""), "not a loss: {err}");
+    let unpaired: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "response" && o["api_key"].is_null())
+        .collect();
+    assert_eq!(unpaired.len(), 1, "{objects:#?}");
+    assert_eq!(unpaired[0]["correlation_id"], 7);
+    assert_eq!(unpaired[0]["source"]["packet"], 1);
+    // The exchange after it is paired as ever.
+    let paired = objects
+        .iter()
+        .filter(|o| o["kind"] == "response" && o["source"]["request_frame"] == 1)
+        .count();
+    assert_eq!(paired, 1, "{objects:#?}");
+    let (s, err, status) = summary(&capture, &[]);
+    assert_eq!((status, err.as_str()), (Some(0), ""), "{s:#}");
+    assert_eq!(s["anomalies"]["unpaired_responses"], 1, "{s:#}");
+    assert_eq!(s["anomalies"]["partial"], false, "{s:#}");
 }
