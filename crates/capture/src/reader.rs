@@ -232,7 +232,7 @@ impl Limits {
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
     /// The default number of connections followed at once.
     pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-    /// The default in-flight budget of one connection: 1 MiB, some 32,000 requests
+    /// The default in-flight budget of one connection: 1 MiB, some 26,000 requests
     /// waiting (a client pipelines a few hundred at most).
     pub const DEFAULT_IN_FLIGHT_BYTES: usize = 1 << 20;
     /// The default in-flight budget of all connections together: 64 MiB.

@@ -158,6 +158,9 @@ struct Dir {
     /// Bytes passed over since the stream lost its frame boundaries.
     skipped: u64,
     frames: u64,
+    /// Bytes of this direction were lost (a gap) since the last frame was cut: requests may
+    /// have been lost there.
+    lost_since_frame: bool,
     /// The stream offset of the first frame cut, and the packet of its first byte.
     first_frame: Option<u64>,
     first_frame_packet: Option<u64>,
@@ -177,6 +180,7 @@ impl Dir {
             frontier: 0,
             skipped: 0,
             frames: 0,
+            lost_since_frame: false,
             first_frame: None,
             first_frame_packet: None,
         }
@@ -270,6 +274,26 @@ struct Held {
     correlation_id: i32,
     /// How far the packet that completed it acknowledged the requests.
     acked: Option<u64>,
+    /// Whether it may answer a request lost in a hole rather than the one it matches.
+    doubt: Doubt,
+}
+
+/// A response whose request, by correlation id, came after a hole in the requests: a
+/// request lost there may have had the same id (a client that reuses them), and Kafka
+/// answers in order, so the lost one's answer would come first. It waits for the next
+/// response of the connection to tell.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Doubt {
+    /// No hole before its request, or the next response settled it.
+    None,
+    /// Waiting for the next response (or the connection's end).
+    Open,
+    /// The next response had the same correlation id, and no other request waits with it:
+    /// this one answers the lost request.
+    Reused,
+    /// The connection ended before a next response: paired with the request it matches,
+    /// and the doubt said in a note.
+    Unsettled,
 }
 
 /// A request waiting for its response.
@@ -278,6 +302,8 @@ struct Waiting {
     pending: Pending,
     /// When and where it was seen.
     asked: Asked,
+    /// Bytes of the requests were lost just before it (requests may have been lost).
+    after_gap: bool,
 }
 
 struct Conn {
@@ -521,6 +547,7 @@ impl Analyzer {
                 d.packets.clear();
                 d.start = offset + len;
                 d.lose_sync(d.start);
+                d.lost_since_frame = true;
                 if c.server.is_some() {
                     release_held(conn, c, &mut self.budget, out);
                 }
@@ -535,6 +562,7 @@ impl Analyzer {
                 };
                 // Nothing more will come: what waits for a request has none.
                 while !c.held.is_empty() {
+                    settle_front(&mut c, true);
                     release_front(conn, &mut c, None, &mut self.budget, out);
                 }
                 let limit = limit_close.then_some(reason);
@@ -705,7 +733,17 @@ fn drain(
                     if never_answered(&frame, pending) {
                         // Kafka sends nothing back: nothing to wait for.
                         waits = false;
-                    } else if let Err(full) = budget.keep(c, Waiting { pending, asked }) {
+                    } else if let Err(full) = {
+                        let after_gap = std::mem::take(&mut c.dirs[i].lost_since_frame);
+                        budget.keep(
+                            c,
+                            Waiting {
+                                pending,
+                                asked,
+                                after_gap,
+                            },
+                        )
+                    } {
                         // Named, one by one; the requests already waiting are kept.
                         c.not_kept += 1;
                         waits = false;
@@ -761,8 +799,12 @@ fn drain(
                         },
                         correlation_id: peek.correlation_id,
                         acked,
+                        doubt: Doubt::None,
                     };
-                    if c.held.is_empty() && !must_wait(c, &held) {
+                    if c.held.is_empty()
+                        && !must_wait(c, &held)
+                        && !in_doubt(c, peek.correlation_id)
+                    {
                         hand_on(conn, c, held, None, budget, out);
                         continue;
                     }
@@ -808,7 +850,11 @@ const BEYOND_BOUND: &str = "; it waited for its request beyond the bound (256 re
 /// to have none (the requests' direction has caught up with what the response's packet
 /// acknowledged).
 fn release_held(conn: ConnId, c: &mut Conn, budget: &mut Budget, out: &mut dyn FnMut(Item)) {
-    while c.held.front().is_some_and(|h| !must_wait(c, h)) {
+    loop {
+        settle_front(c, false);
+        if !c.held.front().is_some_and(|h| !must_wait(c, h)) {
+            break;
+        }
         release_front(conn, c, None, budget, out);
     }
     if c.held.is_empty() && c.held.capacity() > 0 {
@@ -820,12 +866,81 @@ fn release_held(conn: ConnId, c: &mut Conn, budget: &mut Budget, out: &mut dyn F
 /// Whether a response must wait for its request: none in flight has its correlation id,
 /// and the requests' direction has not caught up with what its packet acknowledged.
 fn must_wait(c: &Conn, h: &Held) -> bool {
+    if h.doubt == Doubt::Open {
+        return true;
+    }
     h.acked
         .is_some_and(|acked| !c.dirs[c.requests()].caught_up(acked))
         && !c
             .waiting
             .iter()
             .any(|w| w.pending.correlation_id == h.correlation_id)
+}
+
+/// Whether a response with `correlation_id` may answer a request lost in a hole: the
+/// request it would be paired with, or one older it would leave unanswered, came right
+/// after lost bytes.
+fn in_doubt(c: &Conn, correlation_id: i32) -> bool {
+    c.waiting
+        .iter()
+        .position(|w| w.pending.correlation_id == correlation_id)
+        .is_some_and(|at| c.waiting.iter().take(at + 1).any(|w| w.after_gap))
+}
+
+/// Settles whom the first held response answers, when it is in doubt (see [`Doubt`]):
+/// the next response tells. The same correlation id again, with one request waiting for
+/// it: the first answered a request lost in the hole (its id reused), and the request
+/// waiting is the next one's. Another id: the first answers the request it matches.
+/// Without a next response yet it stays in doubt (`Open`) unless `end` (the connection
+/// ended: the request it matches is taken as its own).
+fn settle_front(c: &mut Conn, end: bool) {
+    let Some(front) = c.held.front() else {
+        return;
+    };
+    if matches!(front.doubt, Doubt::Reused | Doubt::Unsettled) || !in_doubt(c, front.correlation_id)
+    {
+        if let Some(front) = c.held.front_mut() {
+            front.doubt = front.doubt.max_reused();
+        }
+        return;
+    }
+    let id = front.correlation_id;
+    let doubt = match c.held.get(1) {
+        Some(next)
+            if next.correlation_id == id
+                && c.waiting
+                    .iter()
+                    .filter(|w| w.pending.correlation_id == id)
+                    .count()
+                    == 1 =>
+        {
+            // The request waiting is the next answer's, beyond doubt.
+            if let Some(w) = c
+                .waiting
+                .iter_mut()
+                .find(|w| w.pending.correlation_id == id)
+            {
+                w.after_gap = false;
+            }
+            Doubt::Reused
+        }
+        Some(_) => Doubt::None,
+        None if end => Doubt::Unsettled,
+        None => Doubt::Open,
+    };
+    if let Some(front) = c.held.front_mut() {
+        front.doubt = doubt;
+    }
+}
+
+impl Doubt {
+    /// Settled without a doubt, unless it was found reused or left unsettled.
+    fn max_reused(self) -> Doubt {
+        match self {
+            Doubt::Reused | Doubt::Unsettled => self,
+            Doubt::None | Doubt::Open => Doubt::None,
+        }
+    }
 }
 
 /// Hands on the first held response (see [`hand_on`]).
@@ -856,7 +971,30 @@ fn hand_on(
         mut found,
         correlation_id,
         acked,
+        doubt,
     } = held;
+    if doubt == Doubt::Reused {
+        // Two answers with one correlation id after a hole, one request seen with it: the
+        // first answers a request lost in the hole. Not paired with the survivor.
+        let o = &found.origin;
+        let requests = &c.dirs[c.requests()];
+        out(Item::Note(Note {
+            conn: Some((conn, o.from, o.to)),
+            packet: Some(o.last_packet),
+            message: format!(
+                "response frame at stream offset {} (correlation id {correlation_id}): \
+                 correlation id reused: the next answer has the same id, one request seen \
+                 has it, and bytes of the requests ({} -> {}) were lost before that request; \
+                 this answer is to a request lost there: its request was not seen, so it \
+                 cannot be decoded (not paired with the request seen)",
+                o.offset, requests.from, requests.to
+            ),
+            partial: true,
+        }));
+        found.what = What::Unpaired { correlation_id };
+        out(Item::Frame(found));
+        return;
+    }
     // The oldest waiting request with its correlation id; the older ones are left
     // unanswered (Kafka answers in order: they never will be).
     let answered = c
@@ -868,6 +1006,21 @@ fn hand_on(
             c.waiting.pop_front()
         })
         .and_then(|w| w);
+    if let (Some(w), Doubt::Unsettled) = (&answered, doubt) {
+        let o = &found.origin;
+        out(Item::Note(Note {
+            conn: Some((conn, o.from, o.to)),
+            packet: Some(o.last_packet),
+            message: format!(
+                "response frame at stream offset {} (correlation id {correlation_id}): paired \
+                 with request frame {}, the one seen with that id, which came after bytes of \
+                 the requests were lost; if a request lost there had the same id (a client \
+                 that reuses ids), this answer is that one's: no later answer came to tell",
+                o.offset, w.asked.index
+            ),
+            partial: false,
+        }));
+    }
     if let Some(w) = &answered {
         found.request = Some(w.asked);
         // A burst of requests in flight: its room is not kept per connection.
@@ -884,6 +1037,11 @@ fn hand_on(
             correlation_id,
         },
         None => {
+            // An answer to a request lost before the oldest request waiting: if that one
+            // came after the hole, the hole's request is answered, the doubt is gone.
+            if let Some(w) = c.waiting.front_mut() {
+                w.after_gap = false;
+            }
             // A capture that began mid-connection: a request that ended before the first
             // frame the capture shows was sent before it began; its response is expected
             // alone (listed with the frames of other APIs, as before), not a loss.

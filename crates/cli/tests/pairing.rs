@@ -686,3 +686,61 @@ fn a_capture_that_joins_a_connection_lists_its_leading_answer_as_unpaired() {
     assert_eq!(s["anomalies"]["unpaired_responses"], 1, "{s:#}");
     assert_eq!(s["anomalies"]["partial"], false, "{s:#}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Finding 4
+
+#[test]
+fn a_correlation_id_reused_across_a_hole_is_reported_not_paired_with_the_survivor() {
+    // Before: the survivor (`beta`) was paired with the lost request's answer (`alpha`,
+    // PREFERRED_LEADER_NOT_AVAILABLE) without a word, and its own answer called unpaired.
+    let capture = correlation_reuse_hole();
+    let (objects, err, status) = decode(&capture, &["--all"]);
+    assert_eq!(status, Some(1), "a gap: partial. {err}");
+    let reused: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("correlation id reused"))
+        .collect();
+    assert_eq!(reused.len(), 1, "{err}");
+    assert!(
+        reused[0].contains("packet 5: connection 1 (10.0.0.2:9092 -> 10.0.0.1:50123)"),
+        "{err}"
+    );
+    let responses = of_kind(&objects, "response");
+    assert_eq!(responses.len(), 2, "{objects:#?}");
+    // The lost request's answer: unpaired, not decoded with the survivor's version.
+    assert!(responses[0]["api_key"].is_null(), "{}", responses[0]);
+    assert_eq!(responses[0]["source"]["packet"], 5);
+    // The survivor's own answer, paired with it.
+    assert_eq!(
+        responses[1]["source"]["request_frame"], 1,
+        "{}",
+        responses[1]
+    );
+    assert_eq!(
+        responses[1]["replica_election_results"][0]["topic"], "beta",
+        "{}",
+        responses[1]
+    );
+    let (s, _, _) = summary(&capture, &[]);
+    assert_eq!(s["anomalies"]["unpaired_responses"], 1, "{s:#}");
+    assert_eq!(s["latency_us"]["paired"], 1, "{s:#}");
+    assert_eq!(
+        s["elect_leaders"]["outcomes"][0]["error_name"], "NONE",
+        "{s:#}"
+    );
+
+    // When no later answer comes to tell, the pairing is made and its doubt said.
+    let mut c = Conv::new(true);
+    let lost = c.client(elect_request(7, "alpha"), 100_000);
+    c.client(elect_request(7, "beta"), 200_000);
+    c.server(elect_response(7, "alpha", 80), 1_100_000);
+    c.fin(1_500_000);
+    c.lose(lost);
+    let (_, err, status) = decode(&c.pcap(), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(
+        err.contains("paired with request frame 1, the one seen with that id, which came after bytes of the requests were lost; if a request lost there had the same id"),
+        "{err}"
+    );
+}

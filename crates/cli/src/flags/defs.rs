@@ -147,7 +147,7 @@ pub struct ReadFlags {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
     /// Bytes of a capture's connection's table of requests waiting for their responses
-    /// (32 per request); a request beyond it is not kept for pairing, and named (default
+    /// (40 per request); a request beyond it is not kept for pairing, and named (default
     /// 1048576)
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight_bytes: Option<u64>,
