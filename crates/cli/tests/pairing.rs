@@ -12,7 +12,7 @@ use kafka_elect_leaders_testkit as common;
 
 mod tool;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -743,4 +743,156 @@ fn a_correlation_id_reused_across_a_hole_is_reported_not_paired_with_the_survivo
         err.contains("paired with request frame 1, the one seen with that id, which came after bytes of the requests were lost; if a request lost there had the same id"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// decode, scan and summary agree
+
+/// What one command says of a capture: responses paired with their requests (every API;
+/// ElectLeaders alone), responses unpaired, ElectLeaders requests never answered, and
+/// whether the output is partial. `None` where the command does not say.
+#[derive(Debug, PartialEq, Eq)]
+struct Counts {
+    paired: Option<usize>,
+    paired_elect: usize,
+    unpaired_responses: Option<usize>,
+    unanswered_elect: usize,
+    partial: bool,
+}
+
+fn by_decode(path: &str) -> Counts {
+    let output = tool::run_in(&tool::captures_dir(), &["decode", "--all", path], b"");
+    let objects: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let responses = of_kind(&objects, "response");
+    let paired: Vec<&&Value> = responses
+        .iter()
+        .filter(|o| o["source"]["request_frame"].is_u64())
+        .collect();
+    let answered: BTreeSet<(u64, u64)> = paired
+        .iter()
+        .map(|o| {
+            let s = &o["source"];
+            (
+                s["connection"].as_u64().unwrap(),
+                s["request_frame"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let unanswered_elect = of_kind(&objects, "request")
+        .iter()
+        .filter(|o| o["api_key"] == 43)
+        .filter(|o| {
+            let s = &o["source"];
+            !answered.contains(&(
+                s["connection"].as_u64().unwrap(),
+                s["frame"].as_u64().unwrap(),
+            ))
+        })
+        .count();
+    Counts {
+        paired: Some(paired.len()),
+        paired_elect: paired.iter().filter(|o| o["api_key"] == 43).count(),
+        unpaired_responses: Some(responses.iter().filter(|o| o["api_key"].is_null()).count()),
+        unanswered_elect,
+        partial: output.status.code() == Some(1),
+    }
+}
+
+fn by_scan(path: &str) -> Counts {
+    let output = tool::run_in(&tool::captures_dir(), &["scan", "--json", path], b"");
+    let lines: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().all(|l| !l["request"].is_null()), "{lines:#?}");
+    Counts {
+        paired: None,
+        paired_elect: lines.iter().filter(|l| !l["response"].is_null()).count(),
+        unpaired_responses: None,
+        unanswered_elect: lines.iter().filter(|l| l["response"].is_null()).count(),
+        partial: output.status.code() == Some(1),
+    }
+}
+
+fn by_summary(path: &str) -> Counts {
+    let output = tool::run_in(&tool::captures_dir(), &["summary", "--json", path], b"");
+    let s: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let a = &s["anomalies"];
+    let n = |v: &Value| v.as_u64().unwrap() as usize;
+    Counts {
+        paired: Some(
+            s["apis"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|api| n(&api["responses"]))
+                .sum(),
+        ),
+        paired_elect: n(&s["latency_us"]["paired"]),
+        unpaired_responses: Some(n(&a["unpaired_responses"])),
+        unanswered_elect: a["unanswered_by_api"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["api_key"] == 43)
+            .map(|u| n(&u["requests"]))
+            .sum(),
+        partial: a["partial"] == true,
+    }
+}
+
+#[test]
+fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
+    let mut paths: Vec<String> = [
+        "elect-leaders-kafka-4.4.pcap",
+        "elect-leaders-kafka-4.4.pcapng",
+    ]
+    .map(String::from)
+    .to_vec();
+    for (name, _) in captures() {
+        paths.push(format!("adversarial/{name}"));
+    }
+    // What each adversarial capture holds: (paired, ElectLeaders paired, unpaired
+    // responses, ElectLeaders unanswered, partial).
+    let expected: BTreeMap<&str, (usize, usize, usize, usize, bool)> = [
+        ("adversarial/hole-then-ack.pcap", (1, 1, 1, 0, true)),
+        ("adversarial/pipelined-1100.pcap", (1100, 11, 0, 0, false)),
+        ("adversarial/mid-connection.pcap", (1, 1, 1, 0, false)),
+        ("adversarial/produce-acks0.pcap", (2, 1, 0, 0, false)),
+        (
+            "adversarial/correlation-reuse-hole.pcap",
+            (1, 1, 1, 0, true),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(expected.len(), captures().len());
+    for path in &paths {
+        let decode = by_decode(path);
+        let scan = by_scan(path);
+        let summary = by_summary(path);
+        assert_eq!(decode, summary, "{path}: decode, summary");
+        if let Some(&(paired, paired_elect, unpaired, unanswered_elect, partial)) =
+            expected.get(path.as_str())
+        {
+            let want = Counts {
+                paired: Some(paired),
+                paired_elect,
+                unpaired_responses: Some(unpaired),
+                unanswered_elect,
+                partial,
+            };
+            assert_eq!(decode, want, "{path}");
+        }
+        assert_eq!(
+            (decode.paired_elect, decode.unanswered_elect, decode.partial),
+            (scan.paired_elect, scan.unanswered_elect, scan.partial),
+            "{path}: decode, scan"
+        );
+    }
 }
