@@ -180,6 +180,9 @@ pub enum Event {
         offset: u64,
         len: u64,
         packet: u64,
+        /// The bytes were cut by the snap length (the capture has their packets, shorter
+        /// than sent), not lost.
+        cut: bool,
     },
     /// The connection ended: FIN seen both ways, RST, a new SYN on its 4-tuple, the end of
     /// the capture (`packet` None), or the reader let go of it ([`Limits`]: idle longer than

@@ -514,6 +514,7 @@ impl Analyzer {
                 offset,
                 len,
                 packet,
+                cut,
                 ..
             } => {
                 let Some(c) = self.conns.get_mut(&conn) else {
@@ -522,10 +523,18 @@ impl Analyzer {
                 let i = c.dir_index(from);
                 let d = &mut c.dirs[i];
                 let held = d.live().len();
-                let mut message = format!(
-                    "{len} bytes missing from the capture at stream offset {offset} ({} -> {})",
-                    d.from, d.to
-                );
+                let mut message = if cut {
+                    format!(
+                        "{len} bytes cut by the snap length at stream offset {offset} ({} -> \
+                         {}): the capture has their packets, shorter than they were sent",
+                        d.from, d.to
+                    )
+                } else {
+                    format!(
+                        "{len} bytes missing from the capture at stream offset {offset} ({} -> {})",
+                        d.from, d.to
+                    )
+                };
                 if held > 0 {
                     message.push_str(&format!(
                         "; the frame in progress at offset {} ({held} bytes held) is lost",
@@ -566,6 +575,9 @@ impl Analyzer {
                     release_front(conn, &mut c, None, &mut self.budget, out);
                 }
                 let limit = limit_close.then_some(reason);
+                // Each direction's note names the packet where its frame began: in packet
+                // order, whichever direction that is.
+                let mut cut_short = Vec::new();
                 for d in &c.dirs {
                     let held = d.live().len();
                     if held > 0 {
@@ -577,7 +589,7 @@ impl Analyzer {
                         };
                         // At the end of the capture, the packet where the frame began.
                         let packet = packet.or(Some(d.packets_of(d.start, d.start + 1).0));
-                        out(Item::Note(Note {
+                        cut_short.push(Note {
                             conn: Some((conn, d.from, d.to)),
                             packet,
                             message: format!(
@@ -586,8 +598,12 @@ impl Analyzer {
                                 d.start
                             ),
                             partial: true,
-                        }));
+                        });
                     }
+                }
+                cut_short.sort_by_key(|n| n.packet);
+                for note in cut_short {
+                    out(Item::Note(note));
                 }
                 let waiting = c.waiting.len();
                 c.waiting = VecDeque::new();

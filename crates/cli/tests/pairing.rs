@@ -381,6 +381,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("mid-connection.pcap", mid_connection()),
         ("produce-acks0.pcap", produce_acks0()),
         ("correlation-reuse-hole.pcap", correlation_reuse_hole()),
+        ("gaps-both-ways.pcap", gaps_both_ways()),
     ]
 }
 
@@ -868,6 +869,7 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
             "adversarial/correlation-reuse-hole.pcap",
             (1, 1, 1, 0, true),
         ),
+        ("adversarial/gaps-both-ways.pcap", (2, 2, 1, 2, true)),
     ]
     .into_iter()
     .collect();
@@ -895,4 +897,73 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
             "{path}: decode, scan"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Finding 11: the notes' words
+
+/// Gaps both ways: request 1 lost (client to broker), then answers 3 and 4 lost (broker
+/// to client), each proven by the other side's ACK.
+fn gaps_both_ways() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let mut lost = vec![c.client(elect_request(1, "a"), 100_000)];
+    c.client(elect_request(2, "b"), 110_000);
+    c.server(elect_response(1, "a", 0), 120_000);
+    c.server(elect_response(2, "b", 0), 130_000);
+    c.client(elect_request(3, "c"), 140_000);
+    lost.push(c.server(elect_response(3, "c", 0), 150_000));
+    c.client(elect_request(4, "d"), 160_000);
+    lost.push(c.server(elect_response(4, "d", 0), 170_000));
+    c.client(elect_request(5, "e"), 180_000);
+    c.server(elect_response(5, "e", 0), 190_000);
+    c.fin(200_000);
+    for i in lost {
+        c.lose(i);
+    }
+    c.pcap()
+}
+
+#[test]
+fn a_repeat_count_says_when_its_notes_go_the_other_way() {
+    let (_, err, status) = decode(&gaps_both_ways(), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    let count: Vec<&str> = err.lines().filter(|l| l.contains(" more like ")).collect();
+    assert_eq!(count.len(), 1, "{err}");
+    // The quoted note is the first, client to broker; the two counted went the other way.
+    assert!(
+        count[0].contains("(10.0.0.1:50123 -> 10.0.0.2:9092)"),
+        "{err}"
+    );
+    assert!(
+        count[0].contains("all of them the other way, as 10.0.0.2:9092 -> 10.0.0.1:50123)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_notes_at_the_end_of_a_capture_come_in_packet_order() {
+    // The capture ends inside a response begun in packet 5 and inside a request begun in
+    // packet 6. The client's direction was named first whatever the packets.
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "a"), 100_000);
+    let answer = elect_response(1, "a", 0);
+    c.server(answer[..10].to_vec(), 110_000);
+    let request = elect_request(2, "b");
+    c.client(request[..10].to_vec(), 120_000);
+    let (_, err, status) = decode(&c.pcap(), &[]);
+    assert_eq!(status, Some(1), "{err}");
+    // The first is said in full, the second counted (one kind): the first is packet 5's.
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("inside a frame"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].contains(": packet 5: connection 1 (10.0.0.2:9092 -> 10.0.0.1:50123)"),
+        "{err}"
+    );
+    assert!(
+        lines[1].contains("1 more like") && lines[1].contains("(packets 6 to 6,"),
+        "{err}"
+    );
 }

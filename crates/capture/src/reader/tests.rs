@@ -452,6 +452,19 @@ fn capture_overlapping_segments_with_different_bytes_keep_the_first() {
         "{}",
         n[0].1
     );
+    // The offsets where the bytes differ, not the whole segment's (issue 36, finding 11):
+    // "XXXXX" over "56789" (the segment ran to 15), "KL" over "kl" ("j" and "m" agree or
+    // overlap nothing).
+    assert!(
+        n[0].1.contains("at stream offsets 5..10 disagree"),
+        "{}",
+        n[0].1
+    );
+    assert!(
+        n[1].1.contains("at stream offsets 20..22 disagree"),
+        "{}",
+        n[1].1
+    );
 }
 
 #[test]

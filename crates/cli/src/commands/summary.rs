@@ -507,7 +507,7 @@ impl Tally {
         a.notes += 1;
         a.partial += u64::from(note.partial);
         let m = &note.message;
-        if m.contains("missing from the capture") {
+        if m.contains("missing from the capture") || m.contains("cut by the snap length at") {
             a.gaps += 1;
         } else if m.contains(" at frame byte ") || m.contains(": not a frame: ") {
             a.malformed += 1;
