@@ -684,21 +684,27 @@ fn drain(
                 return;
             };
             let skipped = d.skipped + p as u64;
-            if skipped > 0 && (d.frames > 0 || c.syn_seen) {
-                let note = format!(
-                    "{skipped} bytes before stream offset {} passed over, to the next frame \
-                     boundary that could be proven",
-                    d.start + p as u64
-                );
-                let at = d.start + p as u64;
-                out(Item::Note(Note {
-                    conn: Some((conn, d.from, d.to)),
-                    packet: Some(d.packets_of(at, at + 1).0),
-                    message: note,
-                    partial: true,
-                }));
-            }
+            let at = d.start + p as u64;
+            let passed_over = (skipped > 0 && (d.frames > 0 || c.syn_seen)).then(|| Note {
+                conn: Some((conn, d.from, d.to)),
+                packet: Some(d.packets_of(at, at + 1).0),
+                message: format!(
+                    "{skipped} bytes before stream offset {at} passed over, to the next frame \
+                     boundary that could be proven"
+                ),
+                partial: true,
+            });
             d.consume(p);
+            if role == Role::Requests {
+                // Every request before the boundary is cut or lost: the responses that
+                // waited for them go first (they came in earlier packets than the one
+                // that proved the boundary, named below).
+                release_held(conn, c, budget, out);
+            }
+            if let Some(note) = passed_over {
+                out(Item::Note(note));
+            }
+            let d = &mut c.dirs[i];
             d.synced = true;
             d.waiting.clear();
             d.skipped = 0;
@@ -1055,8 +1061,12 @@ fn hand_on(
         None => {
             // An answer to a request lost before the oldest request waiting: if that one
             // came after the hole, the hole's request is answered, the doubt is gone.
-            if let Some(w) = c.waiting.front_mut() {
-                w.after_gap = false;
+            match c.waiting.front_mut() {
+                Some(w) => w.after_gap = false,
+                None => {
+                    let requests = c.requests();
+                    c.dirs[requests].lost_since_frame = false;
+                }
             }
             // A capture that began mid-connection: a request that ended before the first
             // frame the capture shows was sent before it began; its response is expected

@@ -382,6 +382,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("produce-acks0.pcap", produce_acks0()),
         ("correlation-reuse-hole.pcap", correlation_reuse_hole()),
         ("gaps-both-ways.pcap", gaps_both_ways()),
+        ("lost-middle-segment.pcap", lost_middle_segment()),
     ]
 }
 
@@ -870,6 +871,7 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
             (1, 1, 1, 0, true),
         ),
         ("adversarial/gaps-both-ways.pcap", (2, 2, 1, 2, true)),
+        ("adversarial/lost-middle-segment.pcap", (2, 2, 1, 0, true)),
     ]
     .into_iter()
     .collect();
@@ -966,4 +968,47 @@ fn the_notes_at_the_end_of_a_capture_come_in_packet_order() {
         lines[1].contains("1 more like") && lines[1].contains("(packets 6 to 6,"),
         "{err}"
     );
+}
+
+/// A request (id 2) whose middle segment the capture lost, the broker's answer
+/// acknowledging it all, then one more exchange.
+fn lost_middle_segment() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "a"), 100_000);
+    c.server(elect_response(1, "a", 0), 110_000);
+    let r = elect_request(2, "b");
+    c.client(r[..20].to_vec(), 120_000);
+    let lost = c.client(r[20..30].to_vec(), 130_000);
+    c.client(r[30..].to_vec(), 140_000);
+    c.server(elect_response(2, "b", 0), 150_000);
+    c.client(elect_request(3, "c"), 160_000);
+    c.server(elect_response(3, "c", 0), 170_000);
+    c.fin(200_000);
+    c.lose(lost);
+    c.pcap()
+}
+
+#[test]
+fn notes_come_in_packet_order_when_a_response_waited_for_the_requests() {
+    // The answer to request 2 (packet 8) waits until the requests' direction finds its
+    // next frame boundary (packet 9): its note came after the one of packet 9.
+    let (objects, err, status) = decode(&lost_middle_segment(), &["--all"]);
+    assert_eq!(status, Some(1), "{err}");
+    let packets: Vec<u64> = err
+        .lines()
+        .filter_map(|l| {
+            let at = l.find(": packet ")? + 9;
+            l[at..].split(':').next()?.parse().ok()
+        })
+        .collect();
+    assert_eq!(packets, [8, 8, 9], "{err}");
+    assert!(
+        !err.contains("paired with request frame"),
+        "no doubt: {err}"
+    );
+    let paired = objects
+        .iter()
+        .filter(|o| o["source"]["request_frame"].is_u64())
+        .count();
+    assert_eq!(paired, 2, "{objects:#?}");
 }
