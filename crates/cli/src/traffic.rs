@@ -134,11 +134,18 @@ impl Reporter {
         out.flush()?;
         for r in self.repeats.iter().filter(|r| r.count > 0) {
             let mut span = Vec::new();
-            if let Some((a, b)) = r.packets {
-                span.push(format!("packets {a} to {b}"));
+            let range = |one: &str, many: &str, (a, b): (u64, u64)| {
+                if a == b {
+                    format!("{one} {a}")
+                } else {
+                    format!("{many} {a} to {b}")
+                }
+            };
+            if let Some(packets) = r.packets {
+                span.push(range("packet", "packets", packets));
             }
             if let Some((a, b)) = r.conns {
-                span.push(format!("connections {a} to {b}"));
+                span.push(range("connection", "connections", (a.into(), b.into())));
             }
             if let Some((from, to)) = r.other {
                 let which = if r.other_way == r.count {
