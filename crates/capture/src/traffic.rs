@@ -1147,7 +1147,9 @@ fn never_answered(frame: &[u8], request: Pending) -> bool {
             }
         }
     }
-    if version >= 3 {
+    // Produce's transactional_id, from its version 3 (not an ElectLeaders version).
+    const TRANSACTIONAL_ID_SINCE: i16 = 3;
+    if version >= TRANSACTIONAL_ID_SINCE {
         if flexible {
             // Compact nullable string: length + 1, 0 for null.
             let Some(n) = uvarint(frame, &mut at) else {

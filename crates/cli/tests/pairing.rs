@@ -106,7 +106,9 @@ fn produce_request(version: i16, acks: i16, correlation_id: i32) -> Vec<u8> {
     if flexible {
         b.push(0); // header tagged fields
     }
-    if version >= 3 {
+    // Produce's transactional_id, from its version 3 (not an ElectLeaders version).
+    const TRANSACTIONAL_ID_SINCE: i16 = 3;
+    if version >= TRANSACTIONAL_ID_SINCE {
         if flexible {
             b.push(0); // compact null
         } else {
