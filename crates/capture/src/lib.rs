@@ -34,7 +34,11 @@
 //!
 //! **Memory is bounded by the connections followed, never by the capture:** per direction
 //! at most one frame (up to the maximum frame size) and a bounded reassembly buffer, per
-//! connection a fixed table of requests in flight (about 10 KB per connection at rest).
+//! connection the requests waiting for their responses, within a budget in bytes
+//! ([`Limits::in_flight_bytes`], 1 MiB by default, and [`Limits::in_flight_total_bytes`]
+//! for all connections, 64 MiB): a request beyond it is not kept for pairing and is named
+//! in a note, one by one, and its response says why it is unpaired. A request Kafka never
+//! answers (Produce with `acks` 0) is not waited for.
 //! [`Limits`] bound the connections: one idle for longer than the idle timeout (capture
 //! time, 10 minutes by default) is let go, and at most `max_connections` (10,000 by
 //! default) are followed, the least recently active let go first

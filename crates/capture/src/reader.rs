@@ -152,8 +152,10 @@ pub enum Event {
     /// Bytes of one direction, in stream order, without holes or repeats: `from` -> `to`,
     /// starting at `offset` in that direction's stream (0 = first byte after the SYN; or the
     /// first byte seen when the capture began mid-connection). `packet` is the (1-based, as
-    /// Wireshark numbers them) packet that completed these bytes, `time` its capture time
-    /// (for bytes flushed at the end of the capture: the last packet read). Consecutive Data
+    /// Wireshark numbers them) packet that carried these bytes, `time` its capture time,
+    /// also when they are delivered later (held out of order until a hole before them was
+    /// filled, declared lost, or the connection closed): bytes of different packets come
+    /// as different Data, never named by the packet that released them. Consecutive Data
     /// of one direction continue each other.
     Data {
         conn: ConnId,
@@ -178,6 +180,9 @@ pub enum Event {
         offset: u64,
         len: u64,
         packet: u64,
+        /// The bytes were cut by the snap length (the capture has their packets, shorter
+        /// than sent), not lost.
+        cut: bool,
     },
     /// The connection ended: FIN seen both ways, RST, a new SYN on its 4-tuple, the end of
     /// the capture (`packet` None), or the reader let go of it ([`Limits`]: idle longer than
@@ -206,7 +211,7 @@ impl Event {
 }
 
 /// How many connections a capture follows at once, and for how long one that is idle.
-/// Memory grows with the connections followed (about 10 KB each when idle, plus the bytes
+/// Memory grows with the connections followed (a few KB each when idle, plus the bytes
 /// each holds: see the crate's documentation), so both bound it whatever the capture.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Limits {
@@ -216,6 +221,13 @@ pub struct Limits {
     /// At most this many connections are followed; opening one more first closes the least
     /// recently active. Default [`Limits::DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// Bytes of the table of requests waiting for their responses, per connection, at
+    /// most ([`crate::traffic::IN_FLIGHT_ENTRY_BYTES`] per request): a request beyond it is
+    /// not kept for pairing, and named. Default [`Limits::DEFAULT_IN_FLIGHT_BYTES`].
+    pub in_flight_bytes: usize,
+    /// The same, on all connections together. Default
+    /// [`Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES`].
+    pub in_flight_total_bytes: usize,
 }
 
 impl Limits {
@@ -223,6 +235,11 @@ impl Limits {
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
     /// The default number of connections followed at once.
     pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+    /// The default in-flight budget of one connection: 1 MiB, some 26,000 requests
+    /// waiting (a client pipelines a few hundred at most).
+    pub const DEFAULT_IN_FLIGHT_BYTES: usize = 1 << 20;
+    /// The default in-flight budget of all connections together: 64 MiB.
+    pub const DEFAULT_IN_FLIGHT_TOTAL_BYTES: usize = 64 << 20;
 }
 
 impl Default for Limits {
@@ -230,6 +247,8 @@ impl Default for Limits {
         Limits {
             idle_timeout: Limits::DEFAULT_IDLE_TIMEOUT,
             max_connections: Limits::DEFAULT_MAX_CONNECTIONS,
+            in_flight_bytes: Limits::DEFAULT_IN_FLIGHT_BYTES,
+            in_flight_total_bytes: Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES,
         }
     }
 }
@@ -508,6 +527,11 @@ impl<R: Read> Capture<R> {
     /// ([`Limits::default`] until then).
     pub fn set_limits(&mut self, limits: Limits) {
         self.dec.tracker.set_limits(limits);
+    }
+
+    /// The limits set (for [`crate::Traffic`], which takes the in-flight budgets from them).
+    pub fn limits(&self) -> Limits {
+        self.dec.tracker.limits()
     }
 
     fn finish(&mut self) {

@@ -31,8 +31,19 @@ impl Key {
     }
 }
 
+/// The packet that carried some bytes: its number, capture time and how far it acknowledged
+/// the other direction. Each held piece keeps its own, so that bytes delivered later (after
+/// a hole is filled or declared lost) are still named by the packet that carried them, never
+/// by the packet that released them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Seen {
+    pub packet: u64,
+    pub time: Timestamp,
+    pub acked: Option<u64>,
+}
+
 enum Piece {
-    Bytes(Vec<u8>),
+    Bytes(Vec<u8>, Seen),
     /// Bytes the capture never had (cut by the snap length).
     Lost(u64),
 }
@@ -40,14 +51,14 @@ enum Piece {
 impl Piece {
     fn len(&self) -> u64 {
         match self {
-            Piece::Bytes(b) => b.len() as u64,
+            Piece::Bytes(b, _) => b.len() as u64,
             Piece::Lost(n) => *n,
         }
     }
 
     fn cost(&self) -> usize {
         match self {
-            Piece::Bytes(b) => b.len() + PIECE_OVERHEAD,
+            Piece::Bytes(b, _) => b.len() + PIECE_OVERHEAD,
             Piece::Lost(_) => PIECE_OVERHEAD,
         }
     }
@@ -94,20 +105,45 @@ impl Direction {
         self.recent.extend(tail);
     }
 
-    /// Whether `bytes`, found at stream offset `start` (below `next`), agree with what was
-    /// delivered there, as far as the recent window remembers it.
-    fn agrees_with_delivered(&self, start: u64, bytes: &[u8]) -> bool {
+    /// Where `bytes`, found at stream offset `start` (below `next`), disagree with what was
+    /// delivered there, as far as the recent window remembers it: the stream offsets from
+    /// the first byte that differs to the last (`None`: they agree).
+    fn disagreement_with_delivered(&self, start: u64, bytes: &[u8]) -> Disagreement {
         let window_start = self.next - self.recent.len() as u64;
         let from = start.max(window_start);
         let to = (start + bytes.len() as u64).min(self.next);
         if from >= to {
-            return true;
+            return None;
         }
         let theirs = self
             .recent
             .range((from - window_start) as usize..(to - window_start) as usize);
         let ours = &bytes[(from - start) as usize..(to - start) as usize];
-        theirs.eq(ours.iter())
+        span(theirs.zip(ours).map(|(a, b)| a != b), from)
+    }
+}
+
+/// The stream offsets where bytes captured twice disagree: from the first byte that
+/// differs to the last (exclusive); `None` when they agree.
+type Disagreement = Option<(u64, u64)>;
+
+/// The span of the `true`s of `differs`, as stream offsets from `base`.
+fn span(differs: impl Iterator<Item = bool>, base: u64) -> Disagreement {
+    let mut found = None;
+    for (i, d) in differs.enumerate() {
+        if d {
+            let at = base + i as u64;
+            found = Some(found.map_or((at, at + 1), |(a, _)| (a, at + 1)));
+        }
+    }
+    found
+}
+
+/// Both spans as one.
+fn union(a: Disagreement, b: Disagreement) -> Disagreement {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+        (x, None) | (None, x) => x,
     }
 }
 
@@ -204,8 +240,9 @@ impl Recency {
 
 /// What a direction's delivery produced, before it is turned into events.
 enum Out {
-    Data(u64, Vec<u8>),
-    Gap(u64, u64),
+    Data(u64, Vec<u8>, Seen),
+    /// Offset, length, and whether the bytes were cut by the snap length (else lost).
+    Gap(u64, u64, bool),
 }
 
 /// Why the tracker let go of a connection before its end, for the Close event.
@@ -257,6 +294,10 @@ impl Tracker {
 
     pub fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// Closes the connections idle for longer than the idle timeout at capture time `now`.
@@ -375,6 +416,20 @@ impl Tracker {
             return;
         }
 
+        // What this packet acknowledges of the other direction: the bytes its sender had
+        // received, so every request a response in it answers ends there or before.
+        let acked = (seg.flags & TCP_ACK != 0)
+            .then(|| {
+                let other = &conn.dirs[1 - d];
+                let base = other.base?;
+                u64::try_from(other.offset(base, seg.ack)).ok()
+            })
+            .flatten();
+        let seen_here = Seen {
+            packet,
+            time,
+            acked,
+        };
         let dir = &mut conn.dirs[d];
         let Some(base) = dir.base else {
             return;
@@ -383,13 +438,16 @@ impl Tracker {
         let len = seg.payload.len() as u64 + seg.missing;
         let mut out = Vec::new();
         let keepalive = len <= 1 && start == i128::from(dir.next) - 1;
-        if len > 0 && !keepalive && !accept(dir, start, seg.payload, seg.missing, &mut out) {
+        let differs = if len > 0 && !keepalive {
+            accept(dir, start, seg.payload, seg.missing, seen_here, &mut out)
+        } else {
+            None
+        };
+        if let Some((a, b)) = differs {
             sink.push(Event::Note {
                 packet,
                 message: format!(
-                    "TCP bytes {from} -> {to} at stream offsets {}..{} disagree with the bytes captured first there: kept the first",
-                    start.max(0),
-                    start + i128::from(len)
+                    "TCP bytes {from} -> {to} at stream offsets {a}..{b} disagree with the bytes captured first there: kept the first"
                 ),
             });
         }
@@ -407,19 +465,10 @@ impl Tracker {
             let Some((&first, _)) = dir.held.first_key_value() else {
                 break;
             };
-            gap(dir, first - dir.next, &mut out);
+            gap(dir, first - dir.next, false, &mut out);
             drain(dir, &mut out);
         }
-        // What this packet acknowledges of the other direction: the bytes its sender had
-        // received, so every request a response in it answers ends there or before.
-        let acked = (seg.flags & TCP_ACK != 0)
-            .then(|| {
-                let other = &conn.dirs[1 - d];
-                let base = other.base?;
-                u64::try_from(other.offset(base, seg.ack)).ok()
-            })
-            .flatten();
-        emit(conn.id, from, to, out, packet, time, acked, sink);
+        emit(conn.id, from, to, out, packet, sink);
 
         if seg.flags & TCP_ACK != 0 {
             // What the peer acknowledged and the capture does not have was lost by the
@@ -431,7 +480,7 @@ impl Tracker {
                     other.acked = acked as u64;
                     let mut out = Vec::new();
                     confirm_lost(other, &mut out);
-                    emit(conn.id, to, from, out, packet, time, None, sink);
+                    emit(conn.id, to, from, out, packet, sink);
                 }
             }
         }
@@ -512,15 +561,15 @@ impl Tracker {
         for (dir, (from, to)) in conn.dirs.iter_mut().zip(ends) {
             let mut out = Vec::new();
             while let Some((&first, _)) = dir.held.first_key_value() {
-                gap(dir, first - dir.next, &mut out);
+                gap(dir, first - dir.next, false, &mut out);
                 drain(dir, &mut out);
             }
             if let Some(fin) = dir.fin {
                 if fin > dir.next {
-                    gap(dir, fin - dir.next, &mut out);
+                    gap(dir, fin - dir.next, false, &mut out);
                 }
             }
-            emit(conn.id, from, to, out, at.0, at.1, None, sink);
+            emit(conn.id, from, to, out, at.0, sink);
         }
         sink.push(Event::Close {
             conn: conn.id,
@@ -542,24 +591,28 @@ impl Tracker {
 
 /// Takes in a segment's bytes at stream offset `start` (may be negative: before the stream
 /// began): drops what was delivered already, holds what is ahead, and delivers what is now in
-/// order. False when some of its bytes disagree with bytes captured first.
+/// order. Where some of its bytes disagree with bytes captured first, says where.
 fn accept(
     dir: &mut Direction,
     start: i128,
     bytes: &[u8],
     missing: u64,
+    seen: Seen,
     out: &mut Vec<Out>,
-) -> bool {
+) -> Disagreement {
     let next = i128::from(dir.next);
     let end = start + bytes.len() as i128 + i128::from(missing);
     if end <= next {
-        return start < 0 || dir.agrees_with_delivered(start as u64, bytes);
+        if start < 0 {
+            return None;
+        }
+        return dir.disagreement_with_delivered(start as u64, bytes);
     }
-    let mut agrees = true;
+    let mut differs = None;
     let (start, bytes, missing) = if start < next {
         let skip = (next - start) as u64;
         if start >= 0 {
-            agrees &= dir.agrees_with_delivered(start as u64, bytes);
+            differs = dir.disagreement_with_delivered(start as u64, bytes);
         }
         let skip_bytes = skip.min(bytes.len() as u64) as usize;
         let skip_missing = skip - skip_bytes as u64;
@@ -572,48 +625,48 @@ fn accept(
         if !bytes.is_empty() {
             dir.next += bytes.len() as u64;
             dir.remember(bytes);
-            out.push(Out::Data(start, bytes.to_vec()));
+            out.push(Out::Data(start, bytes.to_vec(), seen));
         }
         if missing > 0 {
-            gap(dir, missing, out);
+            gap(dir, missing, true, out);
         }
-        return agrees;
+        return differs;
     }
     if !bytes.is_empty() {
-        agrees &= hold(dir, start, PieceRef::Bytes(bytes));
+        differs = union(differs, hold(dir, start, PieceRef::Bytes(bytes, seen)));
     }
     if missing > 0 {
         hold(dir, start + bytes.len() as u64, PieceRef::Lost(missing));
     }
     drain(dir, out);
-    agrees
+    differs
 }
 
 #[derive(Clone, Copy)]
 enum PieceRef<'a> {
-    Bytes(&'a [u8]),
+    Bytes(&'a [u8], Seen),
     Lost(u64),
 }
 
 impl PieceRef<'_> {
     fn len(&self) -> u64 {
         match self {
-            PieceRef::Bytes(b) => b.len() as u64,
+            PieceRef::Bytes(b, _) => b.len() as u64,
             PieceRef::Lost(n) => *n,
         }
     }
 
     fn slice(&self, from: u64, to: u64) -> Piece {
         match self {
-            PieceRef::Bytes(b) => Piece::Bytes(b[from as usize..to as usize].to_vec()),
+            PieceRef::Bytes(b, seen) => Piece::Bytes(b[from as usize..to as usize].to_vec(), *seen),
             PieceRef::Lost(_) => Piece::Lost(to - from),
         }
     }
 }
 
 /// Holds the parts of a piece (at `start`, at or after `next`) that no held piece covers
-/// already; where both have bytes, compares them. False when they disagree.
-fn hold(dir: &mut Direction, start: u64, piece: PieceRef<'_>) -> bool {
+/// already; where both have bytes, compares them, and says where they disagree.
+fn hold(dir: &mut Direction, start: u64, piece: PieceRef<'_>) -> Disagreement {
     let end = start + piece.len();
     // Held pieces overlapping start..end: they do not overlap each other, so walking back from
     // the last one starting before `end` finds them all.
@@ -626,20 +679,20 @@ fn hold(dir: &mut Direction, start: u64, piece: PieceRef<'_>) -> bool {
         overlaps.push((s, e));
     }
     overlaps.reverse();
-    let mut agrees = true;
+    let mut differs = None;
     let mut cursor = start;
     let mut uncovered = Vec::new();
     for (s, e) in overlaps {
         if s > cursor {
             uncovered.push((cursor, s));
         }
-        if let (PieceRef::Bytes(new), Some(Piece::Bytes(old))) = (piece, dir.held.get(&s)) {
+        if let (PieceRef::Bytes(new, _), Some(Piece::Bytes(old, _))) = (piece, dir.held.get(&s)) {
             let from = s.max(start);
             let to = e.min(end);
             if from < to {
                 let a = &new[(from - start) as usize..(to - start) as usize];
                 let b = &old[(from - s) as usize..(to - s) as usize];
-                agrees &= a == b;
+                differs = union(differs, span(a.iter().zip(b).map(|(x, y)| x != y), from));
             }
         }
         cursor = cursor.max(e);
@@ -652,7 +705,7 @@ fn hold(dir: &mut Direction, start: u64, piece: PieceRef<'_>) -> bool {
         dir.held_cost += part.cost();
         dir.held.insert(s, part);
     }
-    agrees
+    differs
 }
 
 /// Declares lost the holes below what the peer acknowledged, delivering what was held after
@@ -662,10 +715,10 @@ fn confirm_lost(dir: &mut Direction, out: &mut Vec<Out>) {
     while dir.next < upto {
         match dir.held.first_key_value() {
             Some((&first, _)) if first < upto => {
-                gap(dir, first - dir.next, out);
+                gap(dir, first - dir.next, false, out);
                 drain(dir, out);
             }
-            _ => gap(dir, upto - dir.next, out),
+            _ => gap(dir, upto - dir.next, false, out),
         }
     }
 }
@@ -679,65 +732,60 @@ fn drain(dir: &mut Direction, out: &mut Vec<Out>) {
         let piece = entry.remove();
         dir.held_cost = dir.held_cost.saturating_sub(piece.cost());
         match piece {
-            Piece::Bytes(bytes) => {
+            Piece::Bytes(bytes, seen) => {
                 dir.remember(&bytes);
                 let at = dir.next;
                 dir.next += bytes.len() as u64;
+                // Pieces of one packet are joined; each packet's bytes go out as their
+                // own Data, named by that packet.
                 match out.last_mut() {
-                    Some(Out::Data(s, b)) if *s + b.len() as u64 == at => {
+                    Some(Out::Data(s, b, by)) if *s + b.len() as u64 == at && *by == seen => {
                         b.extend_from_slice(&bytes)
                     }
-                    _ => out.push(Out::Data(at, bytes)),
+                    _ => out.push(Out::Data(at, bytes, seen)),
                 }
             }
-            Piece::Lost(n) => gap(dir, n, out),
+            Piece::Lost(n) => gap(dir, n, true, out),
         }
     }
 }
 
 /// Declares `len` bytes from `next` lost.
-fn gap(dir: &mut Direction, len: u64, out: &mut Vec<Out>) {
+fn gap(dir: &mut Direction, len: u64, cut: bool, out: &mut Vec<Out>) {
     if len == 0 {
         return;
     }
     dir.recent.clear();
     match out.last_mut() {
-        Some(Out::Gap(s, n)) if *s + *n == dir.next => *n += len,
-        _ => out.push(Out::Gap(dir.next, len)),
+        Some(Out::Gap(s, n, c)) if *s + *n == dir.next && *c == cut => *n += len,
+        _ => out.push(Out::Gap(dir.next, len, cut)),
     }
     dir.next += len;
 }
 
-#[allow(clippy::too_many_arguments)]
-fn emit(
-    conn: ConnId,
-    from: Endpoint,
-    to: Endpoint,
-    out: Vec<Out>,
-    packet: u64,
-    time: Timestamp,
-    acked: Option<u64>,
-    sink: &mut Sink,
-) {
+/// Turns what a delivery produced into events: each Data named by the packet that carried
+/// its bytes, each Gap by `packet`, where it was noticed.
+fn emit(conn: ConnId, from: Endpoint, to: Endpoint, out: Vec<Out>, packet: u64, sink: &mut Sink) {
     for o in out {
         sink.push(match o {
-            Out::Data(offset, bytes) => Event::Data {
+            Out::Data(offset, bytes, seen) => Event::Data {
                 conn,
                 from,
                 to,
                 offset,
                 bytes,
-                packet,
-                time,
-                acked,
+                packet: seen.packet,
+                time: seen.time,
+                acked: seen.acked,
             },
-            Out::Gap(offset, len) => Event::Gap {
+            Out::Gap(offset, len, cut) => Event::Gap {
                 conn,
                 from,
                 to,
                 offset,
                 len,
                 packet,
+                cut,
             },
         });
     }

@@ -7,21 +7,24 @@
 //! itself: it hands whole frames to the library's parsers (through the commands).
 //!
 //! Memory: per open connection, at most one frame per direction (bounded by the maximum
-//! frame size), a fixed-size table of requests in flight, and the responses waiting for
+//! frame size), the requests in flight within the in-flight budgets, and the responses waiting for
 //! their requests (at most [`HELD_RESPONSES`] and [`HELD_RESPONSE_BYTES`]). The capture
 //! layer bounds the open connections ([`crate::Limits`]).
 
 use std::collections::{HashMap, VecDeque};
 
 use kafka_elect_leaders::{
-    is_known_request, parse_request, parse_response, peek_request, peek_response,
-    split_frame_with_max, InFlight, Pending, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
+    api_name, is_known_request, parse_request, parse_response, peek_request, peek_response,
+    split_frame_with_max, Pending, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 
-use crate::reader::{Capture, ConnId, Endpoint, Event, Timestamp};
+use crate::reader::{Capture, ConnId, Endpoint, Event, Limits, Timestamp};
 
-/// Requests that may wait for their responses on one connection.
-pub const IN_FLIGHT: usize = 1024;
+/// What one request waiting for its response costs in the in-flight budgets
+/// ([`Limits::in_flight_bytes`], [`Limits::in_flight_total_bytes`]): the table's room for
+/// it. The table of a connection grows by doubling, within its budget, and is given back
+/// when it empties.
+pub const IN_FLIGHT_ENTRY_BYTES: usize = std::mem::size_of::<Waiting>();
 
 /// Responses held on one connection, at most, while they wait for the requests they may
 /// answer (a response captured before its request); past this the oldest is let go,
@@ -101,6 +104,10 @@ pub struct Found {
     /// For a response paired with its request (of any API): that request. `None` for a
     /// request and for an unpaired response.
     pub request: Option<Asked>,
+    /// For a request: it is kept until its response comes. False for a request Kafka never
+    /// answers (a Produce with `acks` 0: not counted as unanswered), for one the in-flight
+    /// budget could not keep (a note names it), and for every response.
+    pub waits: bool,
     /// The frame's bytes, size prefix included.
     pub frame: Vec<u8>,
 }
@@ -151,8 +158,12 @@ struct Dir {
     /// Bytes passed over since the stream lost its frame boundaries.
     skipped: u64,
     frames: u64,
-    /// The stream offset of the first frame cut.
+    /// Bytes of this direction were lost (a gap) since the last frame was cut: requests may
+    /// have been lost there.
+    lost_since_frame: bool,
+    /// The stream offset of the first frame cut, and the packet of its first byte.
     first_frame: Option<u64>,
+    first_frame_packet: Option<u64>,
 }
 
 impl Dir {
@@ -169,7 +180,9 @@ impl Dir {
             frontier: 0,
             skipped: 0,
             frames: 0,
+            lost_since_frame: false,
             first_frame: None,
+            first_frame_packet: None,
         }
     }
 
@@ -217,21 +230,28 @@ impl Dir {
         self.consume(n as usize);
     }
 
-    /// The packets that carried stream bytes `[from, to)`, and the last one's time and
-    /// acknowledgement of the other direction.
+    /// The packets that carried stream bytes `[from, to)`: the first's number, the last's,
+    /// the latest capture time among them (when the last of the bytes was captured: a
+    /// byte held out of order may come from an earlier packet than one that filled a hole
+    /// before it) and the furthest any of them acknowledged the other direction.
     fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp, Option<u64>) {
         let mut first = None;
-        let mut last = (0, Timestamp::default(), None);
-        for &(end, packet, time, acked) in &self.packets {
-            if end > from && first.is_none() {
-                first = Some(packet);
+        let mut last = 0;
+        let mut time = Timestamp::default();
+        let mut acked: Option<u64> = None;
+        for &(end, packet, at, ack) in &self.packets {
+            if end <= from {
+                continue;
             }
-            last = (packet, time, acked);
+            first.get_or_insert(packet);
+            last = packet;
+            time = time.max(at);
+            acked = acked.max(ack);
             if end >= to {
                 break;
             }
         }
-        (first.unwrap_or(last.0), last.0, last.1, last.2)
+        (first.unwrap_or(last), last, time, acked)
     }
 
     /// Whether every request frame that ends at or before stream offset `acked` has been
@@ -254,6 +274,36 @@ struct Held {
     correlation_id: i32,
     /// How far the packet that completed it acknowledged the requests.
     acked: Option<u64>,
+    /// Whether it may answer a request lost in a hole rather than the one it matches.
+    doubt: Doubt,
+}
+
+/// A response whose request, by correlation id, came after a hole in the requests: a
+/// request lost there may have had the same id (a client that reuses them), and Kafka
+/// answers in order, so the lost one's answer would come first. It waits for the next
+/// response of the connection to tell.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Doubt {
+    /// No hole before its request, or the next response settled it.
+    None,
+    /// Waiting for the next response (or the connection's end).
+    Open,
+    /// The next response had the same correlation id, and no other request waits with it:
+    /// this one answers the lost request.
+    Reused,
+    /// The connection ended before a next response: paired with the request it matches,
+    /// and the doubt said in a note.
+    Unsettled,
+}
+
+/// A request waiting for its response.
+#[derive(Clone, Copy)]
+struct Waiting {
+    pending: Pending,
+    /// When and where it was seen.
+    asked: Asked,
+    /// Bytes of the requests were lost just before it (requests may have been lost).
+    after_gap: bool,
 }
 
 struct Conn {
@@ -262,9 +312,12 @@ struct Conn {
     /// The broker's side, once known.
     server: Option<Endpoint>,
     dirs: [Dir; 2],
-    in_flight: Box<InFlight<IN_FLIGHT>>,
-    /// Beside each request in flight, in the same order, when and where it was seen.
-    asked: VecDeque<Asked>,
+    /// The requests waiting for their responses, oldest first (Kafka answers in order).
+    waiting: VecDeque<Waiting>,
+    /// The bytes of the in-flight budgets `waiting` holds: its room, not its length.
+    charged: usize,
+    /// Requests not kept because the in-flight budget was full (each named in a note).
+    not_kept: u64,
     /// Responses waiting for their requests, in stream order.
     held: VecDeque<Held>,
     held_bytes: usize,
@@ -295,6 +348,67 @@ pub struct Analyzer {
     port: u16,
     max_frame: usize,
     conns: HashMap<ConnId, Conn>,
+    budget: Budget,
+}
+
+/// The in-flight budgets: per connection, and for all together (what they hold now).
+struct Budget {
+    per_conn: usize,
+    total_limit: usize,
+    total: usize,
+}
+
+impl Budget {
+    /// Keeps `w` among `c`'s requests waiting, growing the table within the budgets; else
+    /// says which budget is full (the note's words).
+    fn keep(&mut self, c: &mut Conn, w: Waiting) -> Result<(), String> {
+        let q = &mut c.waiting;
+        if q.len() == q.capacity() {
+            let entry = IN_FLIGHT_ENTRY_BYTES;
+            let cap = q.capacity();
+            let mut want = (cap * 2).max(8).min(self.per_conn / entry);
+            let room = self.total_limit.saturating_sub(self.total) / entry;
+            let by_total = want > cap + room;
+            want = want.min(cap + room);
+            if want <= cap {
+                return Err(if by_total {
+                    format!(
+                        "the requests waiting on all connections fill the reader's in-flight \
+                         budget ({} bytes, {entry} per request)",
+                        self.total_limit
+                    )
+                } else {
+                    format!(
+                        "the {} requests waiting on this connection fill its in-flight budget \
+                         ({} bytes, {entry} per request: --max-in-flight-bytes)",
+                        q.len(),
+                        self.per_conn
+                    )
+                });
+            }
+            q.reserve_exact(want - q.len());
+            let charged = q.capacity() * entry;
+            self.total = (self.total + charged).saturating_sub(c.charged);
+            c.charged = charged;
+        }
+        c.waiting.push_back(w);
+        Ok(())
+    }
+
+    /// Gives back the room of an empty table that grew for a burst.
+    fn shrink(&mut self, c: &mut Conn) {
+        if c.waiting.is_empty() && c.waiting.capacity() > 64 {
+            c.waiting = VecDeque::new();
+            self.release(c);
+        }
+    }
+
+    /// Gives back all of a connection's room (it closed, or its table was replaced).
+    fn release(&mut self, c: &mut Conn) {
+        let charged = c.waiting.capacity() * IN_FLIGHT_ENTRY_BYTES;
+        self.total = self.total.saturating_sub(c.charged) + charged;
+        c.charged = charged;
+    }
 }
 
 impl Analyzer {
@@ -306,7 +420,24 @@ impl Analyzer {
             port: port.unwrap_or(DEFAULT_PORT),
             max_frame: DEFAULT_MAX_FRAME_SIZE,
             conns: HashMap::new(),
+            budget: Budget {
+                per_conn: Limits::DEFAULT_IN_FLIGHT_BYTES,
+                total_limit: Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES,
+                total: 0,
+            },
         }
+    }
+
+    /// Takes the in-flight budgets of `limits` ([`Limits::in_flight_bytes`],
+    /// [`Limits::in_flight_total_bytes`]); the other limits are the capture layer's.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.budget.per_conn = limits.in_flight_bytes;
+        self.budget.total_limit = limits.in_flight_total_bytes;
+    }
+
+    /// Bytes of the in-flight budgets held now, on all connections.
+    pub fn in_flight_bytes(&self) -> usize {
+        self.budget.total
     }
 
     /// Takes one capture event; hands on what it completes.
@@ -336,8 +467,9 @@ impl Analyzer {
                         syn_seen,
                         server,
                         dirs: [Dir::new(a, b, syn_seen), Dir::new(b, a, syn_seen)],
-                        in_flight: Box::new(InFlight::new()),
-                        asked: VecDeque::new(),
+                        waiting: VecDeque::new(),
+                        charged: 0,
+                        not_kept: 0,
                         held: VecDeque::new(),
                         held_bytes: 0,
                     },
@@ -371,9 +503,10 @@ impl Analyzer {
                 // Requests first: a response direction may be waiting for a request, to pair
                 // a frame or to prove a boundary.
                 let requests = c.requests();
-                drain(conn, c, requests, max_frame, out);
-                drain(conn, c, 1 - requests, max_frame, out);
-                release_held(conn, c, out);
+                let budget = &mut self.budget;
+                drain(conn, c, requests, max_frame, budget, out);
+                drain(conn, c, 1 - requests, max_frame, budget, out);
+                release_held(conn, c, budget, out);
             }
             Event::Gap {
                 conn,
@@ -381,6 +514,7 @@ impl Analyzer {
                 offset,
                 len,
                 packet,
+                cut,
                 ..
             } => {
                 let Some(c) = self.conns.get_mut(&conn) else {
@@ -389,10 +523,18 @@ impl Analyzer {
                 let i = c.dir_index(from);
                 let d = &mut c.dirs[i];
                 let held = d.live().len();
-                let mut message = format!(
-                    "{len} bytes missing from the capture at stream offset {offset} ({} -> {})",
-                    d.from, d.to
-                );
+                let mut message = if cut {
+                    format!(
+                        "{len} bytes cut by the snap length at stream offset {offset} ({} -> \
+                         {}): the capture has their packets, shorter than they were sent",
+                        d.from, d.to
+                    )
+                } else {
+                    format!(
+                        "{len} bytes missing from the capture at stream offset {offset} ({} -> {})",
+                        d.from, d.to
+                    )
+                };
                 if held > 0 {
                     message.push_str(&format!(
                         "; the frame in progress at offset {} ({held} bytes held) is lost",
@@ -414,8 +556,9 @@ impl Analyzer {
                 d.packets.clear();
                 d.start = offset + len;
                 d.lose_sync(d.start);
+                d.lost_since_frame = true;
                 if c.server.is_some() {
-                    release_held(conn, c, out);
+                    release_held(conn, c, &mut self.budget, out);
                 }
             }
             Event::Close {
@@ -428,9 +571,13 @@ impl Analyzer {
                 };
                 // Nothing more will come: what waits for a request has none.
                 while !c.held.is_empty() {
-                    release_front(conn, &mut c, None, out);
+                    settle_front(&mut c, true);
+                    release_front(conn, &mut c, None, &mut self.budget, out);
                 }
                 let limit = limit_close.then_some(reason);
+                // Each direction's note names the packet where its frame began: in packet
+                // order, whichever direction that is.
+                let mut cut_short = Vec::new();
                 for d in &c.dirs {
                     let held = d.live().len();
                     if held > 0 {
@@ -442,7 +589,7 @@ impl Analyzer {
                         };
                         // At the end of the capture, the packet where the frame began.
                         let packet = packet.or(Some(d.packets_of(d.start, d.start + 1).0));
-                        out(Item::Note(Note {
+                        cut_short.push(Note {
                             conn: Some((conn, d.from, d.to)),
                             packet,
                             message: format!(
@@ -451,10 +598,16 @@ impl Analyzer {
                                 d.start
                             ),
                             partial: true,
-                        }));
+                        });
                     }
                 }
-                let waiting = c.in_flight.iter().len();
+                cut_short.sort_by_key(|n| n.packet);
+                for note in cut_short {
+                    out(Item::Note(note));
+                }
+                let waiting = c.waiting.len();
+                c.waiting = VecDeque::new();
+                self.budget.release(&mut c);
                 if let (Some(reason), true) = (limit, waiting > 0) {
                     let r = &c.dirs[c.requests()];
                     out(Item::Note(Note {
@@ -488,9 +641,10 @@ fn decide_server(c: &mut Conn, i: usize) {
     let found = find_boundary(
         &mut c.dirs[i],
         Role::Requests,
-        &InFlight::new(),
+        &VecDeque::new(),
         DEFAULT_MAX_FRAME_SIZE,
         true,
+        false,
     );
     if found.is_some() {
         c.server = Some(c.dirs[i].to);
@@ -507,34 +661,50 @@ fn decide_server(c: &mut Conn, i: usize) {
 }
 
 /// Cuts what it can of direction `i` into frames.
-fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn FnMut(Item)) {
+fn drain(
+    conn: ConnId,
+    c: &mut Conn,
+    i: usize,
+    max_frame: usize,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
     let Some(role) = c.role(i) else {
         return;
     };
     loop {
         if !c.dirs[i].synced {
-            let found = find_boundary(&mut c.dirs[i], role, &c.in_flight, max_frame, false);
+            // A capture that joined the connection: the responses' first bytes may be the
+            // answers to requests sent before it began.
+            let leading = role == Role::Responses && !c.syn_seen && c.dirs[i].frames == 0;
+            let found = find_boundary(&mut c.dirs[i], role, &c.waiting, max_frame, false, leading);
             let d = &mut c.dirs[i];
             let Some(p) = found else {
                 d.drop_ruled_out();
                 return;
             };
             let skipped = d.skipped + p as u64;
-            if skipped > 0 && (d.frames > 0 || c.syn_seen) {
-                let note = format!(
-                    "{skipped} bytes before stream offset {} passed over, to the next frame \
-                     boundary that could be proven",
-                    d.start + p as u64
-                );
-                let at = d.start + p as u64;
-                out(Item::Note(Note {
-                    conn: Some((conn, d.from, d.to)),
-                    packet: Some(d.packets_of(at, at + 1).0),
-                    message: note,
-                    partial: true,
-                }));
-            }
+            let at = d.start + p as u64;
+            let passed_over = (skipped > 0 && (d.frames > 0 || c.syn_seen)).then(|| Note {
+                conn: Some((conn, d.from, d.to)),
+                packet: Some(d.packets_of(at, at + 1).0),
+                message: format!(
+                    "{skipped} bytes before stream offset {at} passed over, to the next frame \
+                     boundary that could be proven"
+                ),
+                partial: true,
+            });
             d.consume(p);
+            if role == Role::Requests {
+                // Every request before the boundary is cut or lost: the responses that
+                // waited for them go first (they came in earlier packets than the one
+                // that proved the boundary, named below).
+                release_held(conn, c, budget, out);
+            }
+            if let Some(note) = passed_over {
+                out(Item::Note(note));
+            }
+            let d = &mut c.dirs[i];
             d.synced = true;
             d.waiting.clear();
             d.skipped = 0;
@@ -557,9 +727,10 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
         };
         d.frames += 1;
         let offset = d.start;
-        d.first_frame.get_or_insert(offset);
         let (first_packet, last_packet, time, acked) =
             d.packets_of(offset, offset + frame_len as u64);
+        d.first_frame.get_or_insert(offset);
+        d.first_frame_packet.get_or_insert(first_packet);
         let frame = d.live()[..frame_len].to_vec();
         let origin = Origin {
             conn,
@@ -572,6 +743,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             index: d.frames,
         };
         d.consume(frame_len);
+        let mut waits = role == Role::Requests;
         let what = match role {
             Role::Requests => match peek_request(&frame) {
                 Ok(peek) => {
@@ -580,18 +752,37 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                         time: origin.time,
                         index: origin.index,
                     };
-                    if let Err(full) = c.in_flight.push(pending) {
+                    if never_answered(&frame, pending) {
+                        // Kafka sends nothing back: nothing to wait for.
+                        waits = false;
+                    } else if let Err(full) = {
+                        let after_gap = std::mem::take(&mut c.dirs[i].lost_since_frame);
+                        budget.keep(
+                            c,
+                            Waiting {
+                                pending,
+                                asked,
+                                after_gap,
+                            },
+                        )
+                    } {
+                        // Named, one by one; the requests already waiting are kept.
+                        c.not_kept += 1;
+                        waits = false;
                         out(Item::Note(Note {
                             conn: Some((conn, origin.from, origin.to)),
-                            packet: Some(origin.last_packet),
-                            message: format!("{full}: the oldest are forgotten"),
+                            packet: Some(origin.first_packet),
+                            message: format!(
+                                "request frame at stream offset {offset} ({} v{}, correlation \
+                                 id {}) not kept for pairing: {full}; its response will be \
+                                 listed as unpaired",
+                                api_name(pending.api_key).unwrap_or("unknown API"),
+                                pending.api_version,
+                                pending.correlation_id
+                            ),
                             partial: true,
                         }));
-                        c.in_flight.clear();
-                        c.asked.clear();
-                        let _ = c.in_flight.push(pending);
                     }
-                    c.asked.push_back(asked);
                     if pending.is_elect_leaders() {
                         What::ElectRequest
                     } else {
@@ -625,13 +816,18 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                                 correlation_id: peek.correlation_id,
                             },
                             request: None,
+                            waits: false,
                             frame,
                         },
                         correlation_id: peek.correlation_id,
                         acked,
+                        doubt: Doubt::None,
                     };
-                    if c.held.is_empty() && !waits(c, &held) {
-                        hand_on(conn, c, held, None, out);
+                    if c.held.is_empty()
+                        && !must_wait(c, &held)
+                        && !in_doubt(c, peek.correlation_id)
+                    {
+                        hand_on(conn, c, held, None, budget, out);
                         continue;
                     }
                     // Captured before its request, or behind one that was: held, in order.
@@ -640,9 +836,9 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
                     while c.held.len() > HELD_RESPONSES
                         || (c.held.len() > 1 && c.held_bytes > HELD_RESPONSE_BYTES)
                     {
-                        release_front(conn, c, Some(BEYOND_BOUND), out);
+                        release_front(conn, c, Some(BEYOND_BOUND), budget, out);
                     }
-                    release_held(conn, c, out);
+                    release_held(conn, c, budget, out);
                     continue;
                 }
                 Err(e) => {
@@ -663,6 +859,7 @@ fn drain(conn: ConnId, c: &mut Conn, i: usize, max_frame: usize, out: &mut dyn F
             origin,
             what,
             request: None,
+            waits,
             frame,
         }));
     }
@@ -674,9 +871,13 @@ const BEYOND_BOUND: &str = "; it waited for its request beyond the bound (256 re
 /// Hands on the held responses that can be: paired with a request now in flight, or known
 /// to have none (the requests' direction has caught up with what the response's packet
 /// acknowledged).
-fn release_held(conn: ConnId, c: &mut Conn, out: &mut dyn FnMut(Item)) {
-    while c.held.front().is_some_and(|h| !waits(c, h)) {
-        release_front(conn, c, None, out);
+fn release_held(conn: ConnId, c: &mut Conn, budget: &mut Budget, out: &mut dyn FnMut(Item)) {
+    loop {
+        settle_front(c, false);
+        if !c.held.front().is_some_and(|h| !must_wait(c, h)) {
+            break;
+        }
+        release_front(conn, c, None, budget, out);
     }
     if c.held.is_empty() && c.held.capacity() > 0 {
         // Rare (a response before its request): its room is not kept per connection.
@@ -686,67 +887,220 @@ fn release_held(conn: ConnId, c: &mut Conn, out: &mut dyn FnMut(Item)) {
 
 /// Whether a response must wait for its request: none in flight has its correlation id,
 /// and the requests' direction has not caught up with what its packet acknowledged.
-fn waits(c: &Conn, h: &Held) -> bool {
+fn must_wait(c: &Conn, h: &Held) -> bool {
+    if h.doubt == Doubt::Open {
+        return true;
+    }
     h.acked
         .is_some_and(|acked| !c.dirs[c.requests()].caught_up(acked))
         && !c
-            .in_flight
+            .waiting
             .iter()
-            .any(|p| p.correlation_id == h.correlation_id)
+            .any(|w| w.pending.correlation_id == h.correlation_id)
+}
+
+/// Whether a response with `correlation_id` may answer a request lost in a hole: the
+/// request it would be paired with, or one older it would leave unanswered, came right
+/// after lost bytes.
+fn in_doubt(c: &Conn, correlation_id: i32) -> bool {
+    c.waiting
+        .iter()
+        .position(|w| w.pending.correlation_id == correlation_id)
+        .is_some_and(|at| c.waiting.iter().take(at + 1).any(|w| w.after_gap))
+}
+
+/// Settles whom the first held response answers, when it is in doubt (see [`Doubt`]):
+/// the next response tells. The same correlation id again, with one request waiting for
+/// it: the first answered a request lost in the hole (its id reused), and the request
+/// waiting is the next one's. Another id: the first answers the request it matches.
+/// Without a next response yet it stays in doubt (`Open`) unless `end` (the connection
+/// ended: the request it matches is taken as its own).
+fn settle_front(c: &mut Conn, end: bool) {
+    let Some(front) = c.held.front() else {
+        return;
+    };
+    if matches!(front.doubt, Doubt::Reused | Doubt::Unsettled) || !in_doubt(c, front.correlation_id)
+    {
+        if let Some(front) = c.held.front_mut() {
+            front.doubt = front.doubt.max_reused();
+        }
+        return;
+    }
+    let id = front.correlation_id;
+    let doubt = match c.held.get(1) {
+        Some(next)
+            if next.correlation_id == id
+                && c.waiting
+                    .iter()
+                    .filter(|w| w.pending.correlation_id == id)
+                    .count()
+                    == 1 =>
+        {
+            // The request waiting is the next answer's, beyond doubt.
+            if let Some(w) = c
+                .waiting
+                .iter_mut()
+                .find(|w| w.pending.correlation_id == id)
+            {
+                w.after_gap = false;
+            }
+            Doubt::Reused
+        }
+        Some(_) => Doubt::None,
+        None if end => Doubt::Unsettled,
+        None => Doubt::Open,
+    };
+    if let Some(front) = c.held.front_mut() {
+        front.doubt = doubt;
+    }
+}
+
+impl Doubt {
+    /// Settled without a doubt, unless it was found reused or left unsettled.
+    fn max_reused(self) -> Doubt {
+        match self {
+            Doubt::Reused | Doubt::Unsettled => self,
+            Doubt::None | Doubt::Open => Doubt::None,
+        }
+    }
 }
 
 /// Hands on the first held response (see [`hand_on`]).
-fn release_front(conn: ConnId, c: &mut Conn, why: Option<&str>, out: &mut dyn FnMut(Item)) {
+fn release_front(
+    conn: ConnId,
+    c: &mut Conn,
+    why: Option<&str>,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
     if let Some(held) = c.held.pop_front() {
         c.held_bytes = c.held_bytes.saturating_sub(held.found.frame.len());
-        hand_on(conn, c, held, why, out);
+        hand_on(conn, c, held, why, budget, out);
     }
 }
 
 /// Hands on a response: paired if its request is in flight, else unpaired and named
 /// (`why` says why it was let go before its request could come).
-fn hand_on(conn: ConnId, c: &mut Conn, held: Held, why: Option<&str>, out: &mut dyn FnMut(Item)) {
+fn hand_on(
+    conn: ConnId,
+    c: &mut Conn,
+    held: Held,
+    why: Option<&str>,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
     let Held {
         mut found,
         correlation_id,
         acked,
+        doubt,
     } = held;
-    let answered = c.in_flight.answer(correlation_id);
-    if let Some(answered) = &answered {
-        // The older requests left unanswered (they never will be), then this one.
-        let skipped = answered.skipped.min(c.asked.len());
-        c.asked.drain(..skipped);
-        found.request = c.asked.pop_front();
-        if c.asked.is_empty() && c.asked.capacity() > 64 {
-            // A burst of requests in flight: its room is not kept per connection.
-            c.asked = VecDeque::new();
-        }
+    if doubt == Doubt::Reused {
+        // Two answers with one correlation id after a hole, one request seen with it: the
+        // first answers a request lost in the hole. Not paired with the survivor.
+        let o = &found.origin;
+        let requests = &c.dirs[c.requests()];
+        out(Item::Note(Note {
+            conn: Some((conn, o.from, o.to)),
+            packet: Some(o.last_packet),
+            message: format!(
+                "response frame at stream offset {} (correlation id {correlation_id}): \
+                 correlation id reused: the next answer has the same id, one request seen \
+                 has it, and bytes of the requests ({} -> {}) were lost before that request; \
+                 this answer is to a request lost there: its request was not seen, so it \
+                 cannot be decoded (not paired with the request seen)",
+                o.offset, requests.from, requests.to
+            ),
+            partial: true,
+        }));
+        found.what = What::Unpaired { correlation_id };
+        out(Item::Frame(found));
+        return;
     }
-    found.what = match answered {
-        Some(answered) if answered.request.is_elect_leaders() => What::ElectResponse {
-            version: answered.request.api_version,
+    // The oldest waiting request with its correlation id; the older ones are left
+    // unanswered (Kafka answers in order: they never will be).
+    let answered = c
+        .waiting
+        .iter()
+        .position(|w| w.pending.correlation_id == correlation_id)
+        .map(|at| {
+            c.waiting.drain(..at);
+            c.waiting.pop_front()
+        })
+        .and_then(|w| w);
+    if let (Some(w), Doubt::Unsettled) = (&answered, doubt) {
+        let o = &found.origin;
+        out(Item::Note(Note {
+            conn: Some((conn, o.from, o.to)),
+            packet: Some(o.last_packet),
+            message: format!(
+                "response frame at stream offset {} (correlation id {correlation_id}): paired \
+                 with request frame {}, the one seen with that id, which came after bytes of \
+                 the requests were lost; if a request lost there had the same id (a client \
+                 that reuses ids), this answer is that one's: no later answer came to tell",
+                o.offset, w.asked.index
+            ),
+            partial: false,
+        }));
+    }
+    if let Some(w) = &answered {
+        found.request = Some(w.asked);
+        // A burst of requests in flight: its room is not kept per connection.
+        budget.shrink(c);
+    }
+    found.what = match answered.map(|w| w.pending) {
+        Some(request) if request.is_elect_leaders() => What::ElectResponse {
+            version: request.api_version,
         },
-        Some(answered) => What::Other {
+        Some(request) => What::Other {
             role: Role::Responses,
-            api_key: answered.request.api_key,
-            api_version: answered.request.api_version,
+            api_key: request.api_key,
+            api_version: request.api_version,
             correlation_id,
         },
         None => {
+            // An answer to a request lost before the oldest request waiting: if that one
+            // came after the hole, the hole's request is answered, the doubt is gone.
+            match c.waiting.front_mut() {
+                Some(w) => w.after_gap = false,
+                None => {
+                    let requests = c.requests();
+                    c.dirs[requests].lost_since_frame = false;
+                }
+            }
             // A capture that began mid-connection: a request that ended before the first
             // frame the capture shows was sent before it began; its response is expected
             // alone (listed with the frames of other APIs, as before), not a loss.
+            // Its packet acknowledged no more than what came before the first request
+            // frame; or, when it acknowledged nothing the capture had (the capture had no
+            // byte of the requests yet), it came before the first request frame.
             let requests = &c.dirs[c.requests()];
-            let before_capture =
-                !c.syn_seen && acked.is_some_and(|a| requests.first_frame.map_or(true, |f| a <= f));
+            let before_capture = !c.syn_seen
+                && match acked {
+                    Some(a) => requests.first_frame.map_or(true, |f| a <= f),
+                    None => requests
+                        .first_frame_packet
+                        .map_or(true, |p| found.origin.first_packet < p),
+                };
             if !before_capture {
                 let o = &found.origin;
+                // Requests the budget could not keep were named: say so, rather than
+                // "not seen" of a request that was printed.
+                let whose = if c.not_kept > 0 {
+                    format!(
+                        "its request was not kept or not seen ({} request(s) of this \
+                         connection were not kept for pairing, each named above)",
+                        c.not_kept
+                    )
+                } else {
+                    "its request was not seen".to_owned()
+                };
                 out(Item::Note(Note {
                     conn: Some((conn, o.from, o.to)),
                     packet: Some(o.last_packet),
                     message: format!(
                         "response frame at stream offset {} (correlation id {correlation_id}): \
-                         its request was not seen, so it cannot be decoded{}",
+                         {whose}, so it cannot be decoded{}",
                         o.offset,
                         why.unwrap_or("")
                     ),
@@ -757,6 +1111,73 @@ fn hand_on(conn: ConnId, c: &mut Conn, held: Held, why: Option<&str>, out: &mut 
         }
     };
     out(Item::Frame(found));
+}
+
+/// Whether Kafka never answers this request: a Produce with `acks` 0. The header and the
+/// body's first fields are read as Kafka's ProduceRequest.json has them: request header v1
+/// (v0-v8) or v2 with tagged fields (v9+, flexible); from v3 a nullable `transactional_id`
+/// (a compact string from v9) before `acks` (int16). A frame that ends first is taken as
+/// answered (the response, if any, is then paired; if none comes, it is unanswered).
+fn never_answered(frame: &[u8], request: Pending) -> bool {
+    const PRODUCE: i16 = 0;
+    if request.api_key != PRODUCE {
+        return false;
+    }
+    let version = request.api_version;
+    let flexible = version >= 9;
+    // Size prefix, api key, version, correlation id, then the client id (int16 length).
+    let mut at = 12;
+    let Some(len) = be_i16(frame, at) else {
+        return false;
+    };
+    at += 2 + usize::try_from(len).unwrap_or(0);
+    if flexible {
+        // The header's tagged fields: a count, then tag, size and bytes of each.
+        let Some(count) = uvarint(frame, &mut at) else {
+            return false;
+        };
+        for _ in 0..count {
+            let (Some(_tag), Some(size)) = (uvarint(frame, &mut at), uvarint(frame, &mut at))
+            else {
+                return false;
+            };
+            at = at.saturating_add(size as usize);
+            if at > frame.len() {
+                return false;
+            }
+        }
+    }
+    // Produce's transactional_id, from its version 3 (not an ElectLeaders version).
+    const TRANSACTIONAL_ID_SINCE: i16 = 3;
+    if version >= TRANSACTIONAL_ID_SINCE {
+        if flexible {
+            // Compact nullable string: length + 1, 0 for null.
+            let Some(n) = uvarint(frame, &mut at) else {
+                return false;
+            };
+            at = at.saturating_add((n as usize).saturating_sub(1));
+        } else {
+            let Some(n) = be_i16(frame, at) else {
+                return false;
+            };
+            at += 2 + usize::try_from(n).unwrap_or(0);
+        }
+    }
+    be_i16(frame, at) == Some(0)
+}
+
+/// An unsigned varint at `*at` (at most 5 bytes: a u32), moving `*at` past it.
+fn uvarint(b: &[u8], at: &mut usize) -> Option<u32> {
+    let mut value = 0u32;
+    for i in 0..5 {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        value |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 fn be_i32(b: &[u8], at: usize) -> Option<i32> {
@@ -781,12 +1202,14 @@ fn plausible_request(b: &[u8], max_frame: usize) -> bool {
 }
 
 /// Could a response to one of the requests waiting start at `b[0]`?
-fn plausible_response(b: &[u8], in_flight: &InFlight<IN_FLIGHT>, max_frame: usize) -> bool {
+fn plausible_response(b: &[u8], in_flight: &VecDeque<Waiting>, max_frame: usize) -> bool {
     let (Some(size), Some(correlation_id)) = (be_i32(b, 0), be_i32(b, 4)) else {
         return false;
     };
     (4..=max_frame as i64).contains(&i64::from(size))
-        && in_flight.iter().any(|p| p.correlation_id == correlation_id)
+        && in_flight
+            .iter()
+            .any(|w| w.pending.correlation_id == correlation_id)
 }
 
 /// What a position of a stream that lost its boundaries may be.
@@ -800,12 +1223,57 @@ enum Verdict {
 }
 
 /// Judges live position `p`: the frame there is plausible, and either parses as
-/// ElectLeaders or (unless `strong_only`) is followed by another plausible frame.
+/// ElectLeaders or (unless `strong_only`) is followed by another plausible frame. With
+/// `leading` (the first byte a capture that joined a connection has of its responses), a
+/// frame there may also answer a request sent before the capture: see [`judge_leading`].
 fn judge(
     b: &[u8],
     p: usize,
     role: Role,
-    in_flight: &InFlight<IN_FLIGHT>,
+    in_flight: &VecDeque<Waiting>,
+    max_frame: usize,
+    strong_only: bool,
+    leading: bool,
+) -> Verdict {
+    match judge_plain(b, p, role, in_flight, max_frame, strong_only) {
+        Verdict::Rejected if leading => judge_leading(&b[p..], in_flight, max_frame),
+        verdict => verdict,
+    }
+}
+
+/// The answers a capture that joined a connection has first, to requests sent before it
+/// began: frames of a sane size back to back (at most 16, and a frame's worth of bytes in
+/// all) that end exactly where a response to a request the capture saw starts.
+fn judge_leading(here: &[u8], in_flight: &VecDeque<Waiting>, max_frame: usize) -> Verdict {
+    let mut at = 0usize;
+    for _ in 0..16 {
+        let Some(size) = be_i32(here, at) else {
+            return Verdict::Waiting;
+        };
+        if !(4..=max_frame as i64).contains(&i64::from(size)) {
+            return Verdict::Rejected;
+        }
+        at += SIZE_PREFIX_LEN + size as usize;
+        if at > max_frame {
+            return Verdict::Rejected;
+        }
+        match here.get(at..) {
+            Some(next) if next.len() >= 8 => {
+                if plausible_response(next, in_flight, max_frame) {
+                    return Verdict::Proven;
+                }
+            }
+            _ => return Verdict::Waiting,
+        }
+    }
+    Verdict::Rejected
+}
+
+fn judge_plain(
+    b: &[u8],
+    p: usize,
+    role: Role,
+    in_flight: &VecDeque<Waiting>,
     max_frame: usize,
     strong_only: bool,
 ) -> Verdict {
@@ -834,7 +1302,7 @@ fn judge(
             .is_ok_and(|peek| peek.is_elect_leaders() && parse_request(frame).is_ok()),
         Role::Responses => {
             let correlation_id = be_i32(here, 4).unwrap_or(0);
-            in_flight.iter().any(|q| {
+            in_flight.iter().map(|w| &w.pending).any(|q| {
                 q.correlation_id == correlation_id
                     && q.is_elect_leaders()
                     && parse_response(frame, q.api_version).is_ok()
@@ -863,9 +1331,10 @@ fn judge(
 fn find_boundary(
     d: &mut Dir,
     role: Role,
-    in_flight: &InFlight<IN_FLIGHT>,
+    in_flight: &VecDeque<Waiting>,
     max_frame: usize,
     strong_only: bool,
+    leading: bool,
 ) -> Option<usize> {
     const MAX_WAITING: usize = 32;
     let start = d.start;
@@ -883,7 +1352,15 @@ fn find_boundary(
         if p >= b.len() {
             continue;
         }
-        match judge(b, p, role, in_flight, max_frame, strong_only) {
+        match judge(
+            b,
+            p,
+            role,
+            in_flight,
+            max_frame,
+            strong_only,
+            leading && at == 0,
+        ) {
             Verdict::Proven => {
                 d.waiting.clear();
                 return Some(p);
@@ -896,7 +1373,8 @@ fn find_boundary(
     // Then the positions not judged yet.
     let mut p = d.frontier.saturating_sub(start) as usize;
     while p + need <= b.len() {
-        match judge(b, p, role, in_flight, max_frame, strong_only) {
+        let leading = leading && start + p as u64 == 0;
+        match judge(b, p, role, in_flight, max_frame, strong_only, leading) {
             Verdict::Proven => {
                 d.waiting.clear();
                 return Some(p);
@@ -941,11 +1419,13 @@ impl<R: std::io::Read> Traffic<R> {
         Ok(Self::from_capture(Capture::new(reader)?, port))
     }
 
-    /// The traffic of a capture already opened.
+    /// The traffic of a capture already opened, within its limits (set them first).
     pub fn from_capture(capture: Capture<R>, port: Option<u16>) -> Self {
+        let mut analyzer = Analyzer::new(port);
+        analyzer.set_limits(capture.limits());
         Traffic {
             capture,
-            analyzer: Analyzer::new(port),
+            analyzer,
             ready: VecDeque::new(),
             done: false,
         }

@@ -4,15 +4,15 @@
 //! The content filters (topic, client id, errors) look into ElectLeaders frames; frames of
 //! other APIs carry none of these as this tool reads them, so with a content filter they
 //! are not shown. A response is matched by client id through its request (in a capture,
-//! where it is paired): the requests that matched are remembered per connection, at most
-//! as many as the capture reader keeps in flight.
+//! where it is paired): the requests that matched are remembered per connection, only
+//! those the capture reader keeps waiting for their responses (so at most as many as its
+//! in-flight budget holds).
 
 use std::collections::{HashMap, VecDeque};
 
 use kafka_elect_leaders::{api_name, ElectLeadersRequest, ElectLeadersResponse, API_KEY};
 
 use crate::flags::FilterFlags;
-use crate::traffic::IN_FLIGHT;
 
 /// The filters given, read.
 pub struct Filter {
@@ -110,8 +110,9 @@ impl Filter {
         }
     }
 
-    /// Whether an ElectLeaders request is shown. `conn` and `index` (in a capture) let its
-    /// response be matched by client id later.
+    /// Whether an ElectLeaders request is shown. `conn` and `index` (in a capture, for a
+    /// request the reader keeps waiting for its response) let its response be matched by
+    /// client id later.
     pub fn request(&mut self, r: &ElectLeadersRequest<'_>, at: Option<(u32, u64)>) -> bool {
         if !self.shows_elect_leaders() {
             return false;
@@ -129,11 +130,7 @@ impl Filter {
                 .any(|c| Some(&c[..]) == r.header().client_id());
         if client && !self.client_ids.is_empty() {
             if let Some((conn, index)) = at {
-                let matched = self.matched.entry(conn).or_default();
-                if matched.len() == IN_FLIGHT {
-                    matched.pop_front();
-                }
-                matched.push_back(index);
+                self.matched.entry(conn).or_default().push_back(index);
             }
         }
         // With --errors-only a request is never shown: its answer says whether it failed.

@@ -108,6 +108,8 @@ mod imp {
         let mut packets = Packets::new();
         packets.set_limits(read.limits());
         let mut analyzer = Analyzer::new(read.port);
+        // The in-flight budgets (--max-in-flight-bytes) as for a file.
+        analyzer.set_limits(read.limits());
         let mut ready = VecDeque::new();
         let mut summary = Summary::default();
         let mut seen = 0u64;

@@ -6,6 +6,7 @@
 pub use kafka_elect_leaders_capture::traffic::*;
 
 use kafka_elect_leaders::api_name;
+use kafka_elect_leaders_capture::Endpoint;
 
 /// What a walk through a capture saw.
 #[derive(Default)]
@@ -47,11 +48,22 @@ pub struct Reporter {
 
 /// The notes of one kind after the first.
 struct Repeat {
-    /// The first's message.
+    /// The first's message, and its direction.
     first: String,
+    first_way: Option<(Endpoint, Endpoint)>,
     count: u64,
     packets: Option<(u64, u64)>,
     conns: Option<(u32, u32)>,
+    /// Of the count, those the other way than the first (the quoted message names the
+    /// first's direction), and the first of them.
+    other_way: u64,
+    other: Option<(Endpoint, Endpoint)>,
+}
+
+/// Whether `b` goes the other way than `a`, also on another connection: the side that
+/// keeps its port (the broker's) is on the other end.
+fn other_way(a: (Endpoint, Endpoint), b: (Endpoint, Endpoint)) -> bool {
+    b != a && b.0.port != a.0.port && b.1.port != a.1.port
 }
 
 /// Kinds told apart, at most: past this (a capture crafted so), every note is printed.
@@ -83,9 +95,15 @@ impl Reporter {
             if let Some(p) = note.packet {
                 r.packets = Some(r.packets.map_or((p, p), |(a, b)| (a.min(p), b.max(p))));
             }
-            if let Some((c, ..)) = note.conn {
+            if let Some((c, from, to)) = note.conn {
                 let c = c.0;
                 r.conns = Some(r.conns.map_or((c, c), |(a, b)| (a.min(c), b.max(c))));
+                if r.first_way
+                    .is_some_and(|first| other_way(first, (from, to)))
+                {
+                    r.other_way += 1;
+                    r.other.get_or_insert((from, to));
+                }
             }
             return Ok(());
         }
@@ -93,9 +111,12 @@ impl Reporter {
             self.kinds.insert(kind, self.repeats.len());
             self.repeats.push(Repeat {
                 first: note.message.clone(),
+                first_way: note.conn.map(|(_, from, to)| (from, to)),
                 count: 0,
                 packets: None,
                 conns: None,
+                other_way: 0,
+                other: None,
             });
         }
         out.flush()?;
@@ -113,11 +134,26 @@ impl Reporter {
         out.flush()?;
         for r in self.repeats.iter().filter(|r| r.count > 0) {
             let mut span = Vec::new();
-            if let Some((a, b)) = r.packets {
-                span.push(format!("packets {a} to {b}"));
+            let range = |one: &str, many: &str, (a, b): (u64, u64)| {
+                if a == b {
+                    format!("{one} {a}")
+                } else {
+                    format!("{many} {a} to {b}")
+                }
+            };
+            if let Some(packets) = r.packets {
+                span.push(range("packet", "packets", packets));
             }
             if let Some((a, b)) = r.conns {
-                span.push(format!("connections {a} to {b}"));
+                span.push(range("connection", "connections", (a.into(), b.into())));
+            }
+            if let Some((from, to)) = r.other {
+                let which = if r.other_way == r.count {
+                    "all".to_owned()
+                } else {
+                    r.other_way.to_string()
+                };
+                span.push(format!("{which} of them the other way, as {from} -> {to}"));
             }
             let span = if span.is_empty() {
                 String::new()

@@ -361,8 +361,47 @@ fn capture_out_of_order_segments_wait_for_the_hole() {
             _ => None,
         })
         .collect();
-    assert_eq!(data, vec![(0, b"helloworld!".to_vec(), 6)]);
+    // Each packet's bytes named by that packet, not by the one that filled the hole
+    // (issue 36, finding 1).
+    assert_eq!(
+        data,
+        vec![
+            (0, b"hello".to_vec(), 6),
+            (5, b"world".to_vec(), 4),
+            (10, b"!".to_vec(), 5)
+        ]
+    );
     assert_eq!(closes(&events), vec![(1, None, "end of capture")]);
+}
+
+#[test]
+fn capture_bytes_after_a_hole_proven_by_an_ack_keep_their_packet_and_time() {
+    // "hello" never captured; "world" (packet 4, at 1003 s) held behind the hole until the
+    // server's ACK (packet 5, at 1004 s) proves the hole lost. "world" is still named by
+    // packet 4 and its time, not by the ACK's (issue 36, finding 1).
+    let mut p = handshake();
+    p.push(c2s(CISN + 6, ACK, b"world"));
+    p.push(s2c_ack(SISN + 1, CISN + 11, ACK, b""));
+    let (events, _) = read(&eth_pcap(&p));
+    let seen: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Data {
+                offset,
+                packet,
+                time,
+                ..
+            } => Some(format!("data {offset} packet {packet} at {}", time.secs)),
+            Event::Gap {
+                offset,
+                len,
+                packet,
+                ..
+            } => Some(format!("gap {offset}+{len} packet {packet}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seen, ["gap 0+5 packet 5", "data 5 packet 4 at 1003"]);
 }
 
 #[test]
@@ -412,6 +451,19 @@ fn capture_overlapping_segments_with_different_bytes_keep_the_first() {
         n[0].1.contains("10.0.0.1:50000 -> 10.0.0.2:9092"),
         "{}",
         n[0].1
+    );
+    // The offsets where the bytes differ, not the whole segment's (issue 36, finding 11):
+    // "XXXXX" over "56789" (the segment ran to 15), "KL" over "kl" ("j" and "m" agree or
+    // overlap nothing).
+    assert!(
+        n[0].1.contains("at stream offsets 5..10 disagree"),
+        "{}",
+        n[0].1
+    );
+    assert!(
+        n[1].1.contains("at stream offsets 20..22 disagree"),
+        "{}",
+        n[1].1
     );
 }
 
@@ -1577,6 +1629,7 @@ fn capture_never_follows_more_connections_than_the_limit() {
     let limits = Limits {
         max_connections: 100,
         idle_timeout: day,
+        ..Limits::default()
     };
     let (events, stats) = read_limited(&capture, limits);
     assert_eq!(stats.connections, 500);

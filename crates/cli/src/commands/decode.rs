@@ -217,7 +217,7 @@ fn decode_capture(
         };
         let parsed = match found.what {
             What::ElectRequest => parse_request(&found.frame).map(|r| {
-                let at = Some((conn, found.origin.index));
+                let at = found.waits.then_some((conn, found.origin.index));
                 filter.request(&r, at).then_some(Message::Request(r))
             }),
             What::ElectResponse { version } => parse_response(&found.frame, version).map(|r| {

@@ -381,9 +381,10 @@ fn scan_capture(
     out: &mut dyn Write,
     walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
 ) -> Result<(), Failure> {
-    // With --json, a request waits (as its JSON text, with what it matched of the filters)
-    // for its response, per connection.
-    let mut waiting: HashMap<(u32, i32), VecDeque<(String, Asked)>> = HashMap::new();
+    // With --json, a request waits (its frame number, its JSON text, what it matched of
+    // the filters) for its response, per connection, as long as the capture reader keeps
+    // it: a response is listed with the request the reader paired it with.
+    let mut waiting: HashMap<u32, VecDeque<(u64, String, Asked)>> = HashMap::new();
     let mut requests = 0u64;
     let mut answered = 0u64;
     let mut bad_frames = 0u64;
@@ -393,18 +394,8 @@ fn scan_capture(
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
             Item::Closed(conn) => {
                 filter.closed(conn.0);
-                let mut left: Vec<_> = waiting.keys().filter(|k| k.0 == conn.0).copied().collect();
-                left.sort_unstable();
-                for key in left {
-                    for (request, asked) in waiting.remove(&key).unwrap_or_default() {
-                        if !filter.pair(Some(asked), None) {
-                            continue;
-                        }
-                        requests += 1;
-                        out.write_all(
-                            format!("{{\"request\":{request},\"response\":null}}\n").as_bytes(),
-                        )?;
-                    }
+                for (_, request, asked) in waiting.remove(&conn.0).unwrap_or_default() {
+                    unanswered(out, &filter, &mut requests, &request, asked)?;
                 }
                 return Ok(());
             }
@@ -422,11 +413,17 @@ fn scan_capture(
                             request: found.request,
                             file: None,
                         }));
-                        waiting
-                            .entry((o.conn.0, request.correlation_id()))
-                            .or_default()
-                            .push_back((text, asked));
-                    } else if filter.request(&request, Some((o.conn.0, o.index))) {
+                        if found.waits {
+                            waiting
+                                .entry(o.conn.0)
+                                .or_default()
+                                .push_back((o.index, text, asked));
+                        } else {
+                            // Not kept for pairing (named in a note): no answer will be
+                            // paired with it.
+                            unanswered(out, &filter, &mut requests, &text, asked)?;
+                        }
+                    } else if filter.request(&request, found.waits.then_some((o.conn.0, o.index))) {
                         requests += 1;
                         writeln!(
                             out,
@@ -449,11 +446,23 @@ fn scan_capture(
                             request: found.request,
                             file: None,
                         }));
-                        // The request went the other way: the key is the client's side.
-                        let key = (o.conn.0, response.correlation_id());
-                        let request = waiting.get_mut(&key).and_then(VecDeque::pop_front);
-                        if waiting.get(&key).is_some_and(VecDeque::is_empty) {
-                            waiting.remove(&key);
+                        // The request the reader paired it with; the older ones waiting
+                        // were left unanswered (Kafka answers in order).
+                        let mut request = None;
+                        if let (Some(asked), Some(queue)) =
+                            (found.request, waiting.get_mut(&o.conn.0))
+                        {
+                            while queue.front().is_some_and(|r| r.0 < asked.index) {
+                                if let Some((_, text, matched)) = queue.pop_front() {
+                                    unanswered(out, &filter, &mut requests, &text, matched)?;
+                                }
+                            }
+                            if queue.front().is_some_and(|r| r.0 == asked.index) {
+                                request = queue.pop_front().map(|r| (r.1, r.2));
+                            }
+                            if queue.is_empty() {
+                                waiting.remove(&o.conn.0);
+                            }
                         }
                         if !filter.pair(request.as_ref().map(|r| r.1), Some(&response)) {
                             return Ok(());
@@ -491,6 +500,21 @@ fn scan_capture(
         )?;
     }
     notes.finish(out, name, summary.partial + bad_frames)
+}
+
+/// A request listed without an answer (`--json`), if the filters show it.
+fn unanswered(
+    out: &mut dyn Write,
+    filter: &Filter,
+    requests: &mut u64,
+    request: &str,
+    asked: Asked,
+) -> std::io::Result<()> {
+    if !filter.pair(Some(asked), None) {
+        return Ok(());
+    }
+    *requests += 1;
+    out.write_all(format!("{{\"request\":{request},\"response\":null}}\n").as_bytes())
 }
 
 fn request_line(offset: u64, r: &ElectLeadersRequest<'_>) -> String {

@@ -9,7 +9,7 @@
 //!
 //! Memory: counts per distinct key (client id, API, election type, topic, error code,
 //! failed partition and message), per open connection its requests waiting for an answer
-//! (at most [`IN_FLIGHT`], as the capture reader keeps), one `i64` per paired ElectLeaders
+//! (those the capture reader keeps, within its in-flight budget), one `i64` per paired ElectLeaders
 //! response for the latency percentiles (exact, nearest rank: ElectLeaders is an admin
 //! API, its responses are few, and a fixed-bucket histogram would blur the percentiles),
 //! and with `--html` one point per topic of each response for the timeline, at most
@@ -29,7 +29,7 @@ use crate::filter::Filter;
 use crate::flags::SummaryArgs;
 use crate::input::{to_hex, Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::json::print::{epoch_us, latency_us};
-use crate::traffic::{self, api_label, Item, Note, Role, What, IN_FLIGHT};
+use crate::traffic::{self, api_label, Item, Note, Role, What};
 
 use super::summary_html::Timeline;
 
@@ -132,14 +132,15 @@ fn summarize_capture(
         if let Some(timeline) = &mut tally.timeline {
             timeline.saw(epoch_us(o.time));
         }
-        // Unanswered requests, whatever the filters.
+        // Unanswered requests, whatever the filters: those the reader waits an answer for
+        // (not a Produce with acks=0, which Kafka never answers).
         match found.what {
-            What::ElectRequest => tally.asked(conn, o.index, API_KEY),
+            What::ElectRequest if found.waits => tally.asked(conn, o.index, API_KEY),
             What::Other {
                 role: Role::Requests,
                 api_key,
                 ..
-            } => tally.asked(conn, o.index, api_key),
+            } if found.waits => tally.asked(conn, o.index, api_key),
             What::Unpaired { .. } => tally.anomalies.unpaired += 1,
             _ => {}
         }
@@ -149,7 +150,7 @@ fn summarize_capture(
         match found.what {
             What::ElectRequest => match parse_request(&found.frame) {
                 Ok(r) => {
-                    if filter.request(&r, Some((conn, o.index))) {
+                    if filter.request(&r, found.waits.then_some((conn, o.index))) {
                         tally.counted(conn);
                         tally.elect_request(&r, Some(conn));
                     }
@@ -464,12 +465,12 @@ impl Tally {
 
     /// A request of `conn` (frame `index`) waits for its answer.
     fn asked(&mut self, conn: u32, index: u64, api_key: i16) {
-        let waiting = &mut self.open.entry(conn).or_default().waiting;
-        if waiting.len() == IN_FLIGHT {
-            // The capture reader forgets it too, and says so in a note.
-            waiting.pop_front();
-        }
-        waiting.push_back((index, api_key));
+        // Bounded by the capture reader's in-flight budget: only the requests it keeps.
+        self.open
+            .entry(conn)
+            .or_default()
+            .waiting
+            .push_back((index, api_key));
     }
 
     /// The request `index` of `conn` was answered: it, and any older one still waiting
@@ -502,11 +503,11 @@ impl Tally {
         a.notes += 1;
         a.partial += u64::from(note.partial);
         let m = &note.message;
-        if m.contains("missing from the capture") {
+        if m.contains("missing from the capture") || m.contains("cut by the snap length at") {
             a.gaps += 1;
         } else if m.contains(" at frame byte ") || m.contains(": not a frame: ") {
             a.malformed += 1;
-        } else if m.contains("its request was not seen") {
+        } else if m.contains("its request was not seen") || m.contains("its request was not kept") {
             // Counted as an unpaired response, from its frame.
         } else {
             a.other_notes += 1;

@@ -146,6 +146,11 @@ pub struct ReadFlags {
     /// recently active is let go first (default 10000)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
+    /// Bytes of a capture's connection's table of requests waiting for their responses
+    /// (40 per request); a request beyond it is not kept for pairing, and named (default
+    /// 1048576)
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_in_flight_bytes: Option<u64>,
 }
 
 impl ReadFlags {
@@ -157,6 +162,12 @@ impl ReadFlags {
             max_connections: self.max_connections.map_or(default.max_connections, |n| {
                 usize::try_from(n).unwrap_or(usize::MAX)
             }),
+            in_flight_bytes: self
+                .max_in_flight_bytes
+                .map_or(default.in_flight_bytes, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
+            ..default
         }
     }
 }
