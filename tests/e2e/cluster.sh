@@ -103,8 +103,16 @@ for s in socks: s.close()
 EOF
 }
 
+# A cluster id as Kafka's Uuid.randomUuid makes one: never one whose text begins
+# with '-' (1 in 64 of random ids), which StorageTool's '-t' would take for an option
+# ("argument --cluster-id/-t: expected one argument"; a CI run failed so).
 cluster_id() {
-    python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))'
+    python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s); break'
 }
 
 load_state() { [[ -f "$STATE" ]] || die "no cluster state in $STATE (not started?)"; # shellcheck disable=SC1090
