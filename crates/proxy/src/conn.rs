@@ -1,13 +1,15 @@
-//! One client connection and its own broker connection: requests go up in order, responses
-//! come back in the same order, ElectLeaders requests are decided on and the other APIs'
-//! frames are forwarded byte for byte.
+//! The connection core: one client connection and its own broker connection; requests go
+//! up in order, answers come back in the same order. It knows no API beyond pairing (which
+//! requests get no answer, how long a request lets the broker wait: `owed`): what is read
+//! and decided is the filters' ([`crate::filter`]), asked in their order for the API keys
+//! they read.
 //!
 //! Both directions run in one task, as two futures:
 //! - `requests` reads whole frames from the client (`FramedRead`, `KafkaFrameCodec`), peeks
-//!   each header and, for every request, puts a *slot* into a bounded channel before the
-//!   request (as it is, or trimmed) is written upstream: `Forwarded`, `Merge` (forwarded
-//!   trimmed, the broker's answer to be merged with the refusals) or `Local` (answered by
-//!   the proxy, nothing sent).
+//!   each header, lets the filters decide, and for every request puts a *slot* into a
+//!   bounded channel before the request (or the frame a filter put in its place) is written
+//!   upstream: `Forwarded` (its answer through the response filters, or to the filter that
+//!   kept it to merge) or `Local` (answered by a filter, nothing sent).
 //! - `responses` takes the slots in order. A `Local` slot is answered as soon as every slot
 //!   before it is; the broker's frames are paired with the forwarded slots by correlation id
 //!   (`InFlight`): a forwarded request the broker skipped (a `Produce` with `acks=0`, which
@@ -17,8 +19,9 @@
 //! Memory is bounded: each side reads one frame at a time (at most `--max-frame-size`)
 //! and does not read the next before the last one was handed on; writes go through
 //! `FramedWrite`s that flush past 64 KiB; at most [`MAX_IN_FLIGHT`] requests wait for
-//! their answers; and the ElectLeaders requests the slots keep (to answer or merge later)
-//! hold permits of a per-connection budget of `--max-frame-size` bytes. A slow client thus
+//! their answers; and what the filters keep to answer or merge later holds permits of a
+//! per-connection budget of `--max-frame-size` bytes and a share of the guard's buffer
+//! budget. A slow client thus
 //! stops the proxy reading the broker, which stops it reading the client.
 
 use std::collections::VecDeque;
@@ -30,8 +33,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use kafka_elect_leaders::{
-    parse_response, peek_request, peek_response, CodecError, InFlight, KafkaFrameCodec,
-    OwnedRequest, Pending, RequestPeek, API_KEY,
+    peek_request, peek_response, CodecError, InFlight, KafkaFrameCodec, Pending,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
@@ -40,19 +42,14 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore, TryAcqui
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
-use crate::addresses::Rewritten;
-use crate::answer;
-use crate::audit::{log, log_only, AuditConnection, ConnInfo};
+use crate::audit::{log, ConnInfo};
 use crate::budget::{Metered, Reserving, Share, SMALL_FRAME};
 use crate::close::{Close, CloseReason};
-use crate::identity::{certificate_subject, Action, Identity, SASL_AUTHENTICATE};
-use crate::leadership;
-use crate::metrics::RecentDecision;
+use crate::filter::{Answer, Answered, Frame, OnRequest, OnResponse, Request, Respond, Session};
+use crate::identity::{certificate_subject, Identity};
 use crate::owed::owed;
-use crate::policy::{Decision, Policy, Verdict};
 use crate::shared::Shared;
 use crate::tls::{handshake_error, Loaded, Tls};
-use crate::versions::{cap_elect_leaders, API_VERSIONS};
 
 /// Requests of one connection waiting for their answers, at most.
 pub const MAX_IN_FLIGHT: usize = 128;
@@ -69,60 +66,44 @@ const WRITE_BOUNDARY: usize = 64 * 1024;
 /// A request's place in the order of answers. A request the broker never answers (a
 /// `Produce` with `acks=0`) has none.
 enum Slot {
-    /// Forwarded as it was: the broker's answer goes back as it comes, by `due`.
+    /// Forwarded: the broker's answer goes back through the response filters, or to the
+    /// filter's `merge` when it forwarded another frame in the request's place, by `due`.
     Forwarded {
         pending: Pending,
         sent: Instant,
         due: Instant,
+        merge: Option<Kept>,
     },
-    /// Forwarded trimmed: the broker's answer is merged with the refusals.
-    Merge {
-        pending: Pending,
-        sent: Instant,
-        due: Instant,
-        request: OwnedRequest<Bytes>,
-        policy: Arc<Policy>,
-        decision: Decision,
-        _held: OwnedSemaphorePermit,
-        _share: Share,
-    },
-    /// A request other than ElectLeaders answered by the guard, nothing sent: refused by
-    /// the leadership-change policy, or a SaslHandshake for a mechanism the guard cannot
-    /// read (see `identity`). Its answer, written when it was decided, goes out in its turn.
-    Reply {
-        frame: Bytes,
-        _held: OwnedSemaphorePermit,
-        _share: Share,
-    },
-    /// Refused whole: answered by the proxy, in its turn.
-    Local {
-        request: OwnedRequest<Bytes>,
-        policy: Arc<Policy>,
-        decision: Decision,
-        _held: OwnedSemaphorePermit,
-        _share: Share,
-    },
+    /// Answered by the guard, nothing sent: written in its turn.
+    Local(Kept),
+}
+
+/// An answer a filter will write, and what it holds of the budgets until then.
+struct Kept {
+    write: Answered,
+    _held: OwnedSemaphorePermit,
+    _share: Share,
 }
 
 impl Slot {
     fn pending(&self) -> Option<Pending> {
         match self {
-            Slot::Forwarded { pending, .. } | Slot::Merge { pending, .. } => Some(*pending),
-            Slot::Local { .. } | Slot::Reply { .. } => None,
+            Slot::Forwarded { pending, .. } => Some(*pending),
+            Slot::Local(_) => None,
         }
     }
 
     /// When the broker's answer is late.
     fn due(&self) -> Option<Instant> {
         match self {
-            Slot::Forwarded { due, .. } | Slot::Merge { due, .. } => Some(*due),
-            Slot::Local { .. } | Slot::Reply { .. } => None,
+            Slot::Forwarded { due, .. } => Some(*due),
+            Slot::Local(_) => None,
         }
     }
 
     /// Answered by the guard, not the broker.
     fn is_local(&self) -> bool {
-        matches!(self, Slot::Local { .. } | Slot::Reply { .. })
+        matches!(self, Slot::Local(_))
     }
 }
 
@@ -569,26 +550,17 @@ where
         .min(u32::MAX as usize);
     let held = Arc::new(Semaphore::new(budget));
     let activity = Activity::new();
+    let session = Session::new(conn, identity, shared);
     let requests = requests(
         from_client,
         to_upstream,
         slots_tx,
         held,
-        conn,
-        identity,
-        shared,
+        &session,
         &activity,
         shutdown.clone(),
     );
-    let responses = responses(
-        from_upstream,
-        to_client,
-        slots_rx,
-        conn,
-        identity,
-        shared,
-        &activity,
-    );
+    let responses = responses(from_upstream, to_client, slots_rx, &session, &activity);
     tokio::pin!(requests, responses);
     // The stop is seen wherever the connection waits: the request side may be blocked on
     // the broker's side (a full queue of answers owed, the budget of requests kept) and
@@ -679,20 +651,25 @@ where
     Ok(())
 }
 
-/// A rewritten answer: its new head, then the rest of the broker's `frame` as it came. A
-/// large one goes out in two writes, the tail (most of a Metadata answer) never copied.
-async fn forward_rewritten<W: AsyncWrite + Unpin>(
+/// An answer a filter spliced: its new head, then the rest of the broker's `frame` from
+/// `tail_from` on, as it came. A large one goes out in two writes, the tail (most of a
+/// Metadata answer) never copied.
+async fn forward_spliced<W: AsyncWrite + Unpin>(
     to: &mut ToPeer<W>,
-    rewritten: Rewritten,
+    head: BytesMut,
+    tail_from: usize,
     frame: &Bytes,
 ) -> Result<(), CodecError> {
-    let tail = &frame[rewritten.tail_from..];
-    if rewritten.head.len() + tail.len() <= WRITE_BOUNDARY {
-        return to.feed(rewritten.to_frame(frame)).await;
+    let tail = frame.get(tail_from..).unwrap_or_default();
+    if head.len() + tail.len() <= WRITE_BOUNDARY {
+        let mut whole = BytesMut::with_capacity(head.len() + tail.len());
+        whole.extend_from_slice(&head);
+        whole.extend_from_slice(tail);
+        return to.feed(whole).await;
     }
     flush(to).await?;
     let w = to.get_mut();
-    w.write_all(&rewritten.head).await?;
+    w.write_all(&head).await?;
     w.write_all(tail).await?;
     Ok(())
 }
@@ -703,22 +680,20 @@ async fn grace(shutdown: &mut watch::Receiver<bool>) {
     tokio::time::sleep(SHUTDOWN_GRACE).await;
 }
 
-/// Client to broker: decide, put the slot in the queue, forward.
-#[allow(clippy::too_many_arguments)]
+/// Client to broker: the filters decide, the slot goes in the queue, the request (or what
+/// a filter put in its place) is forwarded.
 async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     mut from_client: FromClient<CR>,
     mut to_upstream: ToPeer<UW>,
     slots: mpsc::Sender<Slot>,
     held: Arc<Semaphore>,
-    conn: &ConnInfo,
-    identity: &Identity,
-    shared: &Shared,
+    session: &Session<'_>,
     activity: &Activity,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Ended, Close> {
     let upstream_write = Close::write("broker");
-    // The client address's share of the audit queue: once full, its next decision waits.
-    let audit = shared.audit.connection(conn.client.ip());
+    let shared = session.shared;
+    let filters = &shared.filters;
     // Every wait on the broker's side (a full queue of answers owed, the budget of requests
     // kept, a broker not reading) also watches for the client's close.
     macro_rules! or_gone {
@@ -772,7 +747,7 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         activity.touch();
         // A large frame comes with its share of the buffer budget, given back once the
         // frame is forwarded or answered.
-        let share = if frame.len() > SMALL_FRAME {
+        let mut share = if frame.len() > SMALL_FRAME {
             shrink(from_client.read_buffer_mut());
             from_client.get_mut().take_share()
         } else {
@@ -785,247 +760,74 @@ async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             )
         })?;
         shared.metrics.frame(peek.api_key, "request", frame.len());
-        // SASL read for the principal; a mechanism the guard cannot read answered here; a
-        // connection on the guard's own identity checked against the policy.
-        match identity.request(&frame, &peek, || shared.policy()) {
-            Action::Forward => {}
-            Action::Answer(reply, why) => {
-                log(format_args!("{} -> {}: {why}", conn.client, conn.upstream));
-                let slot = or_gone!(reply_slot(&held, &mut to_upstream, shared, reply))?;
-                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
-                continue;
+        // The filters that read this API key, in order, until one decides.
+        let api_key = peek.api_key;
+        let mut request = Request::new(frame, peek);
+        let mut outcome = OnRequest::Pass;
+        if filters.reads_request(api_key) {
+            for filter in filters.for_request(api_key) {
+                if let Some(wait) = filter.ready(session, &peek) {
+                    or_gone!(wait);
+                }
+                outcome = filter.request(session, &mut request);
+                if !matches!(outcome, OnRequest::Pass) {
+                    break;
+                }
             }
-            Action::Close(why) => return Err(Close::new(why)),
         }
-        if peek.api_key != API_KEY {
-            if leadership::Api::of(peek.api_key).is_some()
-                && !log_only(&shared.policy(), identity.principal().as_deref())
-            {
-                or_gone!(audit.ready());
-            }
-            if let Some(reply) = police_change(&frame, peek, conn, identity, shared, &audit)? {
-                let slot = or_gone!(reply_slot(&held, &mut to_upstream, shared, reply))?;
-                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
-                drop(share);
-                continue;
-            }
-            let owed = owed(&frame, peek.api_key, peek.api_version, 0);
-            if owed.answer {
-                let sent = Instant::now();
-                let slot = Slot::Forwarded {
-                    pending: peek.into(),
-                    sent,
-                    due: sent + owed.wait + shared.request_timeout,
-                };
-                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
-            }
-            or_gone!(forward(&mut to_upstream, frame)).map_err(&upstream_write)?;
-            drop(share);
-            continue;
-        }
-        // A request the guard may keep (to answer or merge later) gets an allocation of its
-        // own: split from the read buffer, it would keep the buffer's whole allocation
-        // alive, up to 128 of them a connection, outside the budget of requests kept. A
-        // large frame's allocation is already its own (see `shrink`). ElectLeaders is an
-        // admin request, rare: the copy costs nothing that matters.
-        let frame = if frame.len() <= SMALL_FRAME {
-            Bytes::copy_from_slice(&frame)
-        } else {
-            frame.freeze()
-        };
-        let request = OwnedRequest::new(frame).map_err(|e| {
-            Close::of(
-                CloseReason::Malformed,
-                format!(
-                    "malformed ElectLeaders request (v{}, correlation id {}) from the client: {}",
-                    peek.api_version,
-                    peek.correlation_id,
-                    e.error()
-                ),
-            )
-        })?;
-        let view = request.view();
-        let principal = identity.principal();
-        // Its own audit lines fill its share: wait for them to be written (not under
-        // --log-only, which never holds a request back).
-        let log_only = log_only(&shared.policy(), principal.as_deref());
-        if !log_only {
-            or_gone!(audit.ready());
-        }
-        let policy = shared.policy();
-        let mut decision = policy.decide_as(&view, principal.as_deref());
-        if let Err(e) = audit
-            .record(conn, principal.as_deref(), &policy, &view, &decision)
-            .or_else(|e| {
-                let what = format_args!("ElectLeaders (correlation id {})", view.correlation_id());
-                shared.audit.unaudited(log_only, conn, what, e)
-            })
-        {
-            // Fail closed: an election that cannot be audited is refused. The refusal is
-            // not audited either (the log is what failed); the diagnostics say it.
-            log(format_args!(
-                "{} -> {}: ElectLeaders request (correlation id {}) refused: {}",
-                conn.client,
-                conn.upstream,
-                view.correlation_id(),
-                e.reason()
-            ));
-            decision = policy.refuse_unaudited(&view, e.reason());
-        }
-        shared.metrics.decided(&decision, || RecentDecision {
-            client: conn.client,
-            principal: principal.clone(),
-            client_id: view.header().client_id().map_or_else(
-                || "null".to_owned(),
-                |id| String::from_utf8_lossy(id).into_owned(),
-            ),
-            election_type: view
-                .election_type()
-                .name()
-                .map_or_else(|| view.election_type().0.to_string(), str::to_owned),
-        });
-        let pending = Pending::from(peek);
         let sent = Instant::now();
-        let due = sent
-            + owed(&[], peek.api_key, peek.api_version, view.timeout_ms()).wait
-            + shared.request_timeout;
-        match decision.verdict {
-            Verdict::Forwarded | Verdict::WouldRefuse => {
-                let slot = Slot::Forwarded { pending, sent, due };
-                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
-                or_gone!(forward(&mut to_upstream, request.into_bytes()))
-                    .map_err(&upstream_write)?;
-                drop(share);
+        match outcome {
+            OnRequest::Pass => {
+                let owed = owed(request.frame(), api_key, peek.api_version, 0);
+                if owed.answer {
+                    let slot = Slot::Forwarded {
+                        pending: peek.into(),
+                        sent,
+                        due: sent + owed.wait + shared.request_timeout,
+                        merge: None,
+                    };
+                    or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                }
+                match request.into_frame() {
+                    Frame::Mut(frame) => or_gone!(forward(&mut to_upstream, frame)),
+                    Frame::Shared(frame) => or_gone!(forward(&mut to_upstream, frame)),
+                }
+                .map_err(&upstream_write)?;
             }
-            Verdict::Trimmed => {
-                let mut trimmed = BytesMut::new();
-                answer::encode_trimmed(&policy, &decision, &view, &mut trimmed)
-                    .map_err(|e| Close::new(format!("cannot encode the trimmed request: {e}")))?;
-                let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
-                let share = match share {
-                    Some(share) => share,
-                    None => or_gone!(budget_share(
-                        shared,
+            OnRequest::Forward(forwarded) => {
+                drop(request);
+                let owed = owed(&forwarded.frame, api_key, peek.api_version, 0);
+                let merge = match forwarded.merge {
+                    Some(merge) => Some(or_gone!(keep(
+                        &held,
                         &mut to_upstream,
-                        request.frame().len()
-                    ))?,
-                };
-                let slot = Slot::Merge {
-                    pending,
-                    sent,
-                    due,
-                    request,
-                    policy: policy.clone(),
-                    decision,
-                    _held: held,
-                    _share: share,
-                };
-                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
-                or_gone!(forward(&mut to_upstream, trimmed)).map_err(&upstream_write)?;
-            }
-            Verdict::Refused => {
-                let held = or_gone!(hold(&held, &mut to_upstream, request.frame().len()))?;
-                let share = match share {
-                    Some(share) => share,
-                    None => or_gone!(budget_share(
                         shared,
-                        &mut to_upstream,
-                        request.frame().len()
-                    ))?,
+                        merge,
+                        share.take()
+                    ))?),
+                    None => None,
                 };
-                let slot = Slot::Local {
-                    request,
-                    policy: policy.clone(),
-                    decision,
-                    _held: held,
-                    _share: share,
-                };
-                or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                // A request a filter keeps to merge its answer is always answered.
+                if owed.answer || merge.is_some() {
+                    let slot = Slot::Forwarded {
+                        pending: peek.into(),
+                        sent,
+                        due: sent + owed.wait.max(forwarded.wait) + shared.request_timeout,
+                        merge,
+                    };
+                    or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                }
+                or_gone!(forward(&mut to_upstream, forwarded.frame)).map_err(&upstream_write)?;
             }
+            OnRequest::Answer(answer) => {
+                drop(request);
+                let kept = or_gone!(keep(&held, &mut to_upstream, shared, answer, share.take()))?;
+                or_gone!(send_slot(&slots, &mut to_upstream, Slot::Local(kept)))?;
+            }
+            OnRequest::Close(close) => return Err(close),
         }
+        drop(share);
     }
-}
-
-/// The leadership-change policy on a request other than ElectLeaders: None to forward it
-/// (not an API the policy reads, no rule that concerns leadership, or allowed), the answer
-/// to send instead when it is refused; an error closes the connection (a request the guard
-/// cannot read, of a version it does not know, or one no client sends).
-fn police_change(
-    frame: &[u8],
-    peek: RequestPeek,
-    conn: &ConnInfo,
-    identity: &Identity,
-    shared: &Shared,
-    audit: &AuditConnection<'_>,
-) -> Result<Option<Bytes>, Close> {
-    let api = leadership::Api::of(peek.api_key);
-    let inter_broker = leadership::inter_broker(peek.api_key);
-    if api.is_none() && inter_broker.is_none() {
-        return Ok(None);
-    }
-    let policy = shared.policy();
-    if !policy.polices_leadership() {
-        return Ok(None);
-    }
-    let refused = |what: String| {
-        Close::of(
-            CloseReason::Malformed,
-            format!(
-                "{what} (correlation id {}): never forwarded while the guard polices \
-                 leadership changes",
-                peek.correlation_id
-            ),
-        )
-    };
-    let Some(api) = api else {
-        let name = inter_broker.unwrap_or("an inter-broker API");
-        return Err(refused(format!(
-            "the client sent {name} (api key {}), which only brokers and controllers send \
-             each other",
-            peek.api_key
-        )));
-    };
-    if !api.reads(peek.api_version) {
-        return Err(refused(format!(
-            "the client sent {} v{}, a version the guard does not read (it reads v{}-v{})",
-            api.name(),
-            peek.api_version,
-            api.min_version(),
-            api.max_version()
-        )));
-    }
-    let request = leadership::read_request(api, peek.api_version, frame).map_err(|e| {
-        refused(format!(
-            "malformed {} v{} request: {e}",
-            api.name(),
-            peek.api_version
-        ))
-    })?;
-    let principal = identity.principal();
-    let mut decision = policy.decide_change(&request, principal.as_deref());
-    let line = leadership::audit::line(conn, principal.as_deref(), &request, &decision);
-    if let Err(e) = audit.record_line(line).or_else(|e| {
-        let what = format_args!("{} (correlation id {})", api.name(), peek.correlation_id);
-        let log_only = log_only(&policy, principal.as_deref());
-        shared.audit.unaudited(log_only, conn, what, e)
-    }) {
-        log(format_args!(
-            "{} -> {}: {} request (correlation id {}) refused: {}",
-            conn.client,
-            conn.upstream,
-            api.name(),
-            peek.correlation_id,
-            e.reason()
-        ));
-        decision = decision.unaudited(e.reason());
-    }
-    shared.metrics.change_decided(api.name(), decision.verdict);
-    if decision.verdict != Verdict::Refused {
-        return Ok(None);
-    }
-    let mut reply = BytesMut::new();
-    leadership::encode_refusal(&request, &decision, &mut reply);
-    Ok(Some(reply.freeze()))
 }
 
 /// When the client's frame begun must be whole: the frame timeout after it began.
@@ -1091,26 +893,33 @@ async fn hold<W: AsyncWrite + Unpin>(
     }
 }
 
-/// The slot of an answer the guard wrote itself: it holds its bytes against the
-/// connection's budget of requests kept and the guard's buffer budget until it is written.
-async fn reply_slot<W: AsyncWrite + Unpin>(
+/// An answer a filter will write, holding its bytes against the connection's budget of
+/// requests kept and the guard's buffer budget until it is written. An answer written
+/// later keeps the request it answers: a large request's share of the budget, taken as it
+/// was read (`read_share`), covers it; a frame written now takes a share of its own.
+async fn keep<W: AsyncWrite + Unpin>(
     held: &Arc<Semaphore>,
     to_upstream: &mut ToPeer<W>,
     shared: &Shared,
-    reply: Bytes,
-) -> Result<Slot, Close> {
-    let permits = reply.len().min(shared.max_frame_size);
+    answer: Respond,
+    read_share: Option<Share>,
+) -> Result<Kept, Close> {
+    let permits = answer.holds.min(shared.max_frame_size);
     let kept = hold(held, to_upstream, permits).await?;
-    let share = budget_share(shared, to_upstream, reply.len()).await?;
-    Ok(Slot::Reply {
-        frame: reply,
+    let later = matches!(answer.write, Answered::Later(_));
+    let share = match read_share {
+        Some(share) if later => share,
+        _ => budget_share(shared, to_upstream, answer.holds).await?,
+    };
+    Ok(Kept {
+        write: answer.write,
         _held: kept,
         _share: share,
     })
 }
 
-/// A share of the guard's buffer budget for `len` bytes kept: a request kept to answer or
-/// merge (issue 35, finding 5: small ones were kept outside the budget, up to 128 of
+/// A share of the guard's buffer budget for `len` bytes kept ([`keep`]): a request kept to
+/// answer or merge (issue 35, finding 5: small ones were kept outside the budget, up to 128 of
 /// them a connection), or an answer the guard wrote. Flushes the broker side before
 /// waiting, as `hold` does.
 async fn budget_share<W: AsyncWrite + Unpin>(
@@ -1144,12 +953,12 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     mut from_upstream: FromPeer<UR>,
     mut to_client: ToPeer<CW>,
     mut slots: mpsc::Receiver<Slot>,
-    conn_info: &ConnInfo,
-    identity: &Identity,
-    shared: &Shared,
+    session: &Session<'_>,
     activity: &Activity,
 ) -> Result<(), Close> {
     let client_write = Close::write("client");
+    let shared = session.shared;
+    let filters = &shared.filters;
     let mut waiting: VecDeque<Slot> = VecDeque::new();
     let mut in_flight = InFlight::<MAX_IN_FLIGHT>::new();
     let mut requests_open = true;
@@ -1188,7 +997,7 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 }
             },
         };
-        let mut frame = match next {
+        let frame = match next {
             Next::Late => return Err(late(&waiting, shared)),
             Next::Slot(None) => {
                 requests_open = false;
@@ -1281,66 +1090,56 @@ async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 return Err(Close::new("answer queue out of step"));
             };
             match slot {
-                Slot::Local { .. } | Slot::Reply { .. } => {
+                Slot::Local(_) => {
                     write_answer(&mut to_client, slot, None, &mut scratch).await?;
                 }
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
                 _ if skipped > 0 => skipped -= 1,
-                Slot::Forwarded { pending, sent, .. } => {
+                Slot::Forwarded {
+                    pending,
+                    sent,
+                    merge,
+                    ..
+                } => {
                     shared
                         .metrics
                         .frame(pending.api_key, "response", frame.len());
                     shared.metrics.round_trip(pending.api_key, sent.elapsed());
-                    if pending.api_key == API_VERSIONS {
-                        cap_versions(&mut frame, pending, conn_info);
+                    if let Some(merge) = merge {
+                        let slot = Slot::Local(merge);
+                        write_answer(&mut to_client, slot, Some(&frame), &mut scratch).await?;
+                        break;
                     }
-                    if pending.api_key == SASL_AUTHENTICATE {
-                        identity.authenticate_answer(
-                            &frame,
-                            pending.api_version,
-                            pending.correlation_id,
-                        );
-                    }
-                    let frame = frame.freeze();
-                    match shared.addresses.rewrite(
-                        &frame,
-                        pending.api_key,
-                        pending.api_version,
-                        conn_info,
-                    ) {
-                        Some(rewritten) => {
-                            shared.metrics.rewrote();
-                            forward_rewritten(&mut to_client, rewritten, &frame).await
+                    let mut answer = Answer::new(frame);
+                    let mut splice = None;
+                    if filters.reads_response(pending.api_key) {
+                        for filter in filters.for_response(pending.api_key) {
+                            match filter.response(session, pending, &mut answer) {
+                                OnResponse::Pass => {}
+                                OnResponse::Splice { head, tail_from } => {
+                                    splice = Some((head, tail_from));
+                                    break;
+                                }
+                                OnResponse::Close(close) => return Err(close),
+                            }
                         }
-                        None => forward(&mut to_client, frame).await,
+                    }
+                    match splice {
+                        Some((head, tail_from)) => {
+                            let frame = answer.frame_bytes().clone();
+                            forward_spliced(&mut to_client, head, tail_from, &frame).await
+                        }
+                        None => match answer.into_frame() {
+                            Frame::Mut(frame) => forward(&mut to_client, frame).await,
+                            Frame::Shared(frame) => forward(&mut to_client, frame).await,
+                        },
                     }
                     .map_err(&client_write)?;
                     break;
                 }
-                Slot::Merge { pending, sent, .. } => {
-                    shared
-                        .metrics
-                        .frame(pending.api_key, "response", frame.len());
-                    shared.metrics.round_trip(pending.api_key, sent.elapsed());
-                    write_answer(&mut to_client, slot, Some(&frame), &mut scratch).await?;
-                    break;
-                }
             }
         }
-    }
-}
-
-/// Caps ElectLeaders' version in an ApiVersions answer (see `versions`); an answer that
-/// cannot be read goes through unchanged, with a line saying what that risks.
-fn cap_versions(frame: &mut BytesMut, request: Pending, conn: &ConnInfo) {
-    if let Err(field) = cap_elect_leaders(frame, request.api_version) {
-        log(format_args!(
-            "{} -> {}: the broker's ApiVersions answer (v{}, correlation id {}) cannot be \
-             read at {field}: forwarded unchanged; should the client pick an ElectLeaders \
-             version newer than the guard reads, its connection will be closed",
-            conn.client, conn.upstream, request.api_version, request.correlation_id
-        ));
     }
 }
 
@@ -1367,55 +1166,30 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
     }
 }
 
-/// Writes the proxy's answer for a `Local` slot, or the merged answer of a `Merge` slot,
-/// by the policy that decided it (a reload since changes nothing for it).
+/// Writes the answer a filter kept for a `Local` slot: the frame it wrote, or the one it
+/// writes now (from the broker's answer, for a request it forwarded in another form).
 async fn write_answer<W: AsyncWrite + Unpin>(
     to_client: &mut ToPeer<W>,
     slot: Slot,
     broker: Option<&[u8]>,
     scratch: &mut BytesMut,
 ) -> Result<(), Close> {
-    if let Slot::Reply { frame, .. } = slot {
-        return forward(to_client, frame)
-            .await
-            .map_err(Close::write("client"));
-    }
-    let (Slot::Local {
-        request,
-        policy,
-        decision,
-        ..
-    }
-    | Slot::Merge {
-        request,
-        policy,
-        decision,
-        ..
-    }) = slot
-    else {
+    let Slot::Local(kept) = slot else {
         return Ok(());
     };
-    let view = request.view();
-    let broker = match broker {
-        Some(frame) => Some(parse_response(frame, view.version()).map_err(|e| {
-            Close::of(
-                CloseReason::Malformed,
-                format!(
-                "the broker's ElectLeaders response (correlation id {}) cannot be read at v{}: {e}",
-                view.correlation_id(),
-                view.version()
-            ),
-            )
-        })?),
-        None => None,
-    };
-    scratch.clear();
-    answer::encode_refusal(&policy, &decision, &view, broker.as_ref(), scratch)
-        .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))?;
-    to_client
-        .feed(scratch.split())
-        .await
-        .map_err(Close::write("client"))
+    match kept.write {
+        Answered::Frame(frame) => forward(to_client, frame)
+            .await
+            .map_err(Close::write("client")),
+        Answered::Later(write) => {
+            scratch.clear();
+            write(broker, scratch)?;
+            to_client
+                .feed(scratch.split())
+                .await
+                .map_err(Close::write("client"))
+        }
+    }
 }
 
 /// The hidden `--plain` mode: bytes copied both ways, no frame looked at.

@@ -14,6 +14,11 @@
 //! - [`audit`]: one JSON line per decision.
 //! - [`Guard`]: the server, on tokio, from a [`Config`]: one listener per broker, answers in
 //!   request order per connection, bounded memory and connections.
+//! - [`filter`]: the guard as a pipeline: a connection core that moves frames and owns the
+//!   budgets, timeouts and closes, and [`Filter`]s, one per concern (the SASL principal,
+//!   the leadership-change policy, the ElectLeaders policy, the ApiVersions cap, the
+//!   broker-address rewrite), each reading the API keys it names. An embedder adds its own
+//!   with [`Filters::with`] (`examples/filter.rs`).
 //! - [`mod@file`]: the configuration file (TOML) that fills a [`Config`]; [`Reloader::apply`]
 //!   puts a new one's policy and certificates in force while the guard runs.
 //!
@@ -93,6 +98,8 @@ mod budget;
 mod close;
 mod conn;
 pub mod file;
+pub mod filter;
+mod filters;
 mod identity;
 pub mod leadership;
 pub mod metrics;
@@ -117,7 +124,9 @@ pub mod testing {
     pub use crate::shared::Shared;
 }
 
+pub use close::{Close, CloseReason};
 pub use file::{ConfigFile, FileError};
+pub use filter::{Filter, Filters};
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
     max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloaded,

@@ -14,6 +14,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::addresses::{Addresses, Opened};
 use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE_BYTES};
 use crate::conn;
+use crate::filter::Filters;
 use crate::metrics::Refused;
 use crate::policy::Policy;
 use crate::shards::Shards;
@@ -118,6 +119,9 @@ pub struct Config {
     /// true`, and never a command-line option (the command line is read again at every
     /// reload: it would allow every weakening for good). Default false.
     pub allow_weaker_rules: bool,
+    /// What reads each frame ([`crate::filter`]): the guard's own filters by default
+    /// ([`Filters::builtin`]); an embedder adds its own with [`Filters::with`].
+    pub filters: Filters,
     /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
     #[doc(hidden)]
     pub plain: bool,
@@ -198,6 +202,7 @@ impl Default for Config {
             metrics_listen: None,
             metrics_limits: crate::metrics_listener::MetricsLimits::default(),
             allow_weaker_rules: false,
+            filters: Filters::builtin(),
             plain: false,
         }
     }

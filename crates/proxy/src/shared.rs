@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::addresses::Addresses;
 use crate::audit::Audit;
 use crate::budget::Budget;
+use crate::filter::Filters;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::server::Config;
@@ -39,6 +40,8 @@ pub struct Shared {
     pub addresses: Addresses,
     /// What the guard did, for `--metrics-listen`.
     pub metrics: Metrics,
+    /// What reads each frame, in order.
+    pub filters: Filters,
 }
 
 impl Shared {
@@ -54,6 +57,7 @@ impl Shared {
         };
         Shared {
             metrics,
+            filters: config.filters.clone(),
             policy: RwLock::new(Arc::new(config.policy.clone())),
             audit,
             max_frame_size: config.max_frame_size,

@@ -1,0 +1,545 @@
+//! The guard as a pipeline of filters: the connection core (`conn`) moves frames, owns the
+//! budgets, the timeouts, the order of answers and the closes, and knows no API beyond
+//! what pairing needs; every concern that reads a request or an answer is a [`Filter`],
+//! registered in one place ([`Filters::builtin`]), each in its own module under
+//! `filters/`.
+//!
+//! A filter says which API keys it reads, per direction; the core hands it only those
+//! frames, in the order the filters were registered:
+//!
+//! - a **request** goes through the filters that read its API key until one of them
+//!   decides ([`OnRequest`]): forward it (or another frame in its place, whose answer a
+//!   [`Respond`] then writes), answer it on the broker's behalf, or close the connection.
+//!   When no filter decides, the request is forwarded as it came. Before a filter sees a
+//!   request it may ask the core to wait ([`Filter::ready`], the audit queue's room), the
+//!   client's close watched meanwhile;
+//! - an **answer** the broker sent to a request forwarded as it came goes through the
+//!   filters that read its API key: each may read it, change it in place, or have the
+//!   rest of it spliced behind a new head ([`OnResponse::Splice`], the address rewrite),
+//!   which ends the chain. Answers written by the guard ([`Respond`]) go out as written.
+//!
+//! What a filter keeps to answer later counts against the connection's budget of requests
+//! kept and the guard's buffer budget (`--max-buffered-bytes`) until it is written: a
+//! [`Respond`] says how many bytes it holds.
+//!
+//! A new rule is one file: a type implementing [`Filter`], and a line in
+//! [`Filters::builtin`] (or, for an embedder, [`Filters::with`] on its
+//! [`Config`](crate::Config)). Filters are shared by every connection and decide from
+//! what the [`Session`] gives them (the connection, the principal, the policy in force,
+//! the audit log); one that needs state of its own per connection keeps it behind a lock.
+//! `examples/filter.rs` builds a guard with a filter of its own.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_elect_leaders::{Pending, RequestPeek};
+
+use crate::audit::{AuditConnection, ConnInfo};
+use crate::budget::SMALL_FRAME;
+use crate::close::{Close, CloseReason};
+use crate::identity::Identity;
+use crate::policy::Policy;
+use crate::shared::Shared;
+
+/// A future a filter asks the core to wait for before it reads a request.
+pub type Wait<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// One concern of the guard: reads the requests and answers of the API keys it names,
+/// and decides what becomes of each request. Shared by every connection of a guard.
+pub trait Filter: Send + Sync + 'static {
+    /// Its name, for logs.
+    fn name(&self) -> &'static str;
+
+    /// Whether it reads requests of this API key (asked once per API key and guard: the
+    /// answer must not change).
+    fn reads_request(&self, api_key: i16) -> bool {
+        let _ = api_key;
+        false
+    }
+
+    /// Whether it reads the broker's answers to requests of this API key (asked once per
+    /// API key and guard).
+    fn reads_response(&self, api_key: i16) -> bool {
+        let _ = api_key;
+        false
+    }
+
+    /// Something to wait for before [`Filter::request`] reads this request (room in the
+    /// audit queue); the client's close is watched meanwhile.
+    fn ready<'a>(&'a self, session: &'a Session<'a>, request: &RequestPeek) -> Option<Wait<'a>> {
+        let _ = (session, request);
+        None
+    }
+
+    /// Decides on a request of an API key it reads.
+    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+        let _ = (session, request);
+        OnRequest::Pass
+    }
+
+    /// Reads (or changes) the broker's answer to a request of an API key it reads.
+    fn response(&self, session: &Session<'_>, request: Pending, answer: &mut Answer) -> OnResponse {
+        let _ = (session, request, answer);
+        OnResponse::Pass
+    }
+}
+
+/// One client connection, as the filters see it.
+pub struct Session<'a> {
+    pub(crate) conn: &'a ConnInfo,
+    pub(crate) identity: &'a Identity,
+    pub(crate) shared: &'a Shared,
+    /// The client address's share of the audit queue.
+    pub(crate) audit: AuditConnection<'a>,
+}
+
+impl<'a> Session<'a> {
+    pub(crate) fn new(conn: &'a ConnInfo, identity: &'a Identity, shared: &'a Shared) -> Self {
+        Session {
+            conn,
+            identity,
+            shared,
+            audit: shared.audit.connection(conn.client.ip()),
+        }
+    }
+
+    /// The client's address, the guard's listener and the broker behind it.
+    pub fn conn(&self) -> &ConnInfo {
+        self.conn
+    }
+
+    /// The principal the broker takes this client as, when the guard knows it (from the
+    /// client's certificate or a SASL exchange the broker accepted).
+    pub fn principal(&self) -> Option<String> {
+        self.identity.principal()
+    }
+
+    /// The policy in force (replaced whole on reload).
+    pub fn policy(&self) -> Arc<Policy> {
+        self.shared.policy()
+    }
+}
+
+/// A request a filter reads: its frame (size prefix included) and header.
+pub struct Request {
+    frame: Held,
+    peek: RequestPeek,
+}
+
+enum Held {
+    Read(BytesMut),
+    Kept(Bytes),
+    /// Only while `keep` swaps the two.
+    Moved,
+}
+
+impl Request {
+    pub(crate) fn new(frame: BytesMut, peek: RequestPeek) -> Request {
+        Request {
+            frame: Held::Read(frame),
+            peek,
+        }
+    }
+
+    /// The frame, size prefix included.
+    pub fn frame(&self) -> &[u8] {
+        match &self.frame {
+            Held::Read(frame) => frame,
+            Held::Kept(frame) => frame,
+            Held::Moved => &[],
+        }
+    }
+
+    /// Its header: API key, version, correlation id.
+    pub fn peek(&self) -> &RequestPeek {
+        &self.peek
+    }
+
+    /// The frame as bytes of its own, to keep past this call (to answer or merge later):
+    /// a small frame is copied out of the read buffer, whose whole allocation it would
+    /// otherwise keep alive outside the budget; a large one already has its own.
+    pub fn keep(&mut self) -> Bytes {
+        let kept = match std::mem::replace(&mut self.frame, Held::Moved) {
+            Held::Read(frame) if frame.len() <= SMALL_FRAME => Bytes::copy_from_slice(&frame),
+            Held::Read(frame) => frame.freeze(),
+            Held::Kept(frame) => frame,
+            Held::Moved => Bytes::new(),
+        };
+        self.frame = Held::Kept(kept.clone());
+        kept
+    }
+
+    /// The frame to forward as it came.
+    pub(crate) fn into_frame(self) -> Frame {
+        match self.frame {
+            Held::Read(frame) => Frame::Mut(frame),
+            Held::Kept(frame) => Frame::Shared(frame),
+            Held::Moved => Frame::Shared(Bytes::new()),
+        }
+    }
+}
+
+/// A frame the core writes, whichever buffer it is in.
+pub(crate) enum Frame {
+    Mut(BytesMut),
+    Shared(Bytes),
+}
+
+/// What becomes of a request.
+pub enum OnRequest {
+    /// Not this filter's to decide: the next filter reads it; after the last, it is
+    /// forwarded as it came.
+    Pass,
+    /// Forward it, or another frame in its place.
+    Forward(Forward),
+    /// Answer it on the broker's behalf, in its turn; nothing is forwarded.
+    Answer(Respond),
+    /// Close the connection; nothing of this request is forwarded.
+    Close(Close),
+}
+
+impl OnRequest {
+    /// Closes the connection for a request that must never reach the broker.
+    pub fn close(why: impl Into<String>) -> OnRequest {
+        OnRequest::Close(Close::of(CloseReason::Malformed, why))
+    }
+}
+
+/// A request forwarded by a filter's decision.
+pub struct Forward {
+    pub(crate) frame: Bytes,
+    pub(crate) merge: Option<Respond>,
+    pub(crate) wait: Duration,
+}
+
+impl Forward {
+    /// Forward `frame` (size prefix included; the request itself, from
+    /// [`Request::keep`], or a frame in its place), its answer going back as the broker
+    /// sends it.
+    pub fn new(frame: Bytes) -> Forward {
+        Forward {
+            frame,
+            merge: None,
+            wait: Duration::ZERO,
+        }
+    }
+
+    /// The broker's answer goes to `merge`, which writes the client's answer from it.
+    pub fn merged_by(mut self, merge: Respond) -> Forward {
+        self.merge = Some(merge);
+        self
+    }
+
+    /// The request lets the broker wait this long before it answers (its `timeout_ms`):
+    /// the guard's request timeout starts after it.
+    pub fn waiting(mut self, wait: Duration) -> Forward {
+        self.wait = wait;
+        self
+    }
+}
+
+type Write = Box<dyn FnOnce(Option<&[u8]>, &mut BytesMut) -> Result<(), Close> + Send>;
+
+/// An answer the guard writes: at once (a frame already made) or when its turn comes,
+/// from what it kept (and the broker's answer, for a request forwarded trimmed).
+pub struct Respond {
+    pub(crate) holds: usize,
+    pub(crate) write: Answered,
+}
+
+pub(crate) enum Answered {
+    Frame(Bytes),
+    Later(Write),
+}
+
+impl Respond {
+    /// This frame (size prefix included), in the request's turn.
+    pub fn frame(frame: Bytes) -> Respond {
+        Respond {
+            holds: frame.len(),
+            write: Answered::Frame(frame),
+        }
+    }
+
+    /// Written by `write` when its turn comes, into an empty buffer, with the broker's
+    /// answer when the request was forwarded. `holds`: the bytes it keeps until then
+    /// (counted against the budgets).
+    pub fn later(
+        holds: usize,
+        write: impl FnOnce(Option<&[u8]>, &mut BytesMut) -> Result<(), Close> + Send + 'static,
+    ) -> Respond {
+        Respond {
+            holds,
+            write: Answered::Later(Box::new(write)),
+        }
+    }
+}
+
+impl fmt::Debug for Respond {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Respond")
+            .field("holds", &self.holds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The broker's answer to a request forwarded as it came, as response filters read it.
+pub struct Answer {
+    frame: Frame,
+}
+
+impl Answer {
+    pub(crate) fn new(frame: BytesMut) -> Answer {
+        Answer {
+            frame: Frame::Mut(frame),
+        }
+    }
+
+    /// The frame, size prefix included.
+    pub fn frame(&self) -> &[u8] {
+        match &self.frame {
+            Frame::Mut(frame) => frame,
+            Frame::Shared(frame) => frame,
+        }
+    }
+
+    /// The frame, to change in place.
+    pub fn frame_mut(&mut self) -> &mut BytesMut {
+        if let Frame::Shared(frame) = &mut self.frame {
+            let shared = std::mem::take(frame);
+            let owned = shared
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+            self.frame = Frame::Mut(owned);
+        }
+        match &mut self.frame {
+            Frame::Mut(frame) => frame,
+            Frame::Shared(_) => unreachable!("made mutable above"),
+        }
+    }
+
+    /// The frame as shared bytes (for a decoder that keeps slices of it).
+    pub fn frame_bytes(&mut self) -> &Bytes {
+        if let Frame::Mut(frame) = &mut self.frame {
+            self.frame = Frame::Shared(std::mem::take(frame).freeze());
+        }
+        match &self.frame {
+            Frame::Shared(frame) => frame,
+            Frame::Mut(_) => unreachable!("frozen above"),
+        }
+    }
+
+    pub(crate) fn into_frame(self) -> Frame {
+        self.frame
+    }
+}
+
+/// What becomes of an answer.
+pub enum OnResponse {
+    /// Read (or changed in place): the next filter reads it; after the last, it goes to
+    /// the client.
+    Pass,
+    /// The client gets `head` (size prefix included, counting the whole answer), then
+    /// the broker's answer from `tail_from` on, never copied. Ends the chain.
+    Splice { head: BytesMut, tail_from: usize },
+    /// Close the connection; nothing of this answer goes to the client.
+    Close(Close),
+}
+
+/// The filters of a guard, in order, with for each API key which of them read it.
+#[derive(Clone)]
+pub struct Filters {
+    filters: Vec<Arc<dyn Filter>>,
+    /// Per API key (0..`KEYS`), the filters reading its requests and its answers, as
+    /// bits of `filters`' indices; keys past the table ask every filter.
+    requests: Arc<[u64]>,
+    responses: Arc<[u64]>,
+}
+
+/// API keys with a dispatch entry; Kafka 4.x's highest is below 100.
+const KEYS: usize = 128;
+
+impl Filters {
+    /// No filter at all: every frame forwarded as it came (what the `conn` fuzz target's
+    /// plain runs and an embedder's own pipeline start from).
+    pub fn none() -> Filters {
+        Filters::from_list(Vec::new())
+    }
+
+    /// The guard's own filters, in the order they read: the SASL principal, the
+    /// leadership-change policy, the ElectLeaders policy, the ApiVersions cap and the
+    /// broker-address rewrite.
+    pub fn builtin() -> Filters {
+        Filters::from_list(crate::filters::builtin())
+    }
+
+    /// These filters, then `filter` (at most 64 in all).
+    ///
+    /// # Panics
+    ///
+    /// With more than 64 filters.
+    #[must_use]
+    pub fn with(self, filter: impl Filter) -> Filters {
+        let mut filters = self.filters;
+        filters.push(Arc::new(filter));
+        Filters::from_list(filters)
+    }
+
+    fn from_list(filters: Vec<Arc<dyn Filter>>) -> Filters {
+        assert!(filters.len() <= 64, "at most 64 filters");
+        let table = |reads: &dyn Fn(&dyn Filter, i16) -> bool| -> Arc<[u64]> {
+            (0..KEYS)
+                .map(|key| {
+                    filters.iter().enumerate().fold(0u64, |bits, (i, f)| {
+                        if reads(f.as_ref(), key as i16) {
+                            bits | 1 << i
+                        } else {
+                            bits
+                        }
+                    })
+                })
+                .collect()
+        };
+        let requests = table(&|f, key| f.reads_request(key));
+        let responses = table(&|f, key| f.reads_response(key));
+        Filters {
+            filters,
+            requests,
+            responses,
+        }
+    }
+
+    /// The names of the filters, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.filters.iter().map(|f| f.name()).collect()
+    }
+
+    fn bits(table: &[u64], api_key: i16) -> u64 {
+        usize::try_from(api_key)
+            .ok()
+            .and_then(|key| table.get(key).copied())
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The filters reading requests of `api_key`, in order.
+    pub(crate) fn for_request(&self, api_key: i16) -> impl Iterator<Item = &dyn Filter> + '_ {
+        let bits = Filters::bits(&self.requests, api_key);
+        self.pick(bits, move |f| f.reads_request(api_key))
+    }
+
+    /// The filters reading answers to requests of `api_key`, in order.
+    pub(crate) fn for_response(&self, api_key: i16) -> impl Iterator<Item = &dyn Filter> + '_ {
+        let bits = Filters::bits(&self.responses, api_key);
+        self.pick(bits, move |f| f.reads_response(api_key))
+    }
+
+    fn pick(
+        &self,
+        bits: u64,
+        reads: impl Fn(&dyn Filter) -> bool + 'static,
+    ) -> impl Iterator<Item = &dyn Filter> + '_ {
+        let all = bits == u64::MAX;
+        self.filters
+            .iter()
+            .enumerate()
+            .filter(move |(i, f)| {
+                if all {
+                    reads(f.as_ref())
+                } else {
+                    bits & (1 << i) != 0
+                }
+            })
+            .map(|(_, f)| f.as_ref())
+    }
+
+    /// Whether any filter reads requests or answers of `api_key`.
+    pub(crate) fn reads_request(&self, api_key: i16) -> bool {
+        Filters::bits(&self.requests, api_key) != 0
+    }
+
+    pub(crate) fn reads_response(&self, api_key: i16) -> bool {
+        Filters::bits(&self.responses, api_key) != 0
+    }
+}
+
+impl Default for Filters {
+    fn default() -> Filters {
+        Filters::builtin()
+    }
+}
+
+impl fmt::Debug for Filters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Reads(&'static str, i16);
+
+    impl Filter for Reads {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn reads_request(&self, api_key: i16) -> bool {
+            api_key == self.1
+        }
+        fn reads_response(&self, api_key: i16) -> bool {
+            api_key == self.1 || api_key == 200
+        }
+    }
+
+    #[test]
+    fn each_key_reaches_the_filters_that_read_it_in_order() {
+        let filters = Filters::none()
+            .with(Reads("a", 3))
+            .with(Reads("b", 18))
+            .with(Reads("c", 3));
+        let names = |it: &mut dyn Iterator<Item = &dyn Filter>| -> Vec<&str> {
+            it.map(|f| f.name()).collect()
+        };
+        assert_eq!(names(&mut filters.for_request(3)), ["a", "c"]);
+        assert_eq!(names(&mut filters.for_request(18)), ["b"]);
+        assert!(names(&mut filters.for_request(0)).is_empty());
+        assert!(!filters.reads_request(0));
+        // Past the table, and negative keys: each filter is asked.
+        assert_eq!(names(&mut filters.for_response(200)), ["a", "b", "c"]);
+        assert!(names(&mut filters.for_request(-1)).is_empty());
+        assert_eq!(filters.names(), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn the_builtin_filters_read_what_they_police() {
+        let filters = Filters::builtin();
+        assert_eq!(
+            filters.names(),
+            [
+                "sasl",
+                "leadership",
+                "elect-leaders",
+                "api-versions",
+                "addresses"
+            ]
+        );
+        // ElectLeaders requests: the principal, then the ElectLeaders policy.
+        let elect: Vec<_> = filters.for_request(43).map(|f| f.name()).collect();
+        assert_eq!(elect, ["sasl", "elect-leaders"]);
+        // IncrementalAlterConfigs (44): the leadership-change policy.
+        let configs: Vec<_> = filters.for_request(44).map(|f| f.name()).collect();
+        assert_eq!(configs, ["sasl", "leadership"]);
+        let metadata: Vec<_> = filters.for_response(3).map(|f| f.name()).collect();
+        assert_eq!(metadata, ["addresses"]);
+        let versions: Vec<_> = filters.for_response(18).map(|f| f.name()).collect();
+        assert_eq!(versions, ["api-versions"]);
+        let sasl: Vec<_> = filters.for_response(36).map(|f| f.name()).collect();
+        assert_eq!(sasl, ["sasl"]);
+        assert!(!filters.reads_response(0), "Produce answers pass untouched");
+    }
+}
