@@ -84,9 +84,11 @@
 
 #[cfg_attr(feature = "testing", allow(missing_docs))]
 mod decode;
+mod error;
 mod reader;
 mod reasm;
 pub mod traffic;
+mod types;
 
 /// The link, IP and TCP decoding on its own, for the benchmark that measures it against
 /// `etherparse` (`benches/link.rs`): not a stable API, only with the feature `testing`.
@@ -96,7 +98,7 @@ pub mod testing {
     pub use crate::decode::*;
 }
 
-pub use reader::{
-    is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Limits, Packets, Timestamp,
-};
+pub use error::CaptureError;
+pub use reader::{is_capture, Capture, Packets};
 pub use traffic::{Analyzer, Asked, Found, Item, Note, Origin, Role, Traffic, What};
+pub use types::{CaptureStats, CloseReason, ConnId, Endpoint, Event, Limits, Timestamp};

@@ -18,7 +18,9 @@ use kafka_elect_leaders::{
     split_frame_with_max, Pending, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
 
-use crate::reader::{Capture, ConnId, Endpoint, Event, Limits, Timestamp};
+use crate::error::CaptureError;
+use crate::reader::Capture;
+use crate::types::{CaptureStats, ConnId, Endpoint, Event, Limits, Timestamp};
 
 /// What one request waiting for its response costs in the in-flight budgets
 /// ([`Limits::in_flight_bytes`], [`Limits::in_flight_total_bytes`]): the table's room for
@@ -1415,7 +1417,7 @@ pub struct Traffic<R: std::io::Read> {
 impl<R: std::io::Read> Traffic<R> {
     /// Reads a pcap or pcapng capture from `reader`; `port` is the broker's TCP port when
     /// known (else the side that received the SYN, else the side requests go to).
-    pub fn new(reader: R, port: Option<u16>) -> Result<Self, String> {
+    pub fn new(reader: R, port: Option<u16>) -> Result<Self, CaptureError> {
         Ok(Self::from_capture(Capture::new(reader)?, port))
     }
 
@@ -1432,13 +1434,13 @@ impl<R: std::io::Read> Traffic<R> {
     }
 
     /// The capture's counts so far.
-    pub fn stats(&self) -> crate::CaptureStats {
+    pub fn stats(&self) -> CaptureStats {
         self.capture.stats()
     }
 }
 
 impl<R: std::io::Read> Iterator for Traffic<R> {
-    type Item = Result<Item, String>;
+    type Item = Result<Item, CaptureError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
