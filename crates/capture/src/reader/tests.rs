@@ -6,6 +6,8 @@ use std::io::Read;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use super::decoder::Resolution;
+use super::file::BUFFER;
 use super::*;
 use crate::reasm;
 use crate::types::{CaptureStats, CloseReason, ConnId, Endpoint, Event, Limits, Timestamp};
