@@ -65,7 +65,8 @@ pub(super) struct Interface {
     pub(super) noted: bool,
 }
 
-/// Everything but the reader: what blocks are turned into.
+/// Everything but the reader: what packets are turned into (the blocks that carry them are
+/// read in `file` and `pcapng`).
 pub(super) struct Decoder {
     pub(super) ng: bool,
     /// Byte order of the pcap file or of the current pcapng section.
