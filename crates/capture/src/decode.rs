@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::reader::Endpoint;
+use crate::types::Endpoint;
 
 /// Link types this module reads (the values of pcap's LINKTYPE_ registry).
 pub const LINKTYPE_NULL: u32 = 0;

@@ -22,6 +22,23 @@
 //! with its link type and time, through the same decoding and reassembly, giving the same
 //! [`Event`]s for the [`Analyzer`].
 //!
+//! Inside, the modules are layers, each importing only from those below it (the test
+//! `tests/layers.rs` reads every `use` and fails on one that reaches up), bottom first:
+//!
+//! 1. `types` and `error`: the plain types every layer speaks ([`Endpoint`], [`ConnId`],
+//!    [`Timestamp`], [`Event`] with its [`CloseReason`], [`Limits`], [`CaptureStats`]) and
+//!    [`CaptureError`];
+//! 2. `decode`: the link layer, IP and TCP of one packet;
+//! 3. `reasm`: TCP reassembly, each connection's two directions in stream order;
+//! 4. `reader`: what a packet becomes (`decoder`), pcapng's blocks (`pcapng`), then the file
+//!    reader [`Capture`] (`file`) and the live [`Packets`] (`packets`);
+//! 5. [`traffic`]: Kafka: what is handed on (`item`), the requests in flight (`in_flight`),
+//!    framing one direction (`framing`), pairing (`pairing`), the [`Analyzer`]
+//!    (`analyzer`), and [`Traffic`] over a capture file (`iter`).
+//!
+//! Errors are types: [`CaptureError`] when a capture cannot be read (on); a problem the
+//! reading gets past is a note ([`Event::Note`], [`Note`]), for people to read.
+//!
 //! **Nothing is lost silently.** A gap, a cut packet, a frame that cannot be framed, a
 //! response whose request was not seen or a connection let go with data comes out as a
 //! [`Note`] (packet, connection, what), and such a response also as a [`What::Unpaired`]
@@ -84,9 +101,11 @@
 
 #[cfg_attr(feature = "testing", allow(missing_docs))]
 mod decode;
+mod error;
 mod reader;
 mod reasm;
 pub mod traffic;
+mod types;
 
 /// The link, IP and TCP decoding on its own, for the benchmark that measures it against
 /// `etherparse` (`benches/link.rs`): not a stable API, only with the feature `testing`.
@@ -96,7 +115,7 @@ pub mod testing {
     pub use crate::decode::*;
 }
 
-pub use reader::{
-    is_capture, Capture, CaptureStats, ConnId, Endpoint, Event, Limits, Packets, Timestamp,
-};
+pub use error::CaptureError;
+pub use reader::{is_capture, Capture, Packets};
 pub use traffic::{Analyzer, Asked, Found, Item, Note, Origin, Role, Traffic, What};
+pub use types::{CaptureStats, CloseReason, ConnId, Endpoint, Event, Limits, Timestamp};

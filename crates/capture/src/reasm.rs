@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::decode::{Segment, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN};
-use crate::reader::{ConnId, Endpoint, Event, Limits, Timestamp};
+use crate::types::{CloseReason, ConnId, Endpoint, Event, Limits, Timestamp};
 
 /// Out-of-order bytes held per direction, at most; past this the lowest hole is declared a gap.
 pub(crate) const HELD_LIMIT: usize = 8 << 20;
@@ -245,10 +245,6 @@ enum Out {
     Gap(u64, u64, bool),
 }
 
-/// Why the tracker let go of a connection before its end, for the Close event.
-pub(crate) const IDLE: &str = "idle longer than the idle timeout";
-pub(crate) const EVICTED: &str = "evicted: more open connections than the limit";
-
 /// All connections of a capture.
 #[derive(Default)]
 pub(crate) struct Tracker {
@@ -312,7 +308,7 @@ impl Tracker {
                 break;
             }
             self.idle_closed += 1;
-            self.close_as(key, (packet, now), Some(IDLE), false, sink);
+            self.close_as(key, (packet, now), CloseReason::Idle, false, sink);
         }
     }
 
@@ -325,7 +321,7 @@ impl Tracker {
 
     /// Closes one connection at the end of the capture; `at` is the last packet read.
     pub fn close_at_end(&mut self, key: Key, at: (u64, Timestamp), sink: &mut Sink<'_>) {
-        self.close(key, at, None, sink);
+        self.close(key, at, CloseReason::EndOfCapture, sink);
     }
 
     pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, time: Timestamp, sink: &mut Sink) {
@@ -348,12 +344,7 @@ impl Tracker {
                         .any(|d| d.next > 0 || !d.held.is_empty() || d.fin.is_some()))
         });
         if reused {
-            self.close(
-                key,
-                (packet, time),
-                Some("the 4-tuple was reused by a new SYN"),
-                sink,
-            );
+            self.close(key, (packet, time), CloseReason::Reused, sink);
             self.open(key, seg, true, packet, time, sink);
         } else if self.conns.contains_key(&key) {
             // Carry on below.
@@ -412,7 +403,7 @@ impl Tracker {
         }
 
         if seg.flags & TCP_RST != 0 {
-            self.close(key, (packet, time), Some("RST"), sink);
+            self.close(key, (packet, time), CloseReason::Rst, sink);
             return;
         }
 
@@ -486,7 +477,7 @@ impl Tracker {
         }
 
         if conn.dirs.iter().all(Direction::complete) {
-            self.close(key, (packet, time), Some("FIN"), sink);
+            self.close(key, (packet, time), CloseReason::Fin, sink);
         }
     }
 
@@ -504,7 +495,7 @@ impl Tracker {
                 break;
             };
             self.evicted += 1;
-            self.close_as(oldest, (packet, time), Some(EVICTED), false, sink);
+            self.close_as(oldest, (packet, time), CloseReason::Evicted, false, sink);
         }
         self.last_id = self.last_id.saturating_add(1);
         let id = ConnId(self.last_id);
@@ -532,14 +523,9 @@ impl Tracker {
     }
 
     /// Flushes what is held (gaps for the holes), then closes. `at` is the packet (and its
-    /// time) that the flushed events name; `reason` is None at the end of the capture.
-    fn close(
-        &mut self,
-        key: Key,
-        at: (u64, Timestamp),
-        reason: Option<&'static str>,
-        sink: &mut Sink,
-    ) {
+    /// time) that the flushed events name; at the end of the capture
+    /// ([`CloseReason::EndOfCapture`]) the Close names no packet.
+    fn close(&mut self, key: Key, at: (u64, Timestamp), reason: CloseReason, sink: &mut Sink) {
         self.close_as(key, at, reason, true, sink);
     }
 
@@ -549,7 +535,7 @@ impl Tracker {
         &mut self,
         key: Key,
         at: (u64, Timestamp),
-        reason: Option<&'static str>,
+        reason: CloseReason,
         remember: bool,
         sink: &mut Sink,
     ) {
@@ -571,12 +557,13 @@ impl Tracker {
             }
             emit(conn.id, from, to, out, at.0, sink);
         }
+        let at_end = reason == CloseReason::EndOfCapture;
         sink.push(Event::Close {
             conn: conn.id,
-            packet: reason.map(|_| at.0),
-            reason: reason.unwrap_or("end of capture"),
+            packet: (!at_end).then_some(at.0),
+            reason,
         });
-        if reason.is_some() && remember {
+        if !at_end && remember {
             if self.closed_order.len() >= CLOSED_LIMIT {
                 if let Some(old) = self.closed_order.pop_front() {
                     self.closed.remove(&old);

@@ -63,7 +63,7 @@ pub fn check_capture(data: &[u8]) {
             }
             Event::Close { conn, reason, .. } => {
                 assert!(open.remove(&conn).is_some(), "closed twice or never opened");
-                assert!(!reason.is_empty());
+                assert!(!reason.as_str().is_empty());
             }
             Event::Note { message, .. } => assert!(!message.is_empty()),
         }

@@ -3,9 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
+use std::net::IpAddr;
+use std::time::Duration;
 
+use super::decoder::Resolution;
+use super::file::BUFFER;
 use super::*;
 use crate::reasm;
+use crate::types::{CaptureStats, CloseReason, ConnId, Endpoint, Event, Limits, Timestamp};
 
 use kafka_elect_leaders_testkit::pcap as w;
 use w::{ACK, FIN, PSH, RST, SYN};
@@ -129,7 +134,7 @@ fn closes(events: &[Event]) -> Vec<(u32, Option<u64>, &'static str)> {
                 conn,
                 packet,
                 reason,
-            } => Some((conn.0, *packet, *reason)),
+            } => Some((conn.0, *packet, reason.as_str())),
             _ => None,
         })
         .collect()
@@ -1343,8 +1348,11 @@ fn capture_io_errors_are_errors() {
     let header = w::pcap_file(1, false, false, &[]);
     let mut c = Capture::new(header.as_slice().chain(Failing)).unwrap();
     let e = c.next_event().unwrap_err();
-    assert!(e.contains("disk on fire"), "{e}");
-    assert!(Capture::new(Failing).unwrap_err().contains("disk on fire"));
+    assert_eq!(e.to_string(), "cannot read the capture: disk on fire");
+    assert_eq!(
+        Capture::new(Failing).unwrap_err().to_string(),
+        "cannot read the capture: disk on fire"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1637,9 +1645,15 @@ fn capture_never_follows_more_connections_than_the_limit() {
     assert_eq!(stats.open_connections, 0, "all closed at the end");
     // The least recently active goes first: connection 1 when the 101st opens.
     let closes = closes(&events);
-    assert_eq!(closes[0], (1, Some(201), reasm::EVICTED));
+    assert_eq!(closes[0], (1, Some(201), CloseReason::Evicted.as_str()));
     assert!(events.iter().any(Event::is_limit_close));
-    assert_eq!(closes.iter().filter(|c| c.2 == reasm::EVICTED).count(), 400);
+    assert_eq!(
+        closes
+            .iter()
+            .filter(|c| c.2 == CloseReason::Evicted.as_str())
+            .count(),
+        400
+    );
 }
 
 #[test]
@@ -1659,7 +1673,10 @@ fn capture_a_recent_packet_keeps_a_connection_from_eviction() {
     };
     let (events, stats) = read_limited(&eth_pcap(&packets), limits);
     assert_eq!(stats.evicted, 1);
-    assert_eq!(closes(&events)[0], (2, Some(4), reasm::EVICTED));
+    assert_eq!(
+        closes(&events)[0],
+        (2, Some(4), CloseReason::Evicted.as_str())
+    );
 }
 
 #[test]
@@ -1676,7 +1693,7 @@ fn capture_idle_connections_are_closed_at_the_timeout() {
         "the last two are still recent at the end"
     );
     let closes = closes(&events);
-    assert_eq!(closes[0], (1, Some(6), reasm::IDLE));
+    assert_eq!(closes[0], (1, Some(6), CloseReason::Idle.as_str()));
     assert!(stats.peak_open_connections <= 3, "{stats:?}");
     // The default (10 minutes) closes none of them.
     let (_, stats) = read_limited(&never_closed(10), Limits::default());

@@ -1,0 +1,486 @@
+//! The analyser ([`Analyzer`]): capture events in, items out. It opens and closes each
+//! connection's state, tells the broker's side from the client's, cuts each direction
+//! into frames (with `framing`'s boundaries), and hands requests and responses to the
+//! pairing; gaps and closes become notes.
+//!
+//! The top of the Kafka layer but for the iterator over a capture file (`iter`).
+
+use std::collections::{HashMap, VecDeque};
+
+use kafka_elect_leaders::{
+    api_name, peek_request, peek_response, split_frame_with_max, Pending, DEFAULT_MAX_FRAME_SIZE,
+};
+
+use super::framing::{find_boundary, Dir};
+use super::in_flight::{never_answered, Waiting};
+use super::item::{Asked, Found, Item, Note, Origin, Role, What};
+use super::pairing::{
+    hand_on, in_doubt, must_wait, release_front, release_held, settle_front, Budget, Conn, Doubt,
+    Held, BEYOND_BOUND, HELD_RESPONSES, HELD_RESPONSE_BYTES,
+};
+use crate::types::{ConnId, Event, Limits};
+
+/// The broker's port, unless `--port` says otherwise.
+pub const DEFAULT_PORT: u16 = 9092;
+
+/// The connections of one capture.
+pub struct Analyzer {
+    port: u16,
+    max_frame: usize,
+    conns: HashMap<ConnId, Conn>,
+    budget: Budget,
+}
+
+impl Analyzer {
+    /// An analyser that takes `port` for the broker's (9092 when `None`); a connection
+    /// whose two ports are both other than it falls back on the SYN, then on which side
+    /// sends request headers.
+    pub fn new(port: Option<u16>) -> Analyzer {
+        Analyzer {
+            port: port.unwrap_or(DEFAULT_PORT),
+            max_frame: DEFAULT_MAX_FRAME_SIZE,
+            conns: HashMap::new(),
+            budget: Budget {
+                per_conn: Limits::DEFAULT_IN_FLIGHT_BYTES,
+                total_limit: Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES,
+                total: 0,
+            },
+        }
+    }
+
+    /// Takes the in-flight budgets of `limits` ([`Limits::in_flight_bytes`],
+    /// [`Limits::in_flight_total_bytes`]); the other limits are the capture layer's.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.budget.per_conn = limits.in_flight_bytes;
+        self.budget.total_limit = limits.in_flight_total_bytes;
+    }
+
+    /// Bytes of the in-flight budgets held now, on all connections.
+    pub fn in_flight_bytes(&self) -> usize {
+        self.budget.total
+    }
+
+    /// Takes one capture event; hands on what it completes.
+    pub fn feed(&mut self, event: Event, out: &mut dyn FnMut(Item)) {
+        let limit_close = event.is_limit_close();
+        match event {
+            Event::Open {
+                conn,
+                a,
+                b,
+                syn_seen,
+                ..
+            } => {
+                let server = if b.port == self.port {
+                    Some(b)
+                } else if a.port == self.port {
+                    Some(a)
+                } else if syn_seen {
+                    Some(b)
+                } else {
+                    None
+                };
+                self.conns.insert(
+                    conn,
+                    Conn {
+                        a,
+                        syn_seen,
+                        server,
+                        dirs: [Dir::new(a, b, syn_seen), Dir::new(b, a, syn_seen)],
+                        waiting: VecDeque::new(),
+                        charged: 0,
+                        not_kept: 0,
+                        held: VecDeque::new(),
+                        held_bytes: 0,
+                    },
+                );
+            }
+            Event::Data {
+                conn,
+                from,
+                offset,
+                bytes,
+                packet,
+                time,
+                acked,
+                ..
+            } => {
+                let max_frame = self.max_frame;
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let i = c.dir_index(from);
+                let d = &mut c.dirs[i];
+                if d.buf.len() == d.pos {
+                    d.start = offset;
+                }
+                d.buf.extend_from_slice(&bytes);
+                d.packets
+                    .push_back((offset + bytes.len() as u64, packet, time, acked));
+                if c.server.is_none() {
+                    decide_server(c, i);
+                }
+                // Requests first: a response direction may be waiting for a request, to pair
+                // a frame or to prove a boundary.
+                let requests = c.requests();
+                let budget = &mut self.budget;
+                drain(conn, c, requests, max_frame, budget, out);
+                drain(conn, c, 1 - requests, max_frame, budget, out);
+                release_held(conn, c, budget, out);
+            }
+            Event::Gap {
+                conn,
+                from,
+                offset,
+                len,
+                packet,
+                cut,
+                ..
+            } => {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let i = c.dir_index(from);
+                let d = &mut c.dirs[i];
+                let held = d.live().len();
+                let mut message = if cut {
+                    format!(
+                        "{len} bytes cut by the snap length at stream offset {offset} ({} -> \
+                         {}): the capture has their packets, shorter than they were sent",
+                        d.from, d.to
+                    )
+                } else {
+                    format!(
+                        "{len} bytes missing from the capture at stream offset {offset} ({} -> {})",
+                        d.from, d.to
+                    )
+                };
+                if held > 0 {
+                    message.push_str(&format!(
+                        "; the frame in progress at offset {} ({held} bytes held) is lost",
+                        d.start
+                    ));
+                }
+                message
+                    .push_str("; decoding resumes at the next frame boundary that can be proven");
+                let (from, to) = (d.from, d.to);
+                out(Item::Note(Note {
+                    conn: Some((conn, from, to)),
+                    packet: Some(packet),
+                    message,
+                    partial: true,
+                }));
+                let d = &mut c.dirs[i];
+                d.buf.clear();
+                d.pos = 0;
+                d.packets.clear();
+                d.start = offset + len;
+                d.lose_sync(d.start);
+                d.lost_since_frame = true;
+                if c.server.is_some() {
+                    release_held(conn, c, &mut self.budget, out);
+                }
+            }
+            Event::Close {
+                conn,
+                packet,
+                reason,
+            } => {
+                let Some(mut c) = self.conns.remove(&conn) else {
+                    return;
+                };
+                // Nothing more will come: what waits for a request has none.
+                while !c.held.is_empty() {
+                    settle_front(&mut c, true);
+                    release_front(conn, &mut c, None, &mut self.budget, out);
+                }
+                let limit = limit_close.then_some(reason);
+                // Each direction's note names the packet where its frame began: in packet
+                // order, whichever direction that is.
+                let mut cut_short = Vec::new();
+                for d in &c.dirs {
+                    let held = d.live().len();
+                    if held > 0 {
+                        let ends = match limit {
+                            Some(reason) => {
+                                format!("the reader let go of the connection ({reason})")
+                            }
+                            None => "the stream ends".to_owned(),
+                        };
+                        // At the end of the capture, the packet where the frame began.
+                        let packet = packet.or(Some(d.packets_of(d.start, d.start + 1).0));
+                        cut_short.push(Note {
+                            conn: Some((conn, d.from, d.to)),
+                            packet,
+                            message: format!(
+                                "{ends} inside a frame: {held} bytes from stream offset {} \
+                                 are not a whole frame",
+                                d.start
+                            ),
+                            partial: true,
+                        });
+                    }
+                }
+                cut_short.sort_by_key(|n| n.packet);
+                for note in cut_short {
+                    out(Item::Note(note));
+                }
+                let waiting = c.waiting.len();
+                c.waiting = VecDeque::new();
+                self.budget.release(&mut c);
+                if let (Some(reason), true) = (limit, waiting > 0) {
+                    let r = &c.dirs[c.requests()];
+                    out(Item::Note(Note {
+                        conn: Some((conn, r.from, r.to)),
+                        packet,
+                        message: format!(
+                            "the reader let go of the connection ({reason}) with {waiting} \
+                             request(s) waiting for their responses: responses that come \
+                             later are not paired"
+                        ),
+                        partial: true,
+                    }));
+                }
+                out(Item::Closed(conn));
+            }
+            Event::Note { packet, message } => out(Item::Note(Note {
+                conn: None,
+                packet: Some(packet),
+                message,
+                partial: true,
+            })),
+        }
+    }
+}
+
+/// Without a SYN or the broker's port (a capture that began mid-connection): the client is
+/// the side where an ElectLeaders request is found at a boundary that can be proven. A
+/// weaker sign is not enough: a response with a small correlation id reads as a request
+/// header of api key 0.
+fn decide_server(c: &mut Conn, i: usize) {
+    let found = find_boundary(
+        &mut c.dirs[i],
+        Role::Requests,
+        &VecDeque::new(),
+        DEFAULT_MAX_FRAME_SIZE,
+        true,
+        false,
+    );
+    if found.is_some() {
+        c.server = Some(c.dirs[i].to);
+        // The searches so far judged both directions as requests: start them again.
+        for d in &mut c.dirs {
+            d.waiting.clear();
+            d.frontier = d.start;
+        }
+    } else {
+        // What was ruled out as a request here is let go, so that an undecided connection
+        // holds at most a frame's worth per direction.
+        c.dirs[i].drop_ruled_out();
+    }
+}
+
+/// Cuts what it can of direction `i` into frames.
+fn drain(
+    conn: ConnId,
+    c: &mut Conn,
+    i: usize,
+    max_frame: usize,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
+    let Some(role) = c.role(i) else {
+        return;
+    };
+    loop {
+        if !c.dirs[i].synced {
+            // A capture that joined the connection: the responses' first bytes may be the
+            // answers to requests sent before it began.
+            let leading = role == Role::Responses && !c.syn_seen && c.dirs[i].frames == 0;
+            let found = find_boundary(&mut c.dirs[i], role, &c.waiting, max_frame, false, leading);
+            let d = &mut c.dirs[i];
+            let Some(p) = found else {
+                d.drop_ruled_out();
+                return;
+            };
+            let skipped = d.skipped + p as u64;
+            let at = d.start + p as u64;
+            let passed_over = (skipped > 0 && (d.frames > 0 || c.syn_seen)).then(|| Note {
+                conn: Some((conn, d.from, d.to)),
+                packet: Some(d.packets_of(at, at + 1).0),
+                message: format!(
+                    "{skipped} bytes before stream offset {at} passed over, to the next frame \
+                     boundary that could be proven"
+                ),
+                partial: true,
+            });
+            d.consume(p);
+            if role == Role::Requests {
+                // Every request before the boundary is cut or lost: the responses that
+                // waited for them go first (they came in earlier packets than the one
+                // that proved the boundary, named below).
+                release_held(conn, c, budget, out);
+            }
+            if let Some(note) = passed_over {
+                out(Item::Note(note));
+            }
+            let d = &mut c.dirs[i];
+            d.synced = true;
+            d.waiting.clear();
+            d.skipped = 0;
+        }
+        let d = &mut c.dirs[i];
+        let frame_len = match split_frame_with_max(d.live(), max_frame) {
+            Ok((frame, _)) => frame.len(),
+            Err(e) if e.is_incomplete() => return,
+            Err(e) => {
+                out(Item::Note(Note {
+                    conn: Some((conn, d.from, d.to)),
+                    packet: Some(d.packets_of(d.start, d.start + 1).0),
+                    message: format!("stream offset {}: not a frame: {e}", d.start),
+                    partial: true,
+                }));
+                let next = d.start + 1;
+                d.lose_sync(next);
+                continue;
+            }
+        };
+        d.frames += 1;
+        let offset = d.start;
+        let (first_packet, last_packet, time, acked) =
+            d.packets_of(offset, offset + frame_len as u64);
+        d.first_frame.get_or_insert(offset);
+        d.first_frame_packet.get_or_insert(first_packet);
+        let frame = d.live()[..frame_len].to_vec();
+        let origin = Origin {
+            conn,
+            from: d.from,
+            to: d.to,
+            first_packet,
+            last_packet,
+            time,
+            offset,
+            index: d.frames,
+        };
+        d.consume(frame_len);
+        let mut waits = role == Role::Requests;
+        let what = match role {
+            Role::Requests => match peek_request(&frame) {
+                Ok(peek) => {
+                    let pending = Pending::from(peek);
+                    let asked = Asked {
+                        time: origin.time,
+                        index: origin.index,
+                    };
+                    if never_answered(&frame, pending) {
+                        // Kafka sends nothing back: nothing to wait for.
+                        waits = false;
+                    } else if let Err(full) = {
+                        let after_gap = std::mem::take(&mut c.dirs[i].lost_since_frame);
+                        budget.keep(
+                            c,
+                            Waiting {
+                                pending,
+                                asked,
+                                after_gap,
+                            },
+                        )
+                    } {
+                        // Named, one by one; the requests already waiting are kept.
+                        c.not_kept += 1;
+                        waits = false;
+                        out(Item::Note(Note {
+                            conn: Some((conn, origin.from, origin.to)),
+                            packet: Some(origin.first_packet),
+                            message: format!(
+                                "request frame at stream offset {offset} ({} v{}, correlation \
+                                 id {}) not kept for pairing: {full}; its response will be \
+                                 listed as unpaired",
+                                api_name(pending.api_key).unwrap_or("unknown API"),
+                                pending.api_version,
+                                pending.correlation_id
+                            ),
+                            partial: true,
+                        }));
+                    }
+                    if pending.is_elect_leaders() {
+                        What::ElectRequest
+                    } else {
+                        What::Other {
+                            role,
+                            api_key: peek.api_key,
+                            api_version: peek.api_version,
+                            correlation_id: peek.correlation_id,
+                        }
+                    }
+                }
+                Err(e) => {
+                    out(Item::Note(Note {
+                        conn: Some((conn, origin.from, origin.to)),
+                        packet: Some(origin.last_packet),
+                        message: format!(
+                            "request frame at stream offset {offset}: {} at frame byte {}: {}",
+                            e.field, e.offset, e.kind
+                        ),
+                        partial: true,
+                    }));
+                    continue;
+                }
+            },
+            Role::Responses => match peek_response(&frame) {
+                Ok(peek) => {
+                    let held = Held {
+                        found: Found {
+                            origin,
+                            what: What::Unpaired {
+                                correlation_id: peek.correlation_id,
+                            },
+                            request: None,
+                            waits: false,
+                            frame,
+                        },
+                        correlation_id: peek.correlation_id,
+                        acked,
+                        doubt: Doubt::None,
+                    };
+                    if c.held.is_empty()
+                        && !must_wait(c, &held)
+                        && !in_doubt(c, peek.correlation_id)
+                    {
+                        hand_on(conn, c, held, None, budget, out);
+                        continue;
+                    }
+                    // Captured before its request, or behind one that was: held, in order.
+                    c.held_bytes += held.found.frame.len();
+                    c.held.push_back(held);
+                    while c.held.len() > HELD_RESPONSES
+                        || (c.held.len() > 1 && c.held_bytes > HELD_RESPONSE_BYTES)
+                    {
+                        release_front(conn, c, Some(BEYOND_BOUND), budget, out);
+                    }
+                    release_held(conn, c, budget, out);
+                    continue;
+                }
+                Err(e) => {
+                    out(Item::Note(Note {
+                        conn: Some((conn, origin.from, origin.to)),
+                        packet: Some(origin.last_packet),
+                        message: format!(
+                            "response frame at stream offset {offset}: {} at frame byte {}: {}",
+                            e.field, e.offset, e.kind
+                        ),
+                        partial: true,
+                    }));
+                    continue;
+                }
+            },
+        };
+        out(Item::Frame(Found {
+            origin,
+            what,
+            request: None,
+            waits,
+            frame,
+        }));
+    }
+}

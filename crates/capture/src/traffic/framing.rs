@@ -1,0 +1,349 @@
+//! Framing one direction of a connection ([`Dir`]): its bytes cut into frames at their size
+//! prefixes and, where the stream lost its boundaries (a gap, a capture that began
+//! mid-connection, a bad size prefix), the next frame boundary searched for and proven
+//! before frames are cut again ([`find_boundary`]).
+//!
+//! Above the requests in flight (a response boundary is proven by a request waiting for it);
+//! below the pairing. It cuts no frame itself: the analyser does, with what this finds.
+
+use std::collections::VecDeque;
+
+use kafka_elect_leaders::{
+    is_known_request, parse_request, parse_response, peek_request, SIZE_PREFIX_LEN,
+};
+
+use super::in_flight::{be_i16, be_i32, Waiting};
+use super::item::Role;
+use crate::types::{Endpoint, Timestamp};
+
+/// One direction of a connection.
+pub(super) struct Dir {
+    pub(super) from: Endpoint,
+    pub(super) to: Endpoint,
+    /// Bytes not yet cut into a frame; `buf[pos..]` is live, starting at stream offset
+    /// `start`.
+    pub(super) buf: Vec<u8>,
+    pub(super) pos: usize,
+    pub(super) start: u64,
+    /// Which packet delivered the bytes up to each stream offset (exclusive end), and how
+    /// far it acknowledged the other direction.
+    pub(super) packets: VecDeque<(u64, u64, Timestamp, Option<u64>)>,
+    /// False at a mid-stream start and after a gap or a bad size prefix: the next frame
+    /// boundary must be proven before frames are cut again.
+    pub(super) synced: bool,
+    /// While not synced: the stream offsets of candidate boundaries that need more bytes
+    /// to be judged (a few at most), ...
+    pub(super) waiting: Vec<u64>,
+    /// ... and the stream offset up to which every other position was judged and rejected.
+    pub(super) frontier: u64,
+    /// Bytes passed over since the stream lost its frame boundaries.
+    pub(super) skipped: u64,
+    pub(super) frames: u64,
+    /// Bytes of this direction were lost (a gap) since the last frame was cut: requests may
+    /// have been lost there.
+    pub(super) lost_since_frame: bool,
+    /// The stream offset of the first frame cut, and the packet of its first byte.
+    pub(super) first_frame: Option<u64>,
+    pub(super) first_frame_packet: Option<u64>,
+}
+
+impl Dir {
+    pub(super) fn new(from: Endpoint, to: Endpoint, synced: bool) -> Dir {
+        Dir {
+            from,
+            to,
+            buf: Vec::new(),
+            pos: 0,
+            start: 0,
+            packets: VecDeque::new(),
+            synced,
+            waiting: Vec::new(),
+            frontier: 0,
+            skipped: 0,
+            frames: 0,
+            lost_since_frame: false,
+            first_frame: None,
+            first_frame_packet: None,
+        }
+    }
+
+    pub(super) fn live(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Drops `n` live bytes from the front.
+    pub(super) fn consume(&mut self, n: usize) {
+        self.pos += n;
+        self.start += n as u64;
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 64 * 1024 && self.pos * 2 > self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        while self
+            .packets
+            .front()
+            .is_some_and(|&(end, ..)| end <= self.start)
+        {
+            self.packets.pop_front();
+        }
+    }
+
+    /// The stream lost its frame boundaries at stream offset `at` (a gap, a bad size
+    /// prefix): search again from there.
+    pub(super) fn lose_sync(&mut self, at: u64) {
+        self.synced = false;
+        self.waiting.clear();
+        self.frontier = at;
+        self.skipped = 0;
+    }
+
+    /// Drops what a search has ruled out: everything before the first candidate still
+    /// waiting for bytes, or before the frontier.
+    pub(super) fn drop_ruled_out(&mut self) {
+        let keep_from = self.waiting.first().copied().unwrap_or(self.frontier);
+        let n = keep_from
+            .saturating_sub(self.start)
+            .min(self.live().len() as u64);
+        self.skipped += n;
+        self.consume(n as usize);
+    }
+
+    /// The packets that carried stream bytes `[from, to)`: the first's number, the last's,
+    /// the latest capture time among them (when the last of the bytes was captured: a
+    /// byte held out of order may come from an earlier packet than one that filled a hole
+    /// before it) and the furthest any of them acknowledged the other direction.
+    pub(super) fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp, Option<u64>) {
+        let mut first = None;
+        let mut last = 0;
+        let mut time = Timestamp::default();
+        let mut acked: Option<u64> = None;
+        for &(end, packet, at, ack) in &self.packets {
+            if end <= from {
+                continue;
+            }
+            first.get_or_insert(packet);
+            last = packet;
+            time = time.max(at);
+            acked = acked.max(ack);
+            if end >= to {
+                break;
+            }
+        }
+        (first.unwrap_or(last), last, time, acked)
+    }
+
+    /// Whether every request frame that ends at or before stream offset `acked` has been
+    /// cut (or passed over, or lost in a gap): a response that `acked` came with can no
+    /// longer find its request still to come.
+    pub(super) fn caught_up(&self, acked: u64) -> bool {
+        if self.synced {
+            // Drained: what is live is at most the start of a frame not yet whole.
+            self.start + self.live().len() as u64 >= acked
+        } else {
+            self.start >= acked
+        }
+    }
+}
+
+/// Could a request frame start at `b[0]`: a size that holds a request header, a known API
+/// key, a sane version, a client id length that fits.
+fn plausible_request(b: &[u8], max_frame: usize) -> bool {
+    let (Some(size), Some(key), Some(version), Some(client_id)) =
+        (be_i32(b, 0), be_i16(b, 4), be_i16(b, 6), be_i16(b, 12))
+    else {
+        return false;
+    };
+    (10..=max_frame as i64).contains(&i64::from(size))
+        && is_known_request(key, version)
+        && (client_id == -1 || (0..=size - 10).contains(&i32::from(client_id)))
+}
+
+/// Could a response to one of the requests waiting start at `b[0]`?
+fn plausible_response(b: &[u8], in_flight: &VecDeque<Waiting>, max_frame: usize) -> bool {
+    let (Some(size), Some(correlation_id)) = (be_i32(b, 0), be_i32(b, 4)) else {
+        return false;
+    };
+    (4..=max_frame as i64).contains(&i64::from(size))
+        && in_flight
+            .iter()
+            .any(|w| w.pending.correlation_id == correlation_id)
+}
+
+/// What a position of a stream that lost its boundaries may be.
+enum Verdict {
+    /// A frame starts here.
+    Proven,
+    /// Maybe: more bytes are needed to tell.
+    Waiting,
+    /// No frame starts here.
+    Rejected,
+}
+
+/// Judges live position `p`: the frame there is plausible, and either parses as
+/// ElectLeaders or (unless `strong_only`) is followed by another plausible frame. With
+/// `leading` (the first byte a capture that joined a connection has of its responses), a
+/// frame there may also answer a request sent before the capture: see [`judge_leading`].
+fn judge(
+    b: &[u8],
+    p: usize,
+    role: Role,
+    in_flight: &VecDeque<Waiting>,
+    max_frame: usize,
+    strong_only: bool,
+    leading: bool,
+) -> Verdict {
+    match judge_plain(b, p, role, in_flight, max_frame, strong_only) {
+        Verdict::Rejected if leading => judge_leading(&b[p..], in_flight, max_frame),
+        verdict => verdict,
+    }
+}
+
+/// The answers a capture that joined a connection has first, to requests sent before it
+/// began: frames of a sane size back to back (at most 16, and a frame's worth of bytes in
+/// all) that end exactly where a response to a request the capture saw starts.
+fn judge_leading(here: &[u8], in_flight: &VecDeque<Waiting>, max_frame: usize) -> Verdict {
+    let mut at = 0usize;
+    for _ in 0..16 {
+        let Some(size) = be_i32(here, at) else {
+            return Verdict::Waiting;
+        };
+        if !(4..=max_frame as i64).contains(&i64::from(size)) {
+            return Verdict::Rejected;
+        }
+        at += SIZE_PREFIX_LEN + size as usize;
+        if at > max_frame {
+            return Verdict::Rejected;
+        }
+        match here.get(at..) {
+            Some(next) if next.len() >= 8 => {
+                if plausible_response(next, in_flight, max_frame) {
+                    return Verdict::Proven;
+                }
+            }
+            _ => return Verdict::Waiting,
+        }
+    }
+    Verdict::Rejected
+}
+
+fn judge_plain(
+    b: &[u8],
+    p: usize,
+    role: Role,
+    in_flight: &VecDeque<Waiting>,
+    max_frame: usize,
+    strong_only: bool,
+) -> Verdict {
+    let need = match role {
+        Role::Requests => SIZE_PREFIX_LEN + 10,
+        Role::Responses => 8,
+    };
+    let plausible = |at: &[u8]| match role {
+        Role::Requests => plausible_request(at, max_frame),
+        Role::Responses => plausible_response(at, in_flight, max_frame),
+    };
+    let here = &b[p..];
+    if here.len() < need {
+        return Verdict::Waiting;
+    }
+    if !plausible(here) {
+        return Verdict::Rejected;
+    }
+    let end = SIZE_PREFIX_LEN + be_i32(here, 0).unwrap_or(0) as usize;
+    if end > here.len() {
+        return Verdict::Waiting;
+    }
+    let frame = &here[..end];
+    let proven = match role {
+        Role::Requests => peek_request(frame)
+            .is_ok_and(|peek| peek.is_elect_leaders() && parse_request(frame).is_ok()),
+        Role::Responses => {
+            let correlation_id = be_i32(here, 4).unwrap_or(0);
+            in_flight.iter().map(|w| &w.pending).any(|q| {
+                q.correlation_id == correlation_id
+                    && q.is_elect_leaders()
+                    && parse_response(frame, q.api_version).is_ok()
+            })
+        }
+    };
+    if proven {
+        return Verdict::Proven;
+    }
+    if strong_only {
+        return Verdict::Rejected;
+    }
+    let next = &here[end..];
+    if next.len() < need {
+        Verdict::Waiting
+    } else if plausible(next) {
+        Verdict::Proven
+    } else {
+        Verdict::Rejected
+    }
+}
+
+/// The first live position where a frame provably starts, if one can be proven yet. Each
+/// position is judged once, but for the few that wait for more bytes: the work is linear
+/// in the bytes searched.
+pub(super) fn find_boundary(
+    d: &mut Dir,
+    role: Role,
+    in_flight: &VecDeque<Waiting>,
+    max_frame: usize,
+    strong_only: bool,
+    leading: bool,
+) -> Option<usize> {
+    const MAX_WAITING: usize = 32;
+    let start = d.start;
+    let b = &d.buf[d.pos..];
+    let need = match role {
+        Role::Requests => SIZE_PREFIX_LEN + 10,
+        Role::Responses => 8,
+    };
+    // Candidates that were waiting for bytes, oldest first.
+    let mut still = Vec::new();
+    for &at in &d.waiting {
+        let Some(p) = at.checked_sub(start).map(|p| p as usize) else {
+            continue;
+        };
+        if p >= b.len() {
+            continue;
+        }
+        match judge(
+            b,
+            p,
+            role,
+            in_flight,
+            max_frame,
+            strong_only,
+            leading && at == 0,
+        ) {
+            Verdict::Proven => {
+                d.waiting.clear();
+                return Some(p);
+            }
+            Verdict::Waiting => still.push(at),
+            Verdict::Rejected => {}
+        }
+    }
+    d.waiting = still;
+    // Then the positions not judged yet.
+    let mut p = d.frontier.saturating_sub(start) as usize;
+    while p + need <= b.len() {
+        let leading = leading && start + p as u64 == 0;
+        match judge(b, p, role, in_flight, max_frame, strong_only, leading) {
+            Verdict::Proven => {
+                d.waiting.clear();
+                return Some(p);
+            }
+            Verdict::Waiting if d.waiting.len() < MAX_WAITING => d.waiting.push(start + p as u64),
+            Verdict::Waiting | Verdict::Rejected => {}
+        }
+        p += 1;
+    }
+    d.frontier = start + p as u64;
+    None
+}
