@@ -35,7 +35,7 @@ use kafka_elect_leaders::{
 };
 use serde_json::{json, Value};
 
-use super::fuzz::{
+use super::broker::{
     connect, is_timeout, read_frame, request, wait_for, Conn, ConnectError, Options,
 };
 use crate::fail::Failure;

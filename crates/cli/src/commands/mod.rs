@@ -1,6 +1,7 @@
 //! One module per command. Each takes its parsed flags ([`crate::flags`]) and standard
 //! output, and returns a [`crate::fail::Failure`] for `main` to report.
 
+mod broker;
 pub mod compare;
 pub mod decode;
 pub mod encode;
