@@ -21,7 +21,7 @@ use super::broker::{
     connect_watched, is_timeout, on_signals, read_frame, request, wait_for, Conn, ConnectError,
     Options, Watched,
 };
-use super::summary::shown;
+use super::summary_model::shown;
 
 #[derive(Default)]
 struct Tally {
