@@ -26,11 +26,7 @@ fn modules_have_no_circle() {
     if let Some(circle) = circle(&graph) {
         panic!(
             "a circle among the CLI's modules (each uses the next): {}",
-            circle
-                .iter()
-                .map(name)
-                .collect::<Vec<_>>()
-                .join(" -> ")
+            circle.iter().map(name).collect::<Vec<_>>().join(" -> ")
         );
     }
 }
