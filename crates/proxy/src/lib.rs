@@ -95,6 +95,7 @@ mod conn;
 pub mod file;
 mod identity;
 pub mod leadership;
+mod merge;
 pub mod metrics;
 pub mod metrics_listener;
 mod owed;
@@ -118,6 +119,7 @@ pub mod testing {
 }
 
 pub use file::{ConfigFile, FileError};
+pub use merge::Overrides;
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
     max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloaded,
