@@ -142,12 +142,9 @@ pub fn check_addresses(data: &[u8]) {
     }
 }
 
+/// Kafka's name of an API key, from the codec's table.
 fn name(api_key: i16) -> &'static str {
-    match api_key {
-        METADATA => "Metadata",
-        FIND_COORDINATOR => "FindCoordinator",
-        _ => "DescribeCluster",
-    }
+    kafka_elect_leaders::api_name(api_key).unwrap_or("unknown")
 }
 
 /// An entry's address: the upstream, the guard's listener, or another.

@@ -54,6 +54,7 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use crate::addresses::DynamicListen;
+use crate::merge::Overrides;
 use crate::policy::Policy;
 use crate::server::{AuditTarget, Config, Route};
 use crate::tls::{ServerTls, UpstreamTls};
@@ -246,32 +247,22 @@ impl ConfigFile {
             upstream_tls.names = self.upstream_names();
             config.upstream_tls = Some(upstream_tls);
         }
-        if let Some(audit) = &self.audit {
-            config.audit = audit.clone();
+        Overrides {
+            audit: self.audit.clone(),
+            audit_queue_bytes: self.audit_queue_bytes,
+            max_connections: self.max_connections,
+            threads: self.threads,
+            max_frame_size: self.max_frame_size,
+            max_buffered_bytes: self.max_buffered_bytes,
+            idle_timeout: self.idle_timeout,
+            frame_timeout: self.frame_timeout,
+            upstream_connect_timeout: self.upstream_connect_timeout,
+            request_timeout: self.request_timeout,
+            advertise_host: self.advertise_host.clone(),
+            dynamic_listen: self.dynamic_listen,
+            metrics_listen: self.metrics_listen,
         }
-        let set = |value: Option<usize>, field: &mut usize| *field = value.unwrap_or(*field);
-        set(self.audit_queue_bytes, &mut config.audit_queue_bytes);
-        set(self.max_connections, &mut config.max_connections);
-        set(self.threads, &mut config.connection_threads);
-        set(self.max_frame_size, &mut config.max_frame_size);
-        set(self.max_buffered_bytes, &mut config.max_buffered_bytes);
-        let set = |value: Option<Duration>, field: &mut Duration| *field = value.unwrap_or(*field);
-        set(self.idle_timeout, &mut config.idle_timeout);
-        set(self.frame_timeout, &mut config.frame_timeout);
-        set(
-            self.upstream_connect_timeout,
-            &mut config.upstream_connect_timeout,
-        );
-        set(self.request_timeout, &mut config.request_timeout);
-        if self.advertise_host.is_some() {
-            config.advertise_host = self.advertise_host.clone();
-        }
-        if self.dynamic_listen.is_some() {
-            config.dynamic_listen = self.dynamic_listen;
-        }
-        if self.metrics_listen.is_some() {
-            config.metrics_listen = self.metrics_listen;
-        }
+        .over(config);
         config.upstream_names = self.upstream_names();
         config.policy = self.policy.clone();
         config.allow_weaker_rules = self.allow_weaker_rules;

@@ -102,6 +102,7 @@ pub mod filter;
 mod filters;
 mod identity;
 pub mod leadership;
+mod merge;
 pub mod metrics;
 pub mod metrics_listener;
 mod owed;
@@ -127,6 +128,7 @@ pub mod testing {
 pub use close::{Close, CloseReason};
 pub use file::{ConfigFile, FileError};
 pub use filter::{Filter, Filters};
+pub use merge::Overrides;
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use server::{
     max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloaded,

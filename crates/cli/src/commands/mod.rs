@@ -1,7 +1,9 @@
 //! One module per command. Each takes its parsed flags ([`crate::flags`]) and standard
 //! output, and returns a [`crate::fail::Failure`] for `main` to report.
 
+mod broker;
 pub mod compare;
+mod compare_answers;
 pub mod decode;
 pub mod encode;
 pub mod fuzz;
@@ -14,3 +16,4 @@ pub mod scan;
 pub mod serve;
 pub mod summary;
 pub mod summary_html;
+mod summary_model;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use kafka_elect_leaders_proxy::audit::log;
 use kafka_elect_leaders_proxy::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Policy, Reloader,
-    Route, ServerTls,
+    max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Overrides, Policy,
+    Reloader, Route, ServerTls,
 };
 
 use crate::fail::Failure;
@@ -139,15 +139,6 @@ fn settings(
             .collect();
     }
     config.upstream_names = names.clone();
-    if let Some(host) = &args.advertise_host {
-        config.advertise_host = Some(host.clone());
-    }
-    if let Some(range) = args.dynamic_listen {
-        config.dynamic_listen = Some(range);
-    }
-    if let Some(addr) = args.metrics_listen {
-        config.metrics_listen = Some(addr);
-    }
     if config.routes.is_empty() {
         return Err("no --listen/--upstream pair, and no [[route]] in the --config file".into());
     }
@@ -243,27 +234,29 @@ fn settings(
         return Err("--plain parses nothing, so it cannot apply rules".into());
     }
 
-    if let Some(path) = &args.audit_log {
-        config.audit = if path == "-" {
-            AuditTarget::Stdout
-        } else {
-            AuditTarget::File(path.into())
-        };
+    // Every other setting given replaces the file's, as the file's replace the defaults.
+    Overrides {
+        audit: args.audit_log.as_ref().map(|path| {
+            if path == "-" {
+                AuditTarget::Stdout
+            } else {
+                AuditTarget::File(path.into())
+            }
+        }),
+        audit_queue_bytes: args.audit_queue_bytes,
+        max_connections: args.max_connections,
+        threads: args.threads,
+        max_frame_size: args.max_frame_size,
+        max_buffered_bytes: args.max_buffered_bytes,
+        idle_timeout: args.idle_timeout,
+        frame_timeout: args.frame_timeout,
+        upstream_connect_timeout: args.upstream_connect_timeout,
+        request_timeout: args.request_timeout,
+        advertise_host: args.advertise_host.clone(),
+        dynamic_listen: args.dynamic_listen,
+        metrics_listen: args.metrics_listen,
     }
-    let set = |flag: Option<usize>, field: &mut usize| *field = flag.unwrap_or(*field);
-    set(args.audit_queue_bytes, &mut config.audit_queue_bytes);
-    set(args.max_connections, &mut config.max_connections);
-    set(args.threads, &mut config.connection_threads);
-    set(args.max_frame_size, &mut config.max_frame_size);
-    set(args.max_buffered_bytes, &mut config.max_buffered_bytes);
-    let set = |flag: Option<Duration>, field: &mut Duration| *field = flag.unwrap_or(*field);
-    set(args.idle_timeout, &mut config.idle_timeout);
-    set(args.frame_timeout, &mut config.frame_timeout);
-    set(
-        args.upstream_connect_timeout,
-        &mut config.upstream_connect_timeout,
-    );
-    set(args.request_timeout, &mut config.request_timeout);
+    .over(&mut config);
     config.plain = args.plain;
     Ok(config)
 }

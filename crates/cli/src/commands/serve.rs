@@ -137,7 +137,7 @@ pub fn run(args: &FuzzArgs, listen: SocketAddr, out: &mut dyn Write) -> Result<(
         None => None,
     };
     // Before the listener: a signal from then on ends the server with its summary.
-    let signalled = super::fuzz::on_signals("fuzz --serve")?;
+    let signalled = super::broker::on_signals("fuzz --serve")?;
     let listener = TcpListener::bind(listen)
         .map_err(|e| Failure::usage("fuzz", format!("--serve {listen}: {e}")))?;
     let local = listener.local_addr().map_err(Failure::Output)?;

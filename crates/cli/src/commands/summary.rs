@@ -13,14 +13,13 @@
 //! response for the latency percentiles (exact, nearest rank: ElectLeaders is an admin
 //! API, its responses are few, and a fixed-bucket histogram would blur the percentiles),
 //! and with `--html` one point per topic of each response for the timeline, at most
-//! [`TIMELINE_POINTS`](super::summary_html::TIMELINE_POINTS) (thinned past that).
+//! [`TIMELINE_POINTS`](super::summary_model::TIMELINE_POINTS) (thinned past that).
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use kafka_elect_leaders::{
-    is_known_request, parse_request, parse_response, peek_request, ElectLeadersRequest,
-    ElectLeadersResponse, ErrorCode, API_KEY,
+    is_known_request, parse_request, parse_response, peek_request, ErrorCode, API_KEY,
 };
 use serde_json::{json, Value};
 
@@ -29,9 +28,9 @@ use crate::filter::Filter;
 use crate::flags::SummaryArgs;
 use crate::input::{to_hex, Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::json::print::{epoch_us, latency_us};
-use crate::traffic::{self, api_label, Item, Note, Role, What};
+use crate::traffic::{self, api_label, Item, Role, What};
 
-use super::summary_html::Timeline;
+use super::summary_model::{code_name, election_name, shown, Tally};
 
 /// `summary [FILE]`.
 pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
@@ -298,302 +297,7 @@ fn client_id_of(frame: &[u8], api_key: i16, api_version: i16) -> Option<Option<&
     frame.get(14..14 + len).map(Some)
 }
 
-/// A failed partition: topic, partition, error code, message.
-pub type FailedKey = (Vec<u8>, i32, i16, Option<Vec<u8>>);
-
-/// Requests and responses of one API.
-#[derive(Default)]
-pub struct ApiCount {
-    pub requests: u64,
-    pub responses: u64,
-}
-
-/// Requests of one client id.
-#[derive(Default)]
-pub struct ClientCount {
-    pub requests: u64,
-    pub connections: u64,
-}
-
-/// Requests naming one topic.
-#[derive(Default)]
-pub struct TopicCount {
-    pub requests: u64,
-    pub partitions: u64,
-}
-
-/// What a response said of one topic (or of one partition), for the timeline's colour.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Outcome {
-    /// Every partition NONE.
-    Elected,
-    /// Errors, all ELECTION_NOT_NEEDED.
-    NotNeeded,
-    /// Another error.
-    Failed,
-}
-
-impl Outcome {
-    /// A partition's outcome: NONE elected, ELECTION_NOT_NEEDED not needed, any other failed.
-    pub fn of(code: ErrorCode) -> Outcome {
-        match code {
-            ErrorCode::NONE => Outcome::Elected,
-            ErrorCode::ELECTION_NOT_NEEDED => Outcome::NotNeeded,
-            _ => Outcome::Failed,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Outcome::Elected => "elected",
-            Outcome::NotNeeded => "not needed",
-            Outcome::Failed => "failed",
-        }
-    }
-}
-
-/// What is unusual, counted whatever the filters.
-#[derive(Default)]
-pub struct Anomalies {
-    /// Requests never answered, by API key.
-    pub unanswered: BTreeMap<i16, u64>,
-    /// Responses whose request was not seen.
-    pub unpaired: u64,
-    /// Frames the library refused.
-    pub malformed: u64,
-    /// Bytes missing from the capture.
-    pub gaps: u64,
-    /// Notes of other kinds (cut capture, connections let go, ...).
-    pub other_notes: u64,
-    /// Every note reported on stderr.
-    pub notes: u64,
-    /// Notes (and failures) that make the summary partial.
-    pub partial: u64,
-    /// The error that ended the reading early.
-    pub error: Option<String>,
-}
-
-/// A connection being read.
-#[derive(Default)]
-struct Open {
-    /// Whether a frame of it was counted.
-    counted: bool,
-    /// The client ids counted on it.
-    clients: HashSet<Option<Vec<u8>>>,
-    /// Its requests waiting for an answer: frame number and API key.
-    waiting: VecDeque<(u64, i16)>,
-}
-
-/// Everything counted.
-pub struct Tally {
-    pub name: String,
-    pub capture: bool,
-    pub frames: u64,
-    pub connections: u64,
-    pub clients: BTreeMap<Option<Vec<u8>>, ClientCount>,
-    pub apis: BTreeMap<i16, ApiCount>,
-    pub elect_requests: u64,
-    pub elect_responses: u64,
-    pub by_type: BTreeMap<i8, u64>,
-    /// Requests for every partition (a null topic list).
-    pub all_partitions: u64,
-    pub by_topic: BTreeMap<Vec<u8>, TopicCount>,
-    pub top_level: BTreeMap<i16, u64>,
-    /// Partitions by error code.
-    pub outcomes: BTreeMap<i16, u64>,
-    pub outcomes_by_topic: BTreeMap<Vec<u8>, BTreeMap<i16, u64>>,
-    /// Failed partitions: (topic, partition, error code, message) and how often.
-    pub failed: BTreeMap<FailedKey, u64>,
-    /// Latencies of the paired ElectLeaders responses, sorted by `finish`.
-    pub latencies: Vec<i64>,
-    pub anomalies: Anomalies,
-    /// For `--html`: the timeline.
-    pub timeline: Option<Timeline>,
-    open: HashMap<u32, Open>,
-}
-
 impl Tally {
-    fn new(name: &str, timeline: bool) -> Tally {
-        Tally {
-            name: name.to_owned(),
-            capture: false,
-            frames: 0,
-            connections: 0,
-            clients: BTreeMap::new(),
-            apis: BTreeMap::new(),
-            elect_requests: 0,
-            elect_responses: 0,
-            by_type: BTreeMap::new(),
-            all_partitions: 0,
-            by_topic: BTreeMap::new(),
-            top_level: BTreeMap::new(),
-            outcomes: BTreeMap::new(),
-            outcomes_by_topic: BTreeMap::new(),
-            failed: BTreeMap::new(),
-            latencies: Vec::new(),
-            anomalies: Anomalies::default(),
-            timeline: timeline.then(Timeline::default),
-            open: HashMap::new(),
-        }
-    }
-
-    fn api(&mut self, key: i16) -> &mut ApiCount {
-        self.frames += 1;
-        self.apis.entry(key).or_default()
-    }
-
-    /// A frame of `conn` was counted.
-    fn counted(&mut self, conn: u32) {
-        let open = self.open.entry(conn).or_default();
-        if !open.counted {
-            open.counted = true;
-            self.connections += 1;
-        }
-    }
-
-    fn client(&mut self, client: Option<&[u8]>, conn: Option<u32>) {
-        let client = client.map(<[u8]>::to_vec);
-        let count = self.clients.entry(client.clone()).or_default();
-        count.requests += 1;
-        if let Some(conn) = conn {
-            let open = self.open.entry(conn).or_default();
-            if open.clients.insert(client) {
-                count.connections += 1;
-            }
-        }
-    }
-
-    /// A request of `conn` (frame `index`) waits for its answer.
-    fn asked(&mut self, conn: u32, index: u64, api_key: i16) {
-        // Bounded by the capture reader's in-flight budget: only the requests it keeps.
-        self.open
-            .entry(conn)
-            .or_default()
-            .waiting
-            .push_back((index, api_key));
-    }
-
-    /// The request `index` of `conn` was answered: it, and any older one still waiting
-    /// (Kafka answers in order), are no longer waiting.
-    fn answered(&mut self, conn: u32, index: u64) {
-        let Some(open) = self.open.get_mut(&conn) else {
-            return;
-        };
-        while let Some(&(i, api)) = open.waiting.front() {
-            if i > index {
-                break;
-            }
-            open.waiting.pop_front();
-            if i < index {
-                *self.anomalies.unanswered.entry(api).or_default() += 1;
-            }
-        }
-    }
-
-    fn closed(&mut self, conn: u32) {
-        if let Some(open) = self.open.remove(&conn) {
-            for (_, api) in open.waiting {
-                *self.anomalies.unanswered.entry(api).or_default() += 1;
-            }
-        }
-    }
-
-    fn note(&mut self, note: &Note) {
-        let a = &mut self.anomalies;
-        a.notes += 1;
-        a.partial += u64::from(note.partial);
-        let m = &note.message;
-        if m.contains("missing from the capture") || m.contains("cut by the snap length at") {
-            a.gaps += 1;
-        } else if m.contains(" at frame byte ") || m.contains(": not a frame: ") {
-            a.malformed += 1;
-        } else if m.contains("its request was not seen") || m.contains("its request was not kept") {
-            // Counted as an unpaired response, from its frame.
-        } else {
-            a.other_notes += 1;
-        }
-    }
-
-    fn elect_request(&mut self, r: &ElectLeadersRequest<'_>, conn: Option<u32>) {
-        self.api(API_KEY).requests += 1;
-        self.elect_requests += 1;
-        self.client(r.header().client_id(), conn);
-        *self.by_type.entry(r.election_type().0).or_default() += 1;
-        match r.topic_partitions() {
-            None => self.all_partitions += 1,
-            Some(list) => {
-                for t in list.iter() {
-                    let count = self.by_topic.entry(t.topic().to_vec()).or_default();
-                    count.requests += 1;
-                    count.partitions += t.partitions().len() as u64;
-                }
-            }
-        }
-    }
-
-    /// A response; `at` its capture time (µs since 1970) and connection.
-    fn elect_response(
-        &mut self,
-        r: &ElectLeadersResponse<'_>,
-        at: Option<(u128, u32)>,
-        latency: Option<i128>,
-    ) {
-        self.api(API_KEY).responses += 1;
-        self.elect_responses += 1;
-        *self.top_level.entry(r.error_code().0).or_default() += 1;
-        if let Some(latency) = latency {
-            self.latencies
-                .push(i64::try_from(latency).unwrap_or(i64::MAX));
-        }
-        for t in r.replica_election_results().iter() {
-            let topic = t.topic();
-            let by_code = self.outcomes_by_topic.entry(topic.to_vec()).or_default();
-            // Partitions elected, not needed, failed: as the timeline colours them.
-            let mut counts = [0u64; 3];
-            for p in t.partition_result().iter() {
-                let code = p.error_code();
-                counts[Outcome::of(code) as usize] += 1;
-                *by_code.entry(code.0).or_default() += 1;
-                *self.outcomes.entry(code.0).or_default() += 1;
-                if code.is_error() {
-                    let key = (
-                        topic.to_vec(),
-                        p.partition_id(),
-                        code.0,
-                        p.error_message().map(<[u8]>::to_vec),
-                    );
-                    *self.failed.entry(key).or_default() += 1;
-                }
-            }
-            if let (Some(timeline), Some((epoch_us, connection))) = (&mut self.timeline, at) {
-                timeline.add(topic, epoch_us, connection, counts);
-            }
-        }
-    }
-
-    /// The end of the input: connections still open are closed, latencies sorted.
-    fn finish(&mut self) {
-        let open: Vec<u32> = self.open.keys().copied().collect();
-        for conn in open {
-            self.closed(conn);
-        }
-        self.latencies.sort_unstable();
-    }
-
-    /// The latency at percentile `p` (nearest rank), in µs.
-    pub fn percentile(&self, p: u64) -> Option<i64> {
-        let n = self.latencies.len() as u64;
-        if n == 0 {
-            return None;
-        }
-        let rank = (p * n).div_ceil(100).max(1);
-        self.latencies.get((rank - 1) as usize).copied()
-    }
-
-    pub fn unanswered(&self) -> u64 {
-        self.anomalies.unanswered.values().sum()
-    }
-
     /// The summary as text.
     fn text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let kind = if self.capture { "capture" } else { "frames" };
@@ -820,29 +524,6 @@ fn bytes(b: Option<&[u8]>) -> Value {
             Err(_) => json!({ "hex": to_hex(b) }),
         },
     }
-}
-
-/// A byte string for text: quoted, `null`, or `hex:...` when not UTF-8.
-pub fn shown(b: Option<&[u8]>) -> String {
-    match b {
-        None => "null".to_owned(),
-        Some(b) => match std::str::from_utf8(b) {
-            Ok(s) => format!("{s:?}"),
-            Err(_) => format!("hex:{}", to_hex(b)),
-        },
-    }
-}
-
-pub fn code_name(code: i16) -> String {
-    ErrorCode(code)
-        .name()
-        .map_or_else(|| code.to_string(), str::to_owned)
-}
-
-pub fn election_name(t: i8) -> String {
-    kafka_elect_leaders::ElectionType(t)
-        .name()
-        .map_or_else(|| t.to_string(), str::to_owned)
 }
 
 fn list(items: &[String]) -> String {

@@ -4,131 +4,14 @@
 //! Every string that comes from the input (topic names, client ids, error messages: the
 //! sender chose them) goes through [`escape`].
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use kafka_elect_leaders::ErrorCode;
 
-use super::summary::{code_name, election_name, shown, Outcome, Tally};
+use super::summary_model::{
+    code_name, election_name, shown, Outcome, Tally, OUTCOMES, TIMELINE_POINTS,
+};
 use crate::traffic::api_label;
-
-/// Timeline points kept, at most: a third for each outcome. Past its third, an outcome's
-/// points are thinned (one in two kept, then one in four, ...), evenly over the whole
-/// input, and the page says so; failures are not thinned away by a flood of successes.
-pub const TIMELINE_POINTS: usize = 100_000;
-
-/// Points kept of one outcome, at most.
-const PER_OUTCOME: usize = TIMELINE_POINTS / 3;
-
-const OUTCOMES: [Outcome; 3] = [Outcome::Elected, Outcome::NotNeeded, Outcome::Failed];
-
-/// One response's result for one topic, on the timeline.
-pub struct Point {
-    pub epoch_us: u128,
-    pub topic: usize,
-    pub outcome: Outcome,
-    pub connection: u32,
-    /// Its partitions elected, not needed and failed.
-    pub counts: [u64; 3],
-    /// Its number among the results of its outcome (from 0).
-    nth: u64,
-}
-
-/// The timeline's points, at most [`TIMELINE_POINTS`], and the times of the whole input.
-#[derive(Default)]
-pub struct Timeline {
-    pub points: Vec<Point>,
-    /// Topic names, by first appearance; a point's `topic` indexes this.
-    pub topics: Vec<Vec<u8>>,
-    ids: HashMap<Vec<u8>, usize>,
-    /// Per outcome: results seen, and one in how many is kept (1: all).
-    pub seen: [u64; 3],
-    pub stride: [u64; 3],
-    /// Per outcome: points kept.
-    kept: [usize; 3],
-    /// The first and last frame times of the input (µs since 1970).
-    pub span: Option<(u128, u128)>,
-}
-
-impl Timeline {
-    /// A frame at `epoch_us`: the time axis covers it.
-    pub fn saw(&mut self, epoch_us: u128) {
-        self.span = Some(match self.span {
-            None => (epoch_us, epoch_us),
-            Some((a, b)) => (a.min(epoch_us), b.max(epoch_us)),
-        });
-    }
-
-    /// A response's result for `topic`: its partitions elected, not needed, failed.
-    pub fn add(&mut self, topic: &[u8], epoch_us: u128, connection: u32, counts: [u64; 3]) {
-        self.saw(epoch_us);
-        let outcome = if counts[2] > 0 {
-            Outcome::Failed
-        } else if counts[1] > 0 {
-            Outcome::NotNeeded
-        } else {
-            Outcome::Elected
-        };
-        let o = outcome as usize;
-        let nth = self.seen[o];
-        self.seen[o] += 1;
-        let stride = &mut self.stride[o];
-        *stride = (*stride).max(1);
-        if nth % *stride != 0 {
-            return;
-        }
-        if self.kept[o] >= PER_OUTCOME {
-            *stride *= 2;
-            let s = *stride;
-            self.points
-                .retain(|p| p.outcome != outcome || p.nth % s == 0);
-            self.kept[o] = self.points.iter().filter(|p| p.outcome == outcome).count();
-            self.forget_topics_not_drawn();
-            if nth % s != 0 {
-                return;
-            }
-        }
-        self.kept[o] += 1;
-        let next = self.topics.len();
-        let id = *self.ids.entry(topic.to_vec()).or_insert(next);
-        if id == next {
-            self.topics.push(topic.to_vec());
-        }
-        self.points.push(Point {
-            epoch_us,
-            topic: id,
-            outcome,
-            connection,
-            counts,
-            nth,
-        });
-    }
-
-    /// Keeps only the names of topics that still have a point, in the order they first
-    /// appear: the names are as bounded as the points, whatever thinning dropped.
-    fn forget_topics_not_drawn(&mut self) {
-        let mut renumbered = vec![usize::MAX; self.topics.len()];
-        let mut topics = Vec::new();
-        for p in &mut self.points {
-            if renumbered[p.topic] == usize::MAX {
-                renumbered[p.topic] = topics.len();
-                topics.push(std::mem::take(&mut self.topics[p.topic]));
-            }
-            p.topic = renumbered[p.topic];
-        }
-        self.ids = topics
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i))
-            .collect();
-        self.topics = topics;
-    }
-
-    /// Whether some results are not drawn.
-    pub fn thinned(&self) -> bool {
-        self.stride.iter().any(|&s| s > 1)
-    }
-}
 
 /// Topics drawn on the timeline, at most (a row each); the others are counted.
 const TIMELINE_ROWS: usize = 200;
@@ -551,35 +434,7 @@ fn histogram(h: &mut String, sorted: &[i64]) -> std::fmt::Result {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape, Outcome, Timeline, PER_OUTCOME};
-
-    /// Thinning keeps at most a third of the points per outcome, spread over the input,
-    /// and the names of only the topics it still draws: a topic a result, each name
-    /// forgotten with its point.
-    #[test]
-    fn thinning_keeps_points_and_names_bounded() {
-        let mut t = Timeline::default();
-        let n = 4 * PER_OUTCOME as u64 + 7;
-        for i in 0..n {
-            t.add(format!("topic-{i}").as_bytes(), u128::from(i), 1, [1, 0, 0]);
-        }
-        t.add(b"failure", u128::from(n), 1, [0, 0, 1]);
-        assert_eq!((t.stride[0], t.thinned()), (8, true));
-        assert!(t.stride[2] <= 1, "the one failure is drawn");
-        assert!(t.points.len() <= PER_OUTCOME + 1);
-        assert_eq!(t.topics.len(), t.points.len());
-        assert_eq!(t.ids.len(), t.topics.len());
-        for p in &t.points {
-            let name = &t.topics[p.topic];
-            assert_eq!(t.ids[name], p.topic);
-            if p.outcome == Outcome::Elected {
-                assert_eq!(*name, format!("topic-{}", p.epoch_us).into_bytes());
-                assert_eq!(p.epoch_us % 8, 0);
-            }
-        }
-        assert_eq!(t.points.last().unwrap().outcome, Outcome::Failed);
-        assert_eq!(t.seen, [n, 0, 1]);
-    }
+    use super::escape;
 
     #[test]
     fn escapes_markup_and_quotes() {
