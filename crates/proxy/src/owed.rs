@@ -116,7 +116,7 @@ pub fn owed(frame: &[u8], api_key: i16, api_version: i16, elect_timeout_ms: i32)
 }
 
 /// A wait in milliseconds as sent; negative ones wait for nothing.
-fn millis(ms: i32) -> Duration {
+pub(crate) fn millis(ms: i32) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 

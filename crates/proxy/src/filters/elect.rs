@@ -5,7 +5,6 @@
 //! be audited is a refusal, except under `--log-only`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::BytesMut;
 use kafka_elect_leaders::{parse_response, OwnedRequest, RequestPeek, API_KEY};
@@ -15,6 +14,7 @@ use crate::audit::{log, log_only};
 use crate::close::{Close, CloseReason};
 use crate::filter::{Filter, Forward, OnRequest, Request, Respond, Session, Wait};
 use crate::metrics::RecentDecision;
+use crate::owed::millis;
 use crate::policy::{Decision, Policy, Verdict};
 
 pub(crate) struct ElectLeaders;
@@ -61,8 +61,8 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
     })?;
     let view = request.view();
     let principal = session.principal();
-    let log_only = log_only(&shared.policy(), principal.as_deref());
     let policy = shared.policy();
+    let log_only = log_only(&policy, principal.as_deref());
     let mut decision = policy.decide_as(&view, principal.as_deref());
     if let Err(e) = session
         .audit
@@ -95,7 +95,7 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
             .name()
             .map_or_else(|| view.election_type().0.to_string(), str::to_owned),
     });
-    let wait = Duration::from_millis(u64::try_from(view.timeout_ms()).unwrap_or(0));
+    let wait = millis(view.timeout_ms());
     let holds = request.frame().len();
     Ok(match decision.verdict {
         Verdict::Forwarded | Verdict::WouldRefuse => {
