@@ -22,6 +22,7 @@ mod error;
 mod request;
 mod response;
 mod sink;
+mod tagged;
 
 #[cfg(feature = "arbitrary")]
 pub(crate) use request::tags;
@@ -38,19 +39,4 @@ pub use response::{
     ErrorPartitionResult, ErrorReplicaElectionResult, ErrorResponse, PartitionResultData,
     ReplicaElectionResultData, ResponseEdit,
 };
-
-/// One unknown tagged field to write: its tag and raw data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TaggedFieldData<'a> {
-    /// The tag number. Tags must be strictly ascending within one struct.
-    pub tag: u32,
-    /// The field's data, written as is.
-    pub data: &'a [u8],
-}
-
-impl<'a> TaggedFieldData<'a> {
-    /// A tagged field.
-    pub const fn new(tag: u32, data: &'a [u8]) -> Self {
-        TaggedFieldData { tag, data }
-    }
-}
+pub use tagged::TaggedFieldData;

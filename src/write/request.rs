@@ -3,7 +3,7 @@
 
 use super::error::{EncodeError, EncodeErrorKind};
 use super::sink::{self, Emit, Sink, Vx};
-use super::TaggedFieldData;
+use super::tagged::TaggedFieldData;
 use crate::election_type::ElectionType;
 use crate::request::{ElectLeadersRequest, TopicPartitions};
 use crate::version;

@@ -4,7 +4,7 @@
 use super::error::{EncodeError, EncodeErrorKind};
 use super::request::{tags, view_tags};
 use super::sink::{self, Emit, Sink, Vx};
-use super::TaggedFieldData;
+use super::tagged::TaggedFieldData;
 use crate::error_code::ErrorCode;
 use crate::request::{ElectLeadersRequest, TopicPartitions};
 use crate::response::{ElectLeadersResponse, PartitionResult, ReplicaElectionResult};

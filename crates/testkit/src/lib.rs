@@ -7,6 +7,8 @@
 //! - [`floors`]: the lower bounds the codec's speed is measured against (a read of every
 //!   byte, and a chase of only the lengths and counts), for `benches/codec.rs` and
 //!   `examples/profile.rs`.
+//! - [`modules`]: the check that a crate's modules have no import circle, which every
+//!   crate's `tests/modules.rs` runs.
 //! - [`traps`]: inputs that make a search of arbitrary bytes work as hard as it can.
 //!
 //! It depends on nothing but std, so every crate of the workspace, the codec included, can
@@ -17,5 +19,6 @@
 pub mod corpus;
 pub use corpus::*;
 pub mod floors;
+pub mod modules;
 pub mod pcap;
 pub mod traps;
