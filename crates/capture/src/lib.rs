@@ -104,6 +104,7 @@ mod decode;
 mod error;
 mod reader;
 mod reasm;
+pub mod summary;
 pub mod traffic;
 mod types;
 

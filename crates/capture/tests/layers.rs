@@ -32,6 +32,8 @@ const LAYERS: &[&[&str]] = &[
     &["traffic::analyzer"],
     &["traffic::iter"],
     &["traffic"],
+    // The summary counted from the traffic's frames and notes.
+    &["summary"],
     // lib.rs: the crate's index.
     &[""],
 ];
@@ -91,6 +93,7 @@ fn capture_the_layer_check_catches_an_import_upward() {
             "mod iter;\npub use iter::Traffic;\n#[cfg(test)]\nmod tests {\n    use \
              crate::lib_test::*;\n}\n",
         ),
+        ("summary", "use crate::traffic::Note;\n"),
         ("", "pub use reader::Capture;\npub use traffic::Traffic;\n"),
     ];
     let files: Vec<(String, String)> = old

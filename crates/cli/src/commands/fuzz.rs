@@ -21,7 +21,7 @@ use super::broker::{
     connect_watched, is_timeout, on_signals, read_frame, request, wait_for, Conn, ConnectError,
     Options, Watched,
 };
-use super::summary_model::shown;
+use kafka_elect_leaders_capture::summary::shown;
 
 #[derive(Default)]
 struct Tally {

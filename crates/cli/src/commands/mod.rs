@@ -16,4 +16,3 @@ pub mod scan;
 pub mod serve;
 pub mod summary;
 pub mod summary_html;
-mod summary_model;

@@ -13,7 +13,7 @@
 //! response for the latency percentiles (exact, nearest rank: ElectLeaders is an admin
 //! API, its responses are few, and a fixed-bucket histogram would blur the percentiles),
 //! and with `--html` one point per topic of each response for the timeline, at most
-//! [`TIMELINE_POINTS`](super::summary_model::TIMELINE_POINTS) (thinned past that).
+//! [`TIMELINE_POINTS`](kafka_elect_leaders_capture::summary::TIMELINE_POINTS) (thinned past that).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -30,7 +30,9 @@ use crate::input::{to_hex, Expect, FrameReader, Kind, Opened, ReadFailure, Sourc
 use crate::json::print::{epoch_us, latency_us};
 use crate::traffic::{self, api_label, Item, Role, What};
 
-use super::summary_model::{code_name, election_name, shown, Tally};
+use kafka_elect_leaders_capture::summary::{
+    code_name, election_name, shown, FailedKey, Outcome, Tally,
+};
 
 /// `summary [FILE]`.
 pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
@@ -297,7 +299,23 @@ fn client_id_of(frame: &[u8], api_key: i16, api_version: i16) -> Option<Option<&
     frame.get(14..14 + len).map(Some)
 }
 
-impl Tally {
+/// The partitions that failed: answered with an error other than ELECTION_NOT_NEEDED, which
+/// is no failure (the preferred replica leads already; Kafka's `kafka-leader-election.sh`
+/// reports it apart, "Valid replica already elected"), as the HTML page and its timeline
+/// count them.
+fn failed(t: &Tally) -> impl Iterator<Item = (&FailedKey, &u64)> {
+    t.answered_with(Outcome::Failed)
+}
+
+/// The summary's two outputs, written from the capture crate's model.
+trait Printed {
+    /// The summary as text.
+    fn text(&self, out: &mut dyn Write) -> std::io::Result<()>;
+    /// The summary as one JSON object (docs/JSON.md).
+    fn json(&self) -> Value;
+}
+
+impl Printed for Tally {
     /// The summary as text.
     fn text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let kind = if self.capture { "capture" } else { "frames" };
@@ -369,10 +387,15 @@ impl Tally {
         }
         writeln!(
             out,
-            "failed partitions: {}",
-            self.failed.values().sum::<u64>()
+            "failed partitions: {} (not counted: {} ELECTION_NOT_NEEDED, the preferred replica \
+             leading already)",
+            failed(self).map(|(_, n)| n).sum::<u64>(),
+            self.outcomes
+                .get(&ErrorCode::ELECTION_NOT_NEEDED.0)
+                .copied()
+                .unwrap_or(0)
         )?;
-        for ((topic, partition, code, message), n) in &self.failed {
+        for ((topic, partition, code, message), n) in failed(self) {
             writeln!(
                 out,
                 "  {} partition {partition}  {} ({code})  x{n}  message {}",
@@ -434,7 +457,7 @@ impl Tally {
     }
 
     /// The summary as one JSON value (docs/JSON.md, "summary --json").
-    pub fn json(&self) -> Value {
+    fn json(&self) -> Value {
         let codes = |map: &BTreeMap<i16, u64>, what: &str| -> Value {
             map.iter()
                 .map(|(c, n)| json!({"error_code": c, "error_name": ErrorCode(*c).name(), what: n}))
@@ -480,7 +503,7 @@ impl Tally {
                     "topic": bytes(Some(topic)),
                     "outcomes": codes(c, "partitions"),
                 })).collect::<Value>(),
-                "failed_partitions": self.failed.iter().map(|((topic, p, code, message), n)| json!({
+                "failed_partitions": failed(self).map(|((topic, p, code, message), n)| json!({
                     "topic": bytes(Some(topic)),
                     "partition_id": p,
                     "error_code": code,

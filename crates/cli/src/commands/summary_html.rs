@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 
 use kafka_elect_leaders::ErrorCode;
 
-use super::summary_model::{
+use crate::traffic::api_label;
+use kafka_elect_leaders_capture::summary::{
     code_name, election_name, shown, Outcome, Tally, OUTCOMES, TIMELINE_POINTS,
 };
-use crate::traffic::api_label;
 
 /// Topics drawn on the timeline, at most (a row each); the others are counted.
 const TIMELINE_ROWS: usize = 200;
@@ -19,21 +19,9 @@ const TIMELINE_ROWS: usize = 200;
 /// Bars of the latency histogram, at most.
 const BINS: usize = 20;
 
-/// Text for HTML, in an element or an attribute's quoted value.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Text for HTML, in an element or an attribute's quoted value: the workspace's one HTML
+/// escape, which the guard's status page uses too.
+pub use kafka_elect_leaders_text::html as escape;
 
 /// A byte string from the input, shown as the text output shows it, escaped.
 fn name(b: Option<&[u8]>) -> String {
@@ -193,10 +181,7 @@ fn write_page(h: &mut String, t: &Tally) -> std::fmt::Result {
         ),
     ] {
         writeln!(h, "<h2>{heading}</h2><table id=\"{id}\"><tr><th>topic</th><th>partition</th><th>error</th><th>message</th><th>times</th></tr>")?;
-        for ((topic, partition, code, message), n) in &t.failed {
-            if Outcome::of(ErrorCode(*code)) != outcome {
-                continue;
-            }
+        for ((topic, partition, code, message), n) in t.answered_with(outcome) {
             writeln!(
                 h,
                 "<tr><td class=\"topic\">{}</td><td class=\"n\">{partition}</td><td>{} ({code})</td><td>{}</td><td class=\"n\">{n}</td></tr>",

@@ -1,19 +1,30 @@
-//! The summary's model: plain data counted from frames, that the text and JSON runner
-//! ([`super::summary`]) and the HTML page ([`super::summary_html`]) both read. [`Tally`]
+//! A capture's summary as plain data, counted from its frames and notes: what the tool's
+//! `summary` prints as text or JSON and draws as an HTML page, and what any other program
+//! can count the same way. [`Tally`]
 //! holds the counts (connections, client ids, APIs, elections by type, topic and outcome,
 //! failed partitions, latencies, anomalies) and the methods that count one frame or note;
 //! [`Timeline`] the points of the page's timeline, thinned past [`TIMELINE_POINTS`]; and
 //! the names both outputs give to byte strings, error codes and election types.
 //!
-//! Not here: reading the input (the runner), nor writing any output (text and JSON in the
-//! runner, HTML in the page).
+//! Not here: reading the input, nor writing any output (the tool's `summary` command does
+//! both).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use kafka_elect_leaders::{ElectLeadersRequest, ElectLeadersResponse, ErrorCode, API_KEY};
 
-use crate::input::to_hex;
 use crate::traffic::Note;
+
+/// `bytes` in lowercase hex.
+fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    s
+}
 
 /// A failed partition: topic, partition, error code, message.
 pub type FailedKey = (Vec<u8>, i32, i16, Option<Vec<u8>>);
@@ -21,21 +32,27 @@ pub type FailedKey = (Vec<u8>, i32, i16, Option<Vec<u8>>);
 /// Requests and responses of one API.
 #[derive(Default)]
 pub struct ApiCount {
+    /// Requests of the API.
     pub requests: u64,
+    /// Responses to them.
     pub responses: u64,
 }
 
 /// Requests of one client id.
 #[derive(Default)]
 pub struct ClientCount {
+    /// Requests with the client id.
     pub requests: u64,
+    /// Connections it was seen on.
     pub connections: u64,
 }
 
 /// Requests naming one topic.
 #[derive(Default)]
 pub struct TopicCount {
+    /// ElectLeaders requests naming the topic.
     pub requests: u64,
+    /// Partitions of it they name.
     pub partitions: u64,
 }
 
@@ -60,6 +77,7 @@ impl Outcome {
         }
     }
 
+    /// The outcome as the summary writes it (`elected`, `not needed`, `failed`).
     pub fn label(self) -> &'static str {
         match self {
             Outcome::Elected => "elected",
@@ -103,26 +121,41 @@ struct Open {
 
 /// Everything counted.
 pub struct Tally {
+    /// The input's name (a file, `-`).
     pub name: String,
+    /// Whether the input is a capture (else frames one after the other).
     pub capture: bool,
+    /// Frames read.
     pub frames: u64,
+    /// Connections with a frame counted.
     pub connections: u64,
+    /// Requests and connections by client id (None: a null client id).
     pub clients: BTreeMap<Option<Vec<u8>>, ClientCount>,
+    /// Requests and responses by API key.
     pub apis: BTreeMap<i16, ApiCount>,
+    /// ElectLeaders requests.
     pub elect_requests: u64,
+    /// ElectLeaders responses.
     pub elect_responses: u64,
+    /// ElectLeaders requests by election type.
     pub by_type: BTreeMap<i8, u64>,
     /// Requests for every partition (a null topic list).
     pub all_partitions: u64,
+    /// Requests and partitions by topic.
     pub by_topic: BTreeMap<Vec<u8>, TopicCount>,
+    /// Responses by their top-level error code.
     pub top_level: BTreeMap<i16, u64>,
     /// Partitions by error code.
     pub outcomes: BTreeMap<i16, u64>,
+    /// Partitions by topic and error code.
     pub outcomes_by_topic: BTreeMap<Vec<u8>, BTreeMap<i16, u64>>,
-    /// Failed partitions: (topic, partition, error code, message) and how often.
+    /// Partitions answered with an error: (topic, partition, error code, message) and how
+    /// often; ELECTION_NOT_NEEDED among them, which is no failure ([`Outcome::of`] tells
+    /// them apart, and the tool's outputs list it apart).
     pub failed: BTreeMap<FailedKey, u64>,
     /// Latencies of the paired ElectLeaders responses, sorted by `finish`.
     pub latencies: Vec<i64>,
+    /// What is unusual.
     pub anomalies: Anomalies,
     /// For `--html`: the timeline.
     pub timeline: Option<Timeline>,
@@ -130,7 +163,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub(super) fn new(name: &str, timeline: bool) -> Tally {
+    /// Nothing counted yet, of the input `name`; with a timeline if `timeline`.
+    pub fn new(name: &str, timeline: bool) -> Tally {
         Tally {
             name: name.to_owned(),
             capture: false,
@@ -154,13 +188,14 @@ impl Tally {
         }
     }
 
-    pub(super) fn api(&mut self, key: i16) -> &mut ApiCount {
+    /// The counts of API `key`.
+    pub fn api(&mut self, key: i16) -> &mut ApiCount {
         self.frames += 1;
         self.apis.entry(key).or_default()
     }
 
     /// A frame of `conn` was counted.
-    pub(super) fn counted(&mut self, conn: u32) {
+    pub fn counted(&mut self, conn: u32) {
         let open = self.open.entry(conn).or_default();
         if !open.counted {
             open.counted = true;
@@ -168,7 +203,8 @@ impl Tally {
         }
     }
 
-    pub(super) fn client(&mut self, client: Option<&[u8]>, conn: Option<u32>) {
+    /// Counts a request of `client` (on connection `conn`, if a capture).
+    pub fn client(&mut self, client: Option<&[u8]>, conn: Option<u32>) {
         let client = client.map(<[u8]>::to_vec);
         let count = self.clients.entry(client.clone()).or_default();
         count.requests += 1;
@@ -181,7 +217,7 @@ impl Tally {
     }
 
     /// A request of `conn` (frame `index`) waits for its answer.
-    pub(super) fn asked(&mut self, conn: u32, index: u64, api_key: i16) {
+    pub fn asked(&mut self, conn: u32, index: u64, api_key: i16) {
         // Bounded by the capture reader's in-flight budget: only the requests it keeps.
         self.open
             .entry(conn)
@@ -192,7 +228,7 @@ impl Tally {
 
     /// The request `index` of `conn` was answered: it, and any older one still waiting
     /// (Kafka answers in order), are no longer waiting.
-    pub(super) fn answered(&mut self, conn: u32, index: u64) {
+    pub fn answered(&mut self, conn: u32, index: u64) {
         let Some(open) = self.open.get_mut(&conn) else {
             return;
         };
@@ -207,7 +243,8 @@ impl Tally {
         }
     }
 
-    pub(super) fn closed(&mut self, conn: u32) {
+    /// Connection `conn` ended.
+    pub fn closed(&mut self, conn: u32) {
         if let Some(open) = self.open.remove(&conn) {
             for (_, api) in open.waiting {
                 *self.anomalies.unanswered.entry(api).or_default() += 1;
@@ -215,7 +252,8 @@ impl Tally {
         }
     }
 
-    pub(super) fn note(&mut self, note: &Note) {
+    /// Counts one of the capture's notes among the anomalies.
+    pub fn note(&mut self, note: &Note) {
         let a = &mut self.anomalies;
         a.notes += 1;
         a.partial += u64::from(note.partial);
@@ -231,7 +269,8 @@ impl Tally {
         }
     }
 
-    pub(super) fn elect_request(&mut self, r: &ElectLeadersRequest<'_>, conn: Option<u32>) {
+    /// Counts an ElectLeaders request.
+    pub fn elect_request(&mut self, r: &ElectLeadersRequest<'_>, conn: Option<u32>) {
         self.api(API_KEY).requests += 1;
         self.elect_requests += 1;
         self.client(r.header().client_id(), conn);
@@ -249,7 +288,7 @@ impl Tally {
     }
 
     /// A response; `at` its capture time (µs since 1970) and connection.
-    pub(super) fn elect_response(
+    pub fn elect_response(
         &mut self,
         r: &ElectLeadersResponse<'_>,
         at: Option<(u128, u32)>,
@@ -289,7 +328,7 @@ impl Tally {
     }
 
     /// The end of the input: connections still open are closed, latencies sorted.
-    pub(super) fn finish(&mut self) {
+    pub fn finish(&mut self) {
         let open: Vec<u32> = self.open.keys().copied().collect();
         for conn in open {
             self.closed(conn);
@@ -307,6 +346,16 @@ impl Tally {
         self.latencies.get((rank - 1) as usize).copied()
     }
 
+    /// The partitions answered with an error whose outcome is `outcome`
+    /// ([`Outcome::NotNeeded`]: ELECTION_NOT_NEEDED; [`Outcome::Failed`]: any other), and
+    /// how often, in the order of [`Tally::failed`].
+    pub fn answered_with(&self, outcome: Outcome) -> impl Iterator<Item = (&FailedKey, &u64)> {
+        self.failed
+            .iter()
+            .filter(move |((_, _, code, _), _)| Outcome::of(ErrorCode(*code)) == outcome)
+    }
+
+    /// Requests never answered, of every API.
     pub fn unanswered(&self) -> u64 {
         self.anomalies.unanswered.values().sum()
     }
@@ -323,12 +372,14 @@ pub fn shown(b: Option<&[u8]>) -> String {
     }
 }
 
+/// An error code as the summary writes it: its name, or its number if Kafka has none.
 pub fn code_name(code: i16) -> String {
     ErrorCode(code)
         .name()
         .map_or_else(|| code.to_string(), str::to_owned)
 }
 
+/// An election type as the summary writes it: its name, or its number.
 pub fn election_name(t: i8) -> String {
     kafka_elect_leaders::ElectionType(t)
         .name()
@@ -343,13 +394,18 @@ pub const TIMELINE_POINTS: usize = 100_000;
 /// Points kept of one outcome, at most.
 const PER_OUTCOME: usize = TIMELINE_POINTS / 3;
 
-pub(super) const OUTCOMES: [Outcome; 3] = [Outcome::Elected, Outcome::NotNeeded, Outcome::Failed];
+/// The outcomes, in the order of the timeline's counts.
+pub const OUTCOMES: [Outcome; 3] = [Outcome::Elected, Outcome::NotNeeded, Outcome::Failed];
 
 /// One response's result for one topic, on the timeline.
 pub struct Point {
+    /// When the response was captured, in µs since the epoch.
     pub epoch_us: u128,
+    /// The topic, an index into [`Timeline::topics`].
     pub topic: usize,
+    /// What the response said of it.
     pub outcome: Outcome,
+    /// The connection it came on.
     pub connection: u32,
     /// Its partitions elected, not needed and failed.
     pub counts: [u64; 3],
@@ -360,15 +416,17 @@ pub struct Point {
 /// The timeline's points, at most [`TIMELINE_POINTS`], and the times of the whole input.
 #[derive(Default)]
 pub struct Timeline {
+    /// The points kept.
     pub points: Vec<Point>,
     /// Topic names, by first appearance; a point's `topic` indexes this.
     pub topics: Vec<Vec<u8>>,
     ids: HashMap<Vec<u8>, usize>,
     /// Per outcome: results seen, and one in how many is kept (1: all).
     pub seen: [u64; 3],
+    /// Per outcome, one in how many results is kept (1: all).
     pub stride: [u64; 3],
     /// Per outcome: points kept.
-    pub(super) kept: [usize; 3],
+    pub kept: [usize; 3],
     /// The first and last frame times of the input (µs since 1970).
     pub span: Option<(u128, u128)>,
 }
