@@ -377,7 +377,7 @@ def certificate_principals():
     # line in the guard's log; carol's is answered.
     assert mtls_answered("carol"), "carol's connection was closed"
     assert not mtls_answered("dave"), "dave was answered: he would act at the brokers as the guard"
-    line = '"%s" is not allowed (--allow-principal)' % subject("dave")
+    line = '"%s" is not allowed (rules.allow-principal)' % subject("dave")
     deadline = time.time() + 10  # the guard's log is written by a thread of its own
     while True:
         with open(os.path.join(RUN, "mtls-guard.log"), encoding="utf-8", errors="replace") as f:

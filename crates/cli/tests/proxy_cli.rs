@@ -738,7 +738,7 @@ fn max_connections() {
     wait_until("the refusal is logged", || {
         proxy
             .stderr()
-            .contains("2 connections already open (--max-connections)")
+            .contains("2 connections already open (max-connections)")
     });
 }
 
@@ -787,7 +787,7 @@ fn tls_files_and_sighup() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--tls-cert /nonexistent/cert.pem"), "{err}");
+    assert!(err.contains("tls.cert /nonexistent/cert.pem"), "{err}");
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("proxy-cli-tls-{}", std::process::id()));
@@ -818,7 +818,7 @@ fn tls_files_and_sighup() {
     wait_until("the failed reload is logged", || {
         proxy.stderr().contains("SIGHUP: certificates not reloaded")
     });
-    assert!(proxy.stderr().contains("--tls-key"), "{}", proxy.stderr());
+    assert!(proxy.stderr().contains("tls.key"), "{}", proxy.stderr());
     // Still serving: a connection is accepted.
     let _c = proxy.connect();
     let _ = std::fs::remove_dir_all(&dir);

@@ -33,6 +33,7 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
+    /// Every reason, for what lists them (the metrics' label values).
     pub const ALL: [CloseReason; 7] = [
         CloseReason::Client,
         CloseReason::Idle,
@@ -43,6 +44,7 @@ impl CloseReason {
         CloseReason::Error,
     ];
 
+    /// The reason as the metrics and the diagnostics name it (`client`, `idle`...).
     pub fn name(self) -> &'static str {
         match self {
             CloseReason::Client => "client",

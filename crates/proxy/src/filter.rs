@@ -32,18 +32,19 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_elect_leaders::{Pending, RequestPeek};
 
-use crate::audit::{AuditConnection, ConnInfo};
+use crate::addresses::Addresses;
+use crate::audit::{Audit, AuditConnection, ConnInfo};
 use crate::budget::SMALL_FRAME;
 use crate::close::{Close, CloseReason};
 use crate::identity::Identity;
+use crate::metrics::Metrics;
 use crate::policy::Policy;
-use crate::shared::Shared;
 
 /// A future a filter asks the core to wait for before it reads a request.
 pub type Wait<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
@@ -89,24 +90,25 @@ pub trait Filter: Send + Sync + 'static {
 }
 
 /// One client connection, as the filters see it.
+///
+/// It holds the parts of the guard's shared state the filters use, not that state itself
+/// (made by `Session::new`, in `shared.rs`), so that this module sits below it.
 pub struct Session<'a> {
     pub(crate) conn: &'a ConnInfo,
     pub(crate) identity: &'a Identity,
-    pub(crate) shared: &'a Shared,
+    /// The policy in force, replaced whole on reload.
+    pub(crate) policy: &'a RwLock<Arc<Policy>>,
+    /// The audit log.
+    pub(crate) audit_log: &'a Audit,
+    /// The guard's metrics.
+    pub(crate) metrics: &'a Metrics,
+    /// The broker-address rewrite.
+    pub(crate) addresses: &'a Addresses,
     /// The client address's share of the audit queue.
     pub(crate) audit: AuditConnection<'a>,
 }
 
-impl<'a> Session<'a> {
-    pub(crate) fn new(conn: &'a ConnInfo, identity: &'a Identity, shared: &'a Shared) -> Self {
-        Session {
-            conn,
-            identity,
-            shared,
-            audit: shared.audit.connection(conn.client.ip()),
-        }
-    }
-
+impl Session<'_> {
     /// The client's address, the guard's listener and the broker behind it.
     pub fn conn(&self) -> &ConnInfo {
         self.conn
@@ -120,7 +122,7 @@ impl<'a> Session<'a> {
 
     /// The policy in force (replaced whole on reload).
     pub fn policy(&self) -> Arc<Policy> {
-        self.shared.policy()
+        crate::policy::in_force(self.policy)
     }
 }
 
@@ -187,6 +189,36 @@ impl Request {
 pub(crate) enum Frame {
     Mut(BytesMut),
     Shared(Bytes),
+}
+
+impl Frame {
+    /// The frame in a buffer of its own, to change in place: shared bytes are taken over
+    /// when nothing else holds them, copied otherwise.
+    fn make_mut(&mut self) -> &mut BytesMut {
+        match self {
+            Frame::Mut(frame) => frame,
+            Frame::Shared(shared) => {
+                let owned = std::mem::take(shared)
+                    .try_into_mut()
+                    .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+                *self = Frame::Mut(owned);
+                // Now `Mut`: the arm above answers.
+                self.make_mut()
+            }
+        }
+    }
+
+    /// The frame as shared bytes: a buffer of its own is frozen, not copied.
+    fn make_shared(&mut self) -> &Bytes {
+        match self {
+            Frame::Shared(frame) => frame,
+            Frame::Mut(frame) => {
+                *self = Frame::Shared(std::mem::take(frame).freeze());
+                // Now `Shared`: the arm above answers.
+                self.make_shared()
+            }
+        }
+    }
 }
 
 /// What becomes of a request.
@@ -309,28 +341,12 @@ impl Answer {
 
     /// The frame, to change in place.
     pub fn frame_mut(&mut self) -> &mut BytesMut {
-        if let Frame::Shared(frame) = &mut self.frame {
-            let shared = std::mem::take(frame);
-            let owned = shared
-                .try_into_mut()
-                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-            self.frame = Frame::Mut(owned);
-        }
-        match &mut self.frame {
-            Frame::Mut(frame) => frame,
-            Frame::Shared(_) => unreachable!("made mutable above"),
-        }
+        self.frame.make_mut()
     }
 
     /// The frame as shared bytes (for a decoder that keeps slices of it).
     pub fn frame_bytes(&mut self) -> &Bytes {
-        if let Frame::Mut(frame) = &mut self.frame {
-            self.frame = Frame::Shared(std::mem::take(frame).freeze());
-        }
-        match &self.frame {
-            Frame::Shared(frame) => frame,
-            Frame::Mut(_) => unreachable!("frozen above"),
-        }
+        self.frame.make_shared()
     }
 
     pub(crate) fn into_frame(self) -> Frame {
@@ -345,7 +361,12 @@ pub enum OnResponse {
     Pass,
     /// The client gets `head` (size prefix included, counting the whole answer), then
     /// the broker's answer from `tail_from` on, never copied. Ends the chain.
-    Splice { head: BytesMut, tail_from: usize },
+    Splice {
+        /// What the client gets first, size prefix included.
+        head: BytesMut,
+        /// Where in the broker's answer the rest begins.
+        tail_from: usize,
+    },
     /// Close the connection; nothing of this answer goes to the client.
     Close(Close),
 }
@@ -370,13 +391,6 @@ impl Filters {
         Filters::from_list(Vec::new())
     }
 
-    /// The guard's own filters, in the order they read: the SASL principal, the
-    /// leadership-change policy, the ElectLeaders policy, the ApiVersions cap and the
-    /// broker-address rewrite.
-    pub fn builtin() -> Filters {
-        Filters::from_list(crate::filters::builtin())
-    }
-
     /// These filters, then `filter` (at most 64 in all).
     ///
     /// # Panics
@@ -389,7 +403,7 @@ impl Filters {
         Filters::from_list(filters)
     }
 
-    fn from_list(filters: Vec<Arc<dyn Filter>>) -> Filters {
+    pub(crate) fn from_list(filters: Vec<Arc<dyn Filter>>) -> Filters {
         assert!(filters.len() <= 64, "at most 64 filters");
         let table = |reads: &dyn Fn(&dyn Filter, i16) -> bool| -> Arc<[u64]> {
             (0..KEYS)
@@ -478,6 +492,127 @@ impl fmt::Debug for Filters {
     }
 }
 
+/// What the filters' unit tests drive a filter with: a connection's parts, a request or an
+/// answer as the core hands it over, and what a [`Respond`] writes. No socket.
+#[cfg(test)]
+pub(crate) mod testing {
+    use bytes::BytesMut;
+    use kafka_elect_leaders::peek_request;
+    use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+    use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+
+    use super::{Answer, Answered, OnRequest, Request, Respond, Session};
+    use crate::audit::{Audit, AuditSink, ConnInfo};
+    use crate::close::Close;
+    use crate::identity::Identity;
+    use crate::shared::Shared;
+    use crate::Config;
+
+    /// One client connection, from 192.0.2.1 through the listener 127.0.0.1:19092 to the
+    /// broker at 10.0.0.1:9092, of a guard run with a config (its audit lines discarded):
+    /// what a [`Session`] borrows.
+    pub(crate) struct Conn {
+        pub(crate) conn: ConnInfo,
+        pub(crate) identity: Identity,
+        pub(crate) shared: Shared,
+    }
+
+    impl Conn {
+        pub(crate) fn new(config: &Config) -> Conn {
+            let sink = AuditSink::Writer(Box::new(std::io::sink()));
+            let audit = Audit::start(sink, 1 << 20).expect("the audit thread starts");
+            Conn {
+                conn: ConnInfo {
+                    client: "192.0.2.1:50000".parse().unwrap(),
+                    listener: "127.0.0.1:19092".parse().unwrap(),
+                    local: "127.0.0.1:19092".parse().unwrap(),
+                    upstream: "10.0.0.1:9092".parse().unwrap(),
+                },
+                identity: Identity::new(None, false),
+                shared: Shared::new(config, audit),
+            }
+        }
+
+        pub(crate) fn session(&self) -> Session<'_> {
+            Session::new(&self.conn, &self.identity, &self.shared)
+        }
+    }
+
+    /// A request (size prefix included) as the core hands it to a filter.
+    pub(crate) fn request(frame: &[u8]) -> Request {
+        let peek = peek_request(frame).expect("a request header");
+        Request::new(BytesMut::from(frame), peek)
+    }
+
+    /// The broker's answer (size prefix included) as the core hands it to a filter.
+    pub(crate) fn answer(frame: &[u8]) -> Answer {
+        Answer::new(BytesMut::from(frame))
+    }
+
+    /// What `respond` writes in its turn, given the broker's answer when the request was
+    /// forwarded.
+    pub(crate) fn written(respond: Respond, broker: Option<&[u8]>) -> Result<Vec<u8>, Close> {
+        match respond.write {
+            Answered::Frame(frame) => Ok(frame.to_vec()),
+            Answered::Later(write) => {
+                let mut out = BytesMut::new();
+                write(broker, &mut out)?;
+                Ok(out.to_vec())
+            }
+        }
+    }
+
+    /// The kind of a decision, for a failing test's message.
+    pub(crate) fn kind(decision: &OnRequest) -> &'static str {
+        match decision {
+            OnRequest::Pass => "pass",
+            OnRequest::Forward(_) => "forward",
+            OnRequest::Answer(_) => "answer",
+            OnRequest::Close(_) => "close",
+        }
+    }
+
+    /// A request frame of another API, written by `kafka-protocol` (client id "admin-1").
+    pub(crate) fn kafka_request<M: Encodable + HeaderVersion>(
+        api_key: i16,
+        version: i16,
+        correlation_id: i32,
+        body: &M,
+    ) -> Vec<u8> {
+        let mut frame = BytesMut::from(&[0u8; 4][..]);
+        RequestHeader::default()
+            .with_request_api_key(api_key)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("admin-1")))
+            .encode(&mut frame, M::header_version(version))
+            .unwrap();
+        body.encode(&mut frame, version).unwrap();
+        sized(frame)
+    }
+
+    /// An answer frame of another API, written by `kafka-protocol`.
+    pub(crate) fn kafka_response<M: Encodable + HeaderVersion>(
+        version: i16,
+        correlation_id: i32,
+        body: &M,
+    ) -> Vec<u8> {
+        let mut frame = BytesMut::from(&[0u8; 4][..]);
+        ResponseHeader::default()
+            .with_correlation_id(correlation_id)
+            .encode(&mut frame, M::header_version(version))
+            .unwrap();
+        body.encode(&mut frame, version).unwrap();
+        sized(frame)
+    }
+
+    fn sized(mut frame: BytesMut) -> Vec<u8> {
+        let size = u32::try_from(frame.len() - 4).unwrap();
+        frame[..4].copy_from_slice(&size.to_be_bytes());
+        frame.to_vec()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,6 +648,24 @@ mod tests {
         assert_eq!(names(&mut filters.for_response(200)), ["a", "b", "c"]);
         assert!(names(&mut filters.for_request(-1)).is_empty());
         assert_eq!(filters.names(), ["a", "b", "c"]);
+    }
+
+    /// An answer read as shared bytes, then changed in place: frozen and taken back
+    /// without a copy while nothing else holds it, copied when something does.
+    #[test]
+    fn an_answer_switches_buffers_keeping_its_bytes() {
+        let mut answer = Answer::new(BytesMut::from(&b"\0\0\0\x02ab"[..]));
+        let at = answer.frame().as_ptr();
+        assert_eq!(&answer.frame_bytes()[..], b"\0\0\0\x02ab");
+        assert_eq!(answer.frame_bytes().as_ptr(), at, "frozen, not copied");
+        answer.frame_mut()[4] = b'x';
+        assert_eq!(answer.frame(), b"\0\0\0\x02xb");
+        assert_eq!(answer.frame().as_ptr(), at, "taken back, not copied");
+        let held = answer.frame_bytes().clone();
+        answer.frame_mut()[5] = b'y';
+        assert_eq!(answer.frame(), b"\0\0\0\x02xy");
+        assert_eq!(&held[..], b"\0\0\0\x02xb", "what is held elsewhere stays");
+        assert!(matches!(answer.into_frame(), Frame::Mut(_)));
     }
 
     #[test]

@@ -90,23 +90,27 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod addresses;
 pub mod answer;
 pub mod audit;
 mod budget;
 mod close;
+mod config;
 mod conn;
+pub mod diag;
 pub mod file;
 pub mod filter;
 mod filters;
 mod identity;
 pub mod leadership;
 mod merge;
-pub mod metrics;
-pub mod metrics_listener;
+mod metrics;
+mod metrics_listener;
 mod owed;
 pub mod policy;
+mod reload;
 mod server;
 mod shards;
 mod shared;
@@ -126,14 +130,19 @@ pub mod testing {
 }
 
 pub use close::{Close, CloseReason};
+pub use config::{
+    AuditTarget, Config, Route, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
+    MAX_CONNECTION_THREADS,
+};
 pub use file::{ConfigFile, FileError};
 pub use filter::{Filter, Filters};
 pub use merge::Overrides;
-pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
-pub use server::{
-    max_connections_for, raise_fd_limit, AuditTarget, Config, Guard, ReloadError, Reloaded,
-    Reloader, Route, StartError, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
-    MAX_CONNECTION_THREADS, RESERVED_FDS,
+pub use metrics_listener::{
+    MetricsLimits, DEFAULT_METRICS_CONNECTIONS, DEFAULT_METRICS_HEADER_TIMEOUT,
+    DEFAULT_METRICS_WRITE_TIMEOUT,
 };
+pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
+pub use reload::{ReloadError, Reloaded, Reloader};
+pub use server::{max_connections_for, raise_fd_limit, Guard, StartError, RESERVED_FDS};
 pub use tls::{ServerTls, UpstreamTls};

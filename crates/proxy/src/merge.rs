@@ -17,18 +17,31 @@ use crate::{AuditTarget, Config};
 /// The settings one source gives; `None`: not given.
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
+    /// Where audit lines go.
     pub audit: Option<AuditTarget>,
+    /// [`Config::audit_queue_bytes`].
     pub audit_queue_bytes: Option<usize>,
+    /// [`Config::max_connections`].
     pub max_connections: Option<usize>,
+    /// [`Config::connection_threads`].
     pub threads: Option<usize>,
+    /// [`Config::max_frame_size`].
     pub max_frame_size: Option<usize>,
+    /// [`Config::max_buffered_bytes`].
     pub max_buffered_bytes: Option<usize>,
+    /// [`Config::idle_timeout`].
     pub idle_timeout: Option<Duration>,
+    /// [`Config::frame_timeout`].
     pub frame_timeout: Option<Duration>,
+    /// [`Config::upstream_connect_timeout`].
     pub upstream_connect_timeout: Option<Duration>,
+    /// [`Config::request_timeout`].
     pub request_timeout: Option<Duration>,
+    /// [`Config::advertise_host`].
     pub advertise_host: Option<String>,
+    /// [`Config::dynamic_listen`].
     pub dynamic_listen: Option<DynamicListen>,
+    /// [`Config::metrics_listen`].
     pub metrics_listen: Option<SocketAddr>,
 }
 

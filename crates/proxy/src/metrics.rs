@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -20,6 +20,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+
+use kafka_elect_leaders_text::html as escape;
 
 use crate::audit::AuditMetrics;
 use crate::close::CloseReason;
@@ -129,7 +131,7 @@ impl Metrics {
 
     /// The metrics, with `audit`'s (the audit log's queue depth, kept by the audit writer)
     /// among them.
-    pub fn new(audit: AuditMetrics) -> Metrics {
+    pub(crate) fn new(audit: AuditMetrics) -> Metrics {
         let mut registry = Registry::with_prefix("elect_leaders_guard");
         let metrics = Metrics {
             enabled: true,
@@ -209,12 +211,12 @@ impl Metrics {
         );
         registry.register(
             "audit_queue_bytes",
-            "Bytes of audit lines waiting to be written (bounded by --audit-queue-bytes)",
+            "Bytes of audit lines waiting to be written (bounded by audit-queue-bytes)",
             audit.queued_bytes,
         );
         registry.register(
             "audit_forwarded_unaudited",
-            "Decisions under --log-only forwarded although they could not be audited",
+            "Decisions under log-only forwarded although they could not be audited",
             audit.forwarded_unaudited,
         );
         registry.register(
@@ -516,46 +518,11 @@ fn rules_shown(policy: &Policy) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push('\u{fffd}'),
-            // A bidi control would turn the rest of the cell around: shown as its code.
-            c if crate::audit::is_hidden(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The name of API `api_key` as Kafka names it, or "unknown": a label value of a bounded
-/// set, whatever key a client sends.
+/// The name of API `api_key` as Kafka names it (the codec's table,
+/// [`kafka_elect_leaders::api_name`]), or "unknown": a label value of a bounded set,
+/// whatever key a client sends.
 pub fn api_name(api_key: i16) -> &'static str {
-    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| {
-        (0..=i16::from(u8::MAX))
-            .map(
-                |key| match kafka_protocol::messages::ApiKey::try_from(key) {
-                    // Once per API, for the process's life.
-                    Ok(api) => &*Box::leak(format!("{api:?}").into_boxed_str()),
-                    Err(()) => "unknown",
-                },
-            )
-            .collect()
-    });
-    usize::try_from(api_key)
-        .ok()
-        .and_then(|i| names.get(i))
-        .copied()
-        .unwrap_or("unknown")
+    kafka_elect_leaders::api_name(api_key).unwrap_or("unknown")
 }
 
 #[cfg(test)]
@@ -613,7 +580,10 @@ mod tests {
         let page = m.status_page(&[], &Policy::default());
         assert!(!page.contains("<script>"), "{page}");
         assert!(page.contains("&lt;script&gt;") && page.contains("a&amp;b\\u{202e}cba"));
-        assert!(!page.chars().any(crate::audit::is_hidden), "{page}");
+        assert!(
+            !page.chars().any(kafka_elect_leaders_text::is_hidden),
+            "{page}"
+        );
         assert!(page.contains("<td id=\"audit-failures\">1</td>"), "{page}");
     }
 }

@@ -4,212 +4,24 @@
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::addresses::{Addresses, Opened};
-use crate::audit::{log, Audit, AuditSink, ConnInfo, DEFAULT_AUDIT_QUEUE_BYTES};
+use crate::audit::{Audit, AuditSink, ConnInfo};
+use crate::budget::Budget;
+use crate::config::MAX_CONNECTION_THREADS;
+use crate::config::{AuditTarget, Config, Route};
 use crate::conn;
-use crate::filter::Filters;
-use crate::metrics::Refused;
-use crate::policy::Policy;
+use crate::diag::log;
+use crate::metrics::{Metrics, Refused};
+use crate::reload::Reloader;
 use crate::shards::Shards;
 use crate::shared::Shared;
-use crate::tls::{ServerTls, Tls, TlsError, UpstreamTls};
-
-/// One listener of the guard and the broker it forwards to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
-    /// Where clients connect (port 0: any free port, see [`Guard::routes`]).
-    pub listen: SocketAddr,
-    /// The broker this listener forwards to.
-    pub upstream: SocketAddr,
-}
-
-/// Where the audit log goes: one JSON line per ElectLeaders decision.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum AuditTarget {
-    /// Standard error (the default).
-    #[default]
-    Stderr,
-    /// Standard output.
-    Stdout,
-    /// A file, appended to (created if missing).
-    File(std::path::PathBuf),
-}
-
-/// Everything the guard needs to run: what `elect-leaders proxy`'s options build, and what a
-/// program embedding the guard fills in itself.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// The listeners and their brokers; one route per broker, so that clients stay on the
-    /// guard after bootstrap (each broker advertises its route's listener).
-    pub routes: Vec<Route>,
-    /// What ElectLeaders requests may do.
-    pub policy: Policy,
-    /// Where decisions are recorded.
-    pub audit: AuditTarget,
-    /// Bytes of audit lines waiting for the writer, at most ([`DEFAULT_AUDIT_QUEUE_BYTES`]).
-    /// A connection whose own lines fill an eighth of it waits for them to be written
-    /// ([`crate::audit::connection_share`]); past the whole of it the log is stalled, and
-    /// elections are refused until it drains.
-    pub audit_queue_bytes: usize,
-    /// Connections open at once, at most; a client past it is closed at once. Default 1024.
-    pub max_connections: usize,
-    /// Threads that run the connections, each on a single-threaded runtime of its own,
-    /// connections placed on them in turn (`--threads`); 0, the default: connections run
-    /// on the runtime that runs the guard, as tasks of their own. On a work-stealing
-    /// runtime each event of a connection may wake a second worker that then finds
-    /// nothing to do; a connection kept on one thread costs about half the CPU per round
-    /// trip at a paced request rate (`benches/guard_cpu.py`). At most
-    /// [`MAX_CONNECTION_THREADS`].
-    pub connection_threads: usize,
-    /// The largest frame accepted from either side (size prefix excluded). Default: the
-    /// codec's `DEFAULT_MAX_FRAME_SIZE` (100 MiB, Kafka's `socket.request.max.bytes`).
-    pub max_frame_size: usize,
-    /// No frame either way for this long: the connection is closed. Default 10 minutes,
-    /// Kafka's `connections.max.idle.ms`.
-    pub idle_timeout: Duration,
-    /// A frame from a client that has begun must be whole within this, or the connection
-    /// is closed (a client trickling bytes cannot hold a slot). Default 30 seconds.
-    pub frame_timeout: Duration,
-    /// Connecting to the broker must succeed within this, or the client is closed.
-    /// Default 10 seconds.
-    pub upstream_connect_timeout: Duration,
-    /// An answer the broker owes must come within this, counted after the wait the request
-    /// itself asks for (ElectLeaders' and Produce's `timeout_ms`, Fetch's `max_wait_ms`,
-    /// JoinGroup's rebalance timeout); past it the connection is closed, as Kafka's clients
-    /// do at their own request timeout. A `Produce` with `acks=0` is owed nothing. Default
-    /// 2 minutes: later than any client's own timeout by default (30 s), so that the
-    /// guard is the backstop, never the first to give up.
-    pub request_timeout: Duration,
-    /// TLS towards clients (`--tls-cert`, `--tls-key`, `--tls-client-ca`); None:
-    /// plaintext.
-    pub tls: Option<ServerTls>,
-    /// TLS towards the brokers (`--upstream-tls` and its options); None: plaintext.
-    pub upstream_tls: Option<UpstreamTls>,
-    /// The bytes of frames larger than 64 KiB held at once, by every connection and in
-    /// both directions; a frame waits (its sender held back by TCP) until its whole size
-    /// fits. Default 1 GiB.
-    pub max_buffered_bytes: usize,
-    /// Each broker's host name as written (`--upstream kafka-1:9092`), by its resolved
-    /// address: a broker advertising that name is recognised as that route's
-    /// ([`crate::addresses`]).
-    pub upstream_names: Vec<(SocketAddr, String)>,
-    /// The host clients are told for the guard's listeners in rewritten broker addresses
-    /// (`--advertise-host`). None: each listener's IP address, or for a listener on an
-    /// unspecified address (0.0.0.0), the address the client reached.
-    pub advertise_host: Option<String>,
-    /// Listeners opened for brokers that have no route (`--dynamic-listen`); None: such a
-    /// broker's address is left as it is, with a warning.
-    pub dynamic_listen: Option<crate::addresses::DynamicListen>,
-    /// Where `/metrics` (Prometheus) and `/status` (a page for a person) are served
-    /// (`--metrics-listen`); None: nowhere.
-    pub metrics_listen: Option<SocketAddr>,
-    /// What a client of `/metrics` and `/status` may hold: clients at once, the time to
-    /// ask and the time to take the answer, each with its default
-    /// ([`crate::metrics_listener::MetricsLimits`]); apart from the Kafka listeners' limits.
-    pub metrics_limits: crate::metrics_listener::MetricsLimits,
-    /// For [`Reloader::apply`]: put this policy in force even when it is weaker than the
-    /// one in force ([`Policy::weakened_by`]). The config file's `allow-weaker-rules =
-    /// true`, and never a command-line option (the command line is read again at every
-    /// reload: it would allow every weakening for good). Default false.
-    pub allow_weaker_rules: bool,
-    /// What reads each frame ([`crate::filter`]): the guard's own filters by default
-    /// ([`Filters::builtin`]); an embedder adds its own with [`Filters::with`].
-    pub filters: Filters,
-    /// Copy bytes both ways, parse nothing: the baseline of `benches/proxy_throughput.sh`.
-    #[doc(hidden)]
-    pub plain: bool,
-}
-
-impl Config {
-    /// The host name written for the broker at `upstream`, if any
-    /// ([`Config::upstream_names`]).
-    pub fn upstream_name(&self, upstream: SocketAddr) -> Option<String> {
-        self.upstream_names
-            .iter()
-            .find(|(addr, _)| *addr == upstream)
-            .map(|(_, name)| name.clone())
-    }
-
-    /// Why the guard would forward to itself, if it would: a route whose `--upstream` is
-    /// one of the guard's own listening addresses (a route's `--listen`, its own included,
-    /// or `--metrics-listen`). An address matches as the guard matches brokers'
-    /// ([`crate::addresses`]): the same port and IP, or for a listener on `0.0.0.0` or
-    /// `::` any address of this host. Each client would open a connection through the
-    /// guard to the guard, and so on until `--max-connections`. Port 0 (any free port)
-    /// matches nothing.
-    pub fn forwarding_to_itself(&self) -> Option<String> {
-        let own = self
-            .routes
-            .iter()
-            .map(|r| ("--listen", r.listen))
-            .chain(self.metrics_listen.map(|m| ("--metrics-listen", m)));
-        self.routes.iter().enumerate().find_map(|(n, route)| {
-            let upstream = route.upstream;
-            own.clone()
-                .find(|(_, listen)| {
-                    listen.port() != 0
-                        && listen.port() == upstream.port()
-                        && crate::addresses::same_host(listen.ip(), upstream.ip(), None, true)
-                })
-                .map(|(option, listen)| {
-                    format!(
-                        "route {}: --upstream {upstream} is the guard's own {option} {listen}: \
-                         the guard would forward to itself",
-                        n + 1
-                    )
-                })
-        })
-    }
-}
-
-/// [`Config::idle_timeout`]'s default: Kafka's `connections.max.idle.ms`, 10 minutes.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
-/// [`Config::frame_timeout`]'s default.
-pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
-/// [`Config::upstream_connect_timeout`]'s default.
-pub const DEFAULT_UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// [`Config::request_timeout`]'s default.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-pub use crate::budget::DEFAULT_MAX_BUFFERED_BYTES;
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            routes: Vec::new(),
-            policy: Policy::default(),
-            audit: AuditTarget::Stderr,
-            audit_queue_bytes: DEFAULT_AUDIT_QUEUE_BYTES,
-            max_connections: 1024,
-            connection_threads: 0,
-            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            frame_timeout: DEFAULT_FRAME_TIMEOUT,
-            upstream_connect_timeout: DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
-            tls: None,
-            upstream_tls: None,
-            upstream_names: Vec::new(),
-            advertise_host: None,
-            dynamic_listen: None,
-            metrics_listen: None,
-            metrics_limits: crate::metrics_listener::MetricsLimits::default(),
-            allow_weaker_rules: false,
-            filters: Filters::builtin(),
-            plain: false,
-        }
-    }
-}
-
-/// [`Config::connection_threads`], at most.
-pub const MAX_CONNECTION_THREADS: usize = 1024;
+use crate::tls::{Tls, TlsError};
 
 /// How long a stopping guard waits for the audit log and the diagnostics to be written.
 const AUDIT_DRAIN: Duration = Duration::from_secs(5);
@@ -272,155 +84,6 @@ impl std::error::Error for StartError {
             StartError::ForwardsToItself(_) => None,
         }
     }
-}
-
-/// Reloads the guard's certificates, or its whole policy and TLS settings: see
-/// [`Guard::reloader`].
-#[derive(Clone)]
-pub struct Reloader {
-    shared: Arc<Shared>,
-    started: Arc<Config>,
-}
-
-/// Why a reload put nothing in force.
-#[derive(Debug)]
-pub enum ReloadError {
-    /// A certificate or key could not be loaded, or TLS would be turned on or off.
-    Tls(TlsError),
-    /// The new rules are weaker than those in force, and the new configuration does not
-    /// allow it ([`Config::allow_weaker_rules`]): what they would drop, one phrase each
-    /// ([`Policy::weakened_by`]).
-    Weaker(Vec<String>),
-}
-
-impl fmt::Display for ReloadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReloadError::Tls(e) => write!(f, "{e}"),
-            ReloadError::Weaker(dropped) => write!(
-                f,
-                "its rules are weaker than those in force, and it does not say \
-                 allow-weaker-rules = true: {}",
-                dropped.join("; ")
-            ),
-        }
-    }
-}
-
-/// What a reload put in force, besides its policy and certificates.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Reloaded {
-    /// The options whose new values wait for a restart, by their command-line names.
-    pub restart: Vec<&'static str>,
-    /// What the new rules dropped of those in force ([`Policy::weakened_by`]); not empty
-    /// only when the configuration allowed it ([`Config::allow_weaker_rules`]).
-    pub weakened: Vec<String>,
-}
-
-impl std::error::Error for ReloadError {}
-
-impl Reloader {
-    /// Reads the certificate and key files again. New connections use them; connections
-    /// open keep theirs. On an error nothing changes. `Ok(false)`: the guard has no TLS.
-    pub fn reload(&self) -> Result<bool, TlsError> {
-        match &self.shared.tls {
-            Some(tls) => tls.reload().map(|()| true),
-            None => Ok(false),
-        }
-    }
-
-    /// Puts `config`'s policy and TLS settings in force together, or, on an error, none
-    /// of them. The certificates are loaded first; then requests read from now on are
-    /// decided by the new policy (a request already decided is answered by the policy
-    /// that decided it), and new connections use the new certificates.
-    ///
-    /// It fails closed: a policy weaker than the one in force (a protected topic fewer,
-    /// `deny-unclean` off, ...: [`Policy::weakened_by`]) is refused, naming what it would
-    /// drop, unless `config` allows it ([`Config::allow_weaker_rules`]); then it is put in
-    /// force and what it dropped is returned, for the caller to log.
-    ///
-    /// The rest of `config` (listeners and brokers, the audit log, limits and timeouts)
-    /// is not changed while the guard runs: the options whose values differ from those it
-    /// started with are returned, by their command-line names, for the caller to say that
-    /// they wait for a restart. TLS cannot be turned on or off on either side either.
-    ///
-    /// Calls are not serialized: one caller (the SIGHUP handler) reloads at a time.
-    pub fn apply(&self, config: &Config) -> Result<Reloaded, ReloadError> {
-        let weakened = self.shared.policy().weakened_by(&config.policy);
-        if !weakened.is_empty() && !config.allow_weaker_rules {
-            return Err(ReloadError::Weaker(weakened));
-        }
-        let prepared = match &self.shared.tls {
-            Some(tls) => Some(
-                tls.prepare(config.tls.clone(), config.upstream_tls.clone())
-                    .map_err(ReloadError::Tls)?,
-            ),
-            None if config.tls.is_some() || config.upstream_tls.is_some() => {
-                return Err(ReloadError::Tls(TlsError::new(
-                    "TLS cannot be turned on without a restart",
-                )))
-            }
-            None => None,
-        };
-        self.shared.set_policy(config.policy.clone());
-        if let (Some(tls), Some(prepared)) = (&self.shared.tls, prepared) {
-            tls.install(prepared);
-        }
-        Ok(Reloaded {
-            restart: restart_only(&self.started, config),
-            weakened,
-        })
-    }
-
-    /// Opens the audit log file again at its path (SIGHUP; what logrotate's `postrotate`
-    /// asks for), once the lines queued before are written, and waits for it at most
-    /// `timeout`. On an error elections are refused until the file can be opened again
-    /// (tried every second). Without a file (standard output or error) there is nothing
-    /// to reopen: `Ok(false)`. Blocks: call it off the runtime's workers.
-    pub fn reopen_audit(&self, timeout: Duration) -> io::Result<bool> {
-        self.shared.audit.reopen(timeout)
-    }
-}
-
-/// The options of `new` that differ from `old`'s and take effect only at a restart.
-fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
-    let mut changed = Vec::new();
-    let mut check = |differs: bool, name: &'static str| {
-        if differs {
-            changed.push(name);
-        }
-    };
-    check(old.routes != new.routes, "listen/upstream");
-    check(old.audit != new.audit, "audit-log");
-    check(
-        old.audit_queue_bytes != new.audit_queue_bytes,
-        "audit-queue-bytes",
-    );
-    check(
-        old.max_connections != new.max_connections,
-        "max-connections",
-    );
-    check(old.connection_threads != new.connection_threads, "threads");
-    check(old.max_frame_size != new.max_frame_size, "max-frame-size");
-    check(old.idle_timeout != new.idle_timeout, "idle-timeout");
-    check(old.frame_timeout != new.frame_timeout, "frame-timeout");
-    check(
-        old.upstream_connect_timeout != new.upstream_connect_timeout,
-        "upstream-connect-timeout",
-    );
-    check(
-        old.request_timeout != new.request_timeout,
-        "request-timeout",
-    );
-    check(
-        old.max_buffered_bytes != new.max_buffered_bytes,
-        "max-buffered-bytes",
-    );
-    check(old.advertise_host != new.advertise_host, "advertise-host");
-    check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
-    check(old.metrics_listen != new.metrics_listen, "metrics-listen");
-    check(old.metrics_limits != new.metrics_limits, "metrics limits");
-    changed
 }
 
 /// The guard with its listeners bound, not yet accepting.
@@ -492,7 +155,7 @@ impl Guard {
             config.dynamic_listen.map(|range| (range, open)),
         );
         if let Some((_, local)) = &metrics {
-            addresses = addresses.also_listening(*local, "--metrics-listen");
+            addresses = addresses.also_listening(*local, "metrics-listen");
         }
         Ok(Guard {
             listeners,
@@ -513,10 +176,7 @@ impl Guard {
     /// A handle that reloads the certificates, or the policy and TLS settings, while the
     /// guard runs (on SIGHUP, in `elect-leaders proxy`).
     pub fn reloader(&self) -> Reloader {
-        Reloader {
-            shared: self.shared.clone(),
-            started: self.started.clone(),
-        }
+        Reloader::new(self.shared.clone(), self.started.clone())
     }
 
     /// Where `/metrics` and `/status` are served, as bound.
@@ -633,7 +293,9 @@ impl Guard {
                      failing; they are lost"
                 ));
             }
-            crate::audit::drain_log(AUDIT_DRAIN);
+            // The embedder's logger writes what it was given (the tool's waits for its
+            // writer thread, at most `diag::FLUSH_TIMEOUT`).
+            log::logger().flush();
         })
         .await;
         let _ = drained;
@@ -703,7 +365,7 @@ async fn accept(
             shared.metrics.refused(Refused::MaxConnections);
             log(format_args!(
                 "{local}: {peer} refused: {max_connections} connections already open \
-                 (--max-connections)"
+                 (max-connections)"
             ));
             drop(client);
             continue;
@@ -795,4 +457,40 @@ fn spare_fd() -> Option<std::fs::File> {
 /// `EMFILE` (the process's limit) or `ENFILE` (the system's).
 fn is_out_of_fds(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(24) | Some(23))
+}
+
+impl Shared {
+    /// What every connection of a guard run with `config` shares.
+    pub fn new(config: &Config, audit: Audit) -> Shared {
+        // Audit lines are counted in the budget too (issue 35, finding 5).
+        let budget = Budget::new(config.max_buffered_bytes, config.max_frame_size);
+        audit.count_in(&budget);
+        let metrics = if config.metrics_listen.is_some() {
+            Metrics::new(audit.metrics())
+        } else {
+            Metrics::disabled()
+        };
+        Shared {
+            metrics,
+            filters: config.filters.clone(),
+            policy: RwLock::new(Arc::new(config.policy.clone())),
+            audit,
+            max_frame_size: config.max_frame_size,
+            plain: config.plain,
+            idle_timeout: config.idle_timeout,
+            frame_timeout: config.frame_timeout,
+            upstream_connect_timeout: config.upstream_connect_timeout,
+            request_timeout: config.request_timeout,
+            budget,
+            tls: None,
+            addresses: Addresses::new(
+                config
+                    .routes
+                    .iter()
+                    .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
+                config.advertise_host.clone(),
+                None,
+            ),
+        }
+    }
 }

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use crate::addresses::Addresses;
 use crate::audit::Audit;
+use crate::audit::ConnInfo;
 use crate::budget::Budget;
-use crate::filter::Filters;
+use crate::filter::{Filters, Session};
+use crate::identity::Identity;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
-use crate::server::Config;
 use crate::tls::Tls;
 
 /// What every connection shares.
@@ -18,7 +19,9 @@ pub struct Shared {
     /// The policy in force: replaced whole on reload ([`Shared::set_policy`]); each
     /// ElectLeaders request is decided and answered by the one it found.
     pub(crate) policy: RwLock<Arc<Policy>>,
+    /// The audit log.
     pub audit: Audit,
+    /// The largest frame either way, in bytes.
     pub max_frame_size: usize,
     /// The hidden `--plain` mode: bytes copied both ways, nothing parsed (a baseline for
     /// benches/proxy_throughput.sh).
@@ -45,46 +48,9 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// What every connection of a guard run with `config` shares.
-    pub fn new(config: &Config, audit: Audit) -> Shared {
-        // Audit lines are counted in the budget too (issue 35, finding 5).
-        let budget = Budget::new(config.max_buffered_bytes, config.max_frame_size);
-        audit.count_in(&budget);
-        let metrics = if config.metrics_listen.is_some() {
-            Metrics::new(audit.metrics())
-        } else {
-            Metrics::disabled()
-        };
-        Shared {
-            metrics,
-            filters: config.filters.clone(),
-            policy: RwLock::new(Arc::new(config.policy.clone())),
-            audit,
-            max_frame_size: config.max_frame_size,
-            plain: config.plain,
-            idle_timeout: config.idle_timeout,
-            frame_timeout: config.frame_timeout,
-            upstream_connect_timeout: config.upstream_connect_timeout,
-            request_timeout: config.request_timeout,
-            budget,
-            tls: None,
-            addresses: Addresses::new(
-                config
-                    .routes
-                    .iter()
-                    .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
-                config.advertise_host.clone(),
-                None,
-            ),
-        }
-    }
-
     /// The policy in force.
     pub fn policy(&self) -> Arc<Policy> {
-        match self.policy.read() {
-            Ok(policy) => policy.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        crate::policy::in_force(&self.policy)
     }
 
     /// Puts `policy` in force: requests read from now on are decided by it.
@@ -93,6 +59,23 @@ impl Shared {
         match self.policy.write() {
             Ok(mut current) => *current = policy,
             Err(poisoned) => *poisoned.into_inner() = policy,
+        }
+    }
+}
+
+impl<'a> Session<'a> {
+    /// The session of the connection `conn`, whose principal is `identity`'s, on a guard
+    /// whose connections share `shared`. Here rather than in `filter.rs`, which names no
+    /// part of the guard above it.
+    pub(crate) fn new(conn: &'a ConnInfo, identity: &'a Identity, shared: &'a Shared) -> Self {
+        Session {
+            conn,
+            identity,
+            policy: &shared.policy,
+            audit_log: &shared.audit,
+            metrics: &shared.metrics,
+            addresses: &shared.addresses,
+            audit: shared.audit.connection(conn.client.ip()),
         }
     }
 }

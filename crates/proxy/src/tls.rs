@@ -104,22 +104,18 @@ impl ServerTls {
             .map_err(|e| TlsError(format!("TLS: {e}")))?;
         let builder = match &self.client_ca {
             Some(ca) => {
-                let verifier =
-                    WebPkiClientVerifier::builder(Arc::new(roots(ca, "--tls-client-ca")?))
-                        .build()
-                        .map_err(|e| TlsError(format!("--tls-client-ca {}: {e}", ca.display())))?;
+                let verifier = WebPkiClientVerifier::builder(Arc::new(roots(ca, "tls.client-ca")?))
+                    .build()
+                    .map_err(|e| TlsError(format!("tls.client-ca {}: {e}", ca.display())))?;
                 builder.with_client_cert_verifier(verifier)
             }
             None => builder.with_no_client_auth(),
         };
         let config = builder
-            .with_single_cert(
-                certs(&self.cert, "--tls-cert")?,
-                key(&self.key, "--tls-key")?,
-            )
+            .with_single_cert(certs(&self.cert, "tls.cert")?, key(&self.key, "tls.key")?)
             .map_err(|e| {
                 TlsError(format!(
-                    "--tls-cert {} with --tls-key {}: {e}",
+                    "tls.cert {} with tls.key {}: {e}",
                     self.cert.display(),
                     self.key.display()
                 ))
@@ -132,14 +128,14 @@ impl UpstreamTls {
     /// The rustls configuration these files make.
     pub fn load(&self) -> Result<Arc<ClientConfig>, TlsError> {
         let roots = match &self.ca {
-            Some(ca) => roots(ca, "--upstream-ca")?,
+            Some(ca) => roots(ca, "upstream-tls.ca")?,
             None => {
                 let found = rustls_native_certs::load_native_certs();
                 let mut roots = RootCertStore::empty();
                 let (added, _) = roots.add_parsable_certificates(found.certs);
                 if added == 0 {
                     return Err(TlsError(format!(
-                        "--upstream-tls without --upstream-ca: no CA certificate found on \
+                        "upstream-tls without upstream-tls.ca: no CA certificate found on \
                          this system ({} error(s))",
                         found.errors.len()
                     )));
@@ -154,10 +150,10 @@ impl UpstreamTls {
         let config = match &self.client_cert {
             Some((cert, key_path)) => builder
                 .with_client_auth_cert(
-                    certs(cert, "--upstream-tls-cert")?,
-                    key(key_path, "--upstream-tls-key")?,
+                    certs(cert, "upstream-tls.cert")?,
+                    key(key_path, "upstream-tls.key")?,
                 )
-                .map_err(|e| TlsError(format!("--upstream-tls-cert {}: {e}", cert.display())))?,
+                .map_err(|e| TlsError(format!("upstream-tls.cert {}: {e}", cert.display())))?,
             None => builder.with_no_client_auth(),
         };
         Ok(Arc::new(config))
@@ -183,7 +179,7 @@ impl UpstreamTls {
             .or_else(|| advertised.map(str::to_owned));
         match name {
             Some(name) => ServerName::try_from(name.clone())
-                .map_err(|e| TlsError(format!("--upstream-server-name {name:?}: {e}"))),
+                .map_err(|e| TlsError(format!("upstream-tls.server-name {name:?}: {e}"))),
             None => Ok(ServerName::from(upstream.ip())),
         }
     }
@@ -203,7 +199,9 @@ struct Current {
 /// What one load made, and the settings it was made from: what a new connection uses.
 #[derive(Clone)]
 pub struct Loaded {
+    /// TLS towards clients, if on.
     pub acceptor: Option<tokio_rustls::TlsAcceptor>,
+    /// TLS towards the brokers, if on.
     pub connector: Option<tokio_rustls::TlsConnector>,
     upstream: Option<Arc<UpstreamTls>>,
 }
@@ -242,11 +240,10 @@ fn check_lent_identity(
     let authenticates = server.is_some_and(|s| s.client_ca.is_some());
     if lends && !authenticates {
         return Err(TlsError(
-            "--upstream-tls-cert needs --tls-client-ca (in the config file, upstream_tls.cert \
-             needs tls.client_ca): the brokers take every connection the guard opens with its \
+            "upstream-tls.cert needs tls.client-ca: the brokers take every connection the guard opens with its \
              own certificate as the guard, so each client would act at the broker as the \
              guard; the guard lends that identity only to clients whose certificate it \
-             checked (mTLS), and with --allow-principal only to those allowed"
+             checked (mTLS), and with rules.allow-principal only to those allowed"
                 .into(),
         ));
     }
@@ -305,14 +302,14 @@ impl Tls {
             let current = self.read();
             if current.server.is_some() != server.is_some() {
                 return Err(TlsError(
-                    "TLS towards clients (--tls-cert) cannot be turned on or off without a \
+                    "TLS towards clients (tls) cannot be turned on or off without a \
                      restart"
                         .into(),
                 ));
             }
             if current.loaded.upstream.is_some() != upstream.is_some() {
                 return Err(TlsError(
-                    "TLS towards the brokers (--upstream-tls) cannot be turned on or off \
+                    "TLS towards the brokers (upstream-tls) cannot be turned on or off \
                      without a restart"
                         .into(),
                 ));

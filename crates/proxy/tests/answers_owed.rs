@@ -420,7 +420,13 @@ async fn a_large_frame_waits_for_the_buffer_budget() {
         Some(Seen::Frame { correlation_id, .. }) => Some(correlation_id),
         _ => None,
     };
-    assert_eq!((id(first), id(second)), (Some(1), Some(2)));
+    // Both go through once A's frame is whole. Which the broker reads first is not the
+    // guard's to say: A's frame is forwarded on its connection while B's, let in as soon
+    // as A's was read, goes on another; the order they land in varies with the machine's
+    // load (seen both ways). That B waited is checked above.
+    let mut ids = [id(first), id(second)];
+    ids.sort();
+    assert_eq!(ids, [Some(1), Some(2)]);
 }
 
 /// Issue 35, finding 5: frames that stall after their first 100 KiB no longer set aside

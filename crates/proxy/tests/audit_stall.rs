@@ -159,23 +159,33 @@ async fn a_stalled_audit_log_refuses_elections_and_lets_other_apis_through() {
     let mut client = TcpStream::connect(listen).await.unwrap();
     let mut forwarded = 0;
     let mut refusals = Vec::new();
+    // Refused in a row at the end: once the pipe is full, nothing is let through. Before
+    // that, a refusal may be followed by an election let through: a writer thread slow to
+    // run (a loaded machine) lets the 4 KiB queue fill while the pipe still has room, and
+    // once it has written those lines there is room again (seen under parallel tests).
+    let mut refused_at_the_end = 0;
     for id in 0..600 {
         client.write_all(&elect(id)).await.unwrap();
         match refused_because(&read_frame(&mut client).await) {
             None => {
-                assert!(
-                    refusals.is_empty(),
-                    "request {id} let through after a refusal"
-                );
                 forwarded += 1;
+                refused_at_the_end = 0;
             }
-            Some(message) => refusals.push(message),
+            Some(message) => {
+                refusals.push(message);
+                refused_at_the_end += 1;
+            }
         }
     }
     assert!(forwarded > 0, "nothing let through while the log had room");
     assert!(
         !refusals.is_empty(),
         "the log never stalled: {forwarded} forwarded"
+    );
+    // 600 lines of about 250 bytes are more than twice the pipe's 64 KiB.
+    assert!(
+        refused_at_the_end >= 100,
+        "only the last {refused_at_the_end} of 600 refused: let through with the pipe full"
     );
     assert!(
         refusals[0].contains("audit log is stalled"),

@@ -453,7 +453,7 @@ async fn an_upstream_certificate_needs_client_certificates() {
         };
         let e = e.to_string();
         assert!(
-            e.contains("--upstream-tls-cert") && e.contains("--tls-client-ca"),
+            e.contains("upstream-tls.cert") && e.contains("tls.client-ca"),
             "{e}"
         );
         assert!(!e.contains("  "), "{e}");
@@ -464,7 +464,7 @@ async fn an_upstream_certificate_needs_client_certificates() {
         .reloader()
         .apply(&config(Some(pki.server_tls(false))))
         .unwrap_err();
-    assert!(e.to_string().contains("--tls-client-ca"), "{e}");
+    assert!(e.to_string().contains("tls.client-ca"), "{e}");
 }
 
 /// Issue 35, finding 3: with the guard's certificate towards the brokers, a client that

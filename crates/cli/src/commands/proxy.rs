@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::time::Duration;
 
-use kafka_elect_leaders_proxy::audit::log;
+use kafka_elect_leaders_proxy::diag::StderrLog;
 use kafka_elect_leaders_proxy::{
     max_connections_for, raise_fd_limit, AuditTarget, Config, ConfigFile, Guard, Overrides, Policy,
     Reloader, Route, ServerTls,
@@ -20,12 +20,15 @@ use crate::flags::ProxyArgs;
 /// The soft limit on open files is raised to the hard limit first; without
 /// `--max-connections`, the guard takes as many clients as that limit allows.
 pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
+    // The guard's diagnostics and the tool's own lines: `elect-leaders proxy: TIME MESSAGE`
+    // on stderr, from a thread of their own. Nothing else installs a logger here.
+    let _ = StderrLog::new("elect-leaders proxy").install(log::LevelFilter::Info);
     if let Some(path) = &args.check_config {
         return check_config(args, path);
     }
     let fd_limit = raise_fd_limit().unwrap_or_else(|e| {
         // 1,024: the usual soft limit.
-        log(format_args!("cannot raise the limit on open files: {e}"));
+        warn(format_args!("cannot raise the limit on open files: {e}"));
         1024
     });
     let file = match &args.config {
@@ -47,6 +50,16 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
     .build()
     .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(serve(config, args, fd_limit))
+}
+
+/// A line of the tool's own at level `warn`, through the logger [`run`] installs.
+fn warn(message: std::fmt::Arguments<'_>) {
+    log::warn!(target: "elect_leaders", "{message}");
+}
+
+/// A line of the tool's own at level `info`.
+fn info(message: std::fmt::Arguments<'_>) {
+    log::info!(target: "elect_leaders", "{message}");
 }
 
 /// `--check-config FILE`: the file read as a reload reads it (an empty one refused), the
@@ -296,9 +309,9 @@ async fn reopen_audit(reloader: &Reloader) {
     let reloader = reloader.clone();
     let reopened = tokio::task::spawn_blocking(move || reloader.reopen_audit(AUDIT_REOPEN)).await;
     match reopened {
-        Ok(Ok(true)) => log(format_args!("SIGHUP: audit log opened again at its path")),
+        Ok(Ok(true)) => info(format_args!("SIGHUP: audit log opened again at its path")),
         Ok(Ok(false)) | Err(_) => {}
-        Ok(Err(e)) => log(format_args!(
+        Ok(Err(e)) => warn(format_args!(
             "SIGHUP: audit log not opened again: {e}; elections are refused until it can be \
              written (tried every second)"
         )),
@@ -356,20 +369,20 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
                                     reloaded.restart.join(", ")
                                 ));
                             }
-                            log(format_args!("{line}"));
+                            info(format_args!("{line}"));
                         }
-                        Err(e) => log(format_args!(
+                        Err(e) => warn(format_args!(
                             "SIGHUP: {} not reloaded, the configuration in force stays: {e}",
                             path.display()
                         )),
                     }
                 }
                 None => match reloader.reload() {
-                    Ok(true) => log(format_args!(
+                    Ok(true) => info(format_args!(
                         "SIGHUP: certificates reloaded; new connections use them"
                     )),
-                    Ok(false) => log(format_args!("SIGHUP: no TLS, nothing to reload")),
-                    Err(e) => log(format_args!(
+                    Ok(false) => info(format_args!("SIGHUP: no TLS, nothing to reload")),
+                    Err(e) => warn(format_args!(
                         "SIGHUP: certificates not reloaded, the previous ones stay: {e}"
                     )),
                 },
@@ -396,7 +409,7 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
                 _ = terminate.recv() => "SIGTERM",
                 _ = interrupt.recv() => "SIGINT",
             };
-            log(format_args!(
+            info(format_args!(
                 "{signal}: no more connections accepted; closing"
             ));
         })

@@ -10,8 +10,9 @@ use bytes::BytesMut;
 use kafka_elect_leaders::{parse_response, OwnedRequest, RequestPeek, API_KEY};
 
 use crate::answer;
-use crate::audit::{log, log_only};
+use crate::audit::log_only;
 use crate::close::{Close, CloseReason};
+use crate::diag::log;
 use crate::filter::{Filter, Forward, OnRequest, Request, Respond, Session, Wait};
 use crate::metrics::RecentDecision;
 use crate::owed::millis;
@@ -31,7 +32,7 @@ impl Filter for ElectLeaders {
     /// Its own audit lines fill the client's share of the audit queue: wait for them to be
     /// written (not under `--log-only`, which never holds a request back).
     fn ready<'a>(&'a self, session: &'a Session<'a>, _: &RequestPeek) -> Option<Wait<'a>> {
-        if log_only(&session.shared.policy(), session.principal().as_deref()) {
+        if log_only(&session.policy(), session.principal().as_deref()) {
             return None;
         }
         Some(Box::pin(session.audit.ready()))
@@ -46,7 +47,7 @@ impl Filter for ElectLeaders {
 }
 
 fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Close> {
-    let (conn, shared) = (session.conn, session.shared);
+    let conn = session.conn;
     let peek = *request.peek();
     let request = OwnedRequest::new(request.keep()).map_err(|e| {
         Close::of(
@@ -61,7 +62,7 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
     })?;
     let view = request.view();
     let principal = session.principal();
-    let policy = shared.policy();
+    let policy = session.policy();
     let log_only = log_only(&policy, principal.as_deref());
     let mut decision = policy.decide_as(&view, principal.as_deref());
     if let Err(e) = session
@@ -69,7 +70,7 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
         .record(conn, principal.as_deref(), &policy, &view, &decision)
         .or_else(|e| {
             let what = format_args!("ElectLeaders (correlation id {})", view.correlation_id());
-            shared.audit.unaudited(log_only, conn, what, e)
+            session.audit_log.unaudited(log_only, conn, what, e)
         })
     {
         // Fail closed: an election that cannot be audited is refused. The refusal is not
@@ -83,7 +84,7 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
         ));
         decision = policy.refuse_unaudited(&view, e.reason());
     }
-    shared.metrics.decided(&decision, || RecentDecision {
+    session.metrics.decided(&decision, || RecentDecision {
         client: conn.client,
         principal: principal.clone(),
         client_id: view.header().client_id().map_or_else(
@@ -145,4 +146,207 @@ fn answer_later(
             .map(|_| ())
             .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kafka_elect_leaders::{
+        parse_request, ElectLeadersRequestData, ElectLeadersResponseData, ElectionType,
+        EncodeRequestExt, EncodeResponseExt, ErrorCode, PartitionResultData,
+        ReplicaElectionResultData, TopicPartitionsData,
+    };
+
+    use super::*;
+    use crate::filter::testing::{kind, request, written, Conn};
+    use crate::Config;
+
+    fn guard(policy: Policy) -> Conn {
+        Conn::new(&Config {
+            policy,
+            ..Config::default()
+        })
+    }
+
+    fn deny_unclean() -> Policy {
+        Policy {
+            deny_unclean: true,
+            ..Policy::default()
+        }
+    }
+
+    /// An ElectLeaders request v2 (correlation id 7, a timeout of 5 s) for payments-0,
+    /// payments-1 and orders-0.
+    fn election(election_type: ElectionType) -> Vec<u8> {
+        let topics = [
+            TopicPartitionsData::new(b"payments", &[0, 1]),
+            TopicPartitionsData::new(b"orders", &[0]),
+        ];
+        ElectLeadersRequestData {
+            correlation_id: 7,
+            election_type,
+            topic_partitions: Some(&topics),
+            timeout_ms: 5000,
+            ..Default::default()
+        }
+        .encode_to_vec(2)
+        .unwrap()
+    }
+
+    fn decide(conn: &Conn, frame: &[u8]) -> OnRequest {
+        ElectLeaders.request(&conn.session(), &mut request(frame))
+    }
+
+    /// An answer at v2: its correlation id, top-level error code, and (topic, partition,
+    /// error code) of each partition.
+    fn results(frame: &[u8]) -> (i32, i16, Vec<(String, i32, i16)>) {
+        let answer = parse_response(frame, 2).unwrap();
+        let mut partitions = Vec::new();
+        for topic in answer.replica_election_results() {
+            for p in topic.partition_result() {
+                let name = topic.topic_str().unwrap().to_owned();
+                partitions.push((name, p.partition_id(), p.error_code().0));
+            }
+        }
+        (answer.correlation_id(), answer.error_code().0, partitions)
+    }
+
+    #[test]
+    fn reads_elect_leaders_requests_only() {
+        for api_key in -1..200 {
+            assert_eq!(ElectLeaders.reads_request(api_key), api_key == API_KEY);
+            assert!(!ElectLeaders.reads_response(api_key));
+        }
+    }
+
+    /// PREFERRED under deny-unclean: forwarded as it came, the broker's answer going back
+    /// as it is, the guard's request timeout starting after the request's own.
+    #[test]
+    fn a_preferred_election_is_forwarded_as_it_came() {
+        let conn = guard(deny_unclean());
+        let frame = election(ElectionType::PREFERRED);
+        match decide(&conn, &frame) {
+            OnRequest::Forward(forward) => {
+                assert_eq!(forward.frame, frame);
+                assert!(forward.merge.is_none(), "nothing to merge");
+                assert_eq!(forward.wait, Duration::from_secs(5));
+            }
+            other => panic!("{}", kind(&other)),
+        }
+    }
+
+    /// UNCLEAN under deny-unclean: never forwarded; the guard answers every partition
+    /// POLICY_VIOLATION.
+    #[test]
+    fn an_unclean_election_under_deny_unclean_is_answered_policy_violation() {
+        let conn = guard(deny_unclean());
+        let respond = match decide(&conn, &election(ElectionType::UNCLEAN)) {
+            OnRequest::Answer(respond) => respond,
+            other => panic!("{}", kind(&other)),
+        };
+        let (correlation_id, _, partitions) = results(&written(respond, None).unwrap());
+        assert_eq!(correlation_id, 7);
+        let violation = ErrorCode::POLICY_VIOLATION.0;
+        assert_eq!(
+            partitions,
+            [
+                ("payments".to_owned(), 0, violation),
+                ("payments".to_owned(), 1, violation),
+                ("orders".to_owned(), 0, violation),
+            ]
+        );
+    }
+
+    /// Under --log-only the same request goes to the broker as it came.
+    #[test]
+    fn log_only_forwards_what_it_would_refuse() {
+        let conn = guard(Policy {
+            log_only: true,
+            ..deny_unclean()
+        });
+        let frame = election(ElectionType::UNCLEAN);
+        match decide(&conn, &frame) {
+            OnRequest::Forward(forward) => {
+                assert_eq!(forward.frame, frame);
+                assert!(forward.merge.is_none());
+            }
+            other => panic!("{}", kind(&other)),
+        }
+    }
+
+    /// A protected topic among others: the broker gets the request without it, and the
+    /// client gets the broker's answer merged with the refusal of the protected partitions.
+    #[test]
+    fn a_partly_refused_request_is_forwarded_trimmed_and_its_answer_merged() {
+        let mut policy = Policy::default();
+        policy.protected_topics.insert(b"payments"[..].into());
+        let conn = guard(policy);
+        let forward = match decide(&conn, &election(ElectionType::PREFERRED)) {
+            OnRequest::Forward(forward) => forward,
+            other => panic!("{}", kind(&other)),
+        };
+        assert_eq!(forward.wait, Duration::from_secs(5));
+        let trimmed = parse_request(&forward.frame).unwrap();
+        let topics: Vec<_> = trimmed
+            .topic_partitions()
+            .unwrap()
+            .iter()
+            .map(|t| t.topic())
+            .collect();
+        assert_eq!(topics, [b"orders"]);
+        assert_eq!(trimmed.correlation_id(), 7);
+
+        // The broker elects orders-0.
+        let elected = [PartitionResultData {
+            partition_id: 0,
+            ..Default::default()
+        }];
+        let results_data = [ReplicaElectionResultData {
+            topic: b"orders",
+            partition_result: &elected,
+            ..Default::default()
+        }];
+        let broker = ElectLeadersResponseData {
+            correlation_id: 7,
+            replica_election_results: &results_data,
+            ..Default::default()
+        }
+        .encode_to_vec(2)
+        .unwrap();
+        let merge = forward.merge.expect("the answer is merged");
+        let (correlation_id, top, partitions) = results(&written(merge, Some(&broker)).unwrap());
+        assert_eq!((correlation_id, top), (7, 0));
+        let violation = ErrorCode::POLICY_VIOLATION.0;
+        assert_eq!(
+            partitions,
+            [
+                ("orders".to_owned(), 0, 0),
+                ("payments".to_owned(), 0, violation),
+                ("payments".to_owned(), 1, violation),
+            ]
+        );
+    }
+
+    /// A request the codec cannot read closes the connection, as malformed.
+    #[test]
+    fn a_malformed_request_closes_the_connection() {
+        let mut frame = election(ElectionType::PREFERRED);
+        // Cut short inside its topics, the size prefix saying so.
+        frame.truncate(frame.len() - 6);
+        let size = u32::try_from(frame.len() - 4).unwrap();
+        frame[..4].copy_from_slice(&size.to_be_bytes());
+        match decide(&guard(Policy::default()), &frame) {
+            OnRequest::Close(close) => {
+                assert_eq!(close.reason(), CloseReason::Malformed);
+                assert!(
+                    close
+                        .to_string()
+                        .starts_with("malformed ElectLeaders request (v2, correlation id 7)"),
+                    "{close}"
+                );
+            }
+            other => panic!("{}", kind(&other)),
+        }
+    }
 }

@@ -7,8 +7,9 @@
 
 use kafka_elect_leaders::RequestPeek;
 
-use crate::audit::{log, log_only};
+use crate::audit::log_only;
 use crate::close::{Close, CloseReason};
+use crate::diag::log;
 use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
 use crate::leadership::{self, Api};
 use crate::policy::Verdict;
@@ -28,7 +29,7 @@ impl Filter for Leadership {
     /// written (not under `--log-only`, which never holds a request back).
     fn ready<'a>(&'a self, session: &'a Session<'a>, request: &RequestPeek) -> Option<Wait<'a>> {
         if Api::of(request.api_key).is_none()
-            || log_only(&session.shared.policy(), session.principal().as_deref())
+            || log_only(&session.policy(), session.principal().as_deref())
         {
             return None;
         }
@@ -53,13 +54,13 @@ fn police_change(
     frame: &[u8],
     peek: RequestPeek,
 ) -> Result<Option<bytes::Bytes>, Close> {
-    let (conn, shared) = (session.conn, session.shared);
+    let conn = session.conn;
     let api = Api::of(peek.api_key);
     let inter_broker = leadership::inter_broker(peek.api_key);
     if api.is_none() && inter_broker.is_none() {
         return Ok(None);
     }
-    let policy = shared.policy();
+    let policy = session.policy();
     if !policy.polices_leadership() {
         return Ok(None);
     }
@@ -103,7 +104,7 @@ fn police_change(
     if let Err(e) = session.audit.record_line(line).or_else(|e| {
         let what = format_args!("{} (correlation id {})", api.name(), peek.correlation_id);
         let log_only = log_only(&policy, principal.as_deref());
-        shared.audit.unaudited(log_only, conn, what, e)
+        session.audit_log.unaudited(log_only, conn, what, e)
     }) {
         log(format_args!(
             "{} -> {}: {} request (correlation id {}) refused: {}",
@@ -115,11 +116,173 @@ fn police_change(
         ));
         decision = decision.unaudited(e.reason());
     }
-    shared.metrics.change_decided(api.name(), decision.verdict);
+    session.metrics.change_decided(api.name(), decision.verdict);
     if decision.verdict != Verdict::Refused {
         return Ok(None);
     }
     let mut reply = bytes::BytesMut::new();
     leadership::encode_refusal(&request, &decision, &mut reply);
     Ok(Some(reply.freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{
+        IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    };
+    use kafka_protocol::protocol::{Decodable, HeaderVersion, StrBytes};
+
+    use super::*;
+    use crate::filter::testing::{kafka_request, kind, request, written, Conn};
+    use crate::policy::Policy;
+    use crate::Config;
+
+    const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+    const TOPIC: i8 = 2;
+    const SET: i8 = 0;
+
+    fn guard(policy: Policy) -> Conn {
+        Conn::new(&Config {
+            policy,
+            ..Config::default()
+        })
+    }
+
+    fn deny_unclean() -> Policy {
+        Policy {
+            deny_unclean: true,
+            ..Policy::default()
+        }
+    }
+
+    /// IncrementalAlterConfigs at `version` (correlation id 7) setting `config` to `value`
+    /// on the topic `topic`.
+    fn alter(version: i16, topic: &str, config: &str, value: &str) -> Vec<u8> {
+        let s = |text: &str| StrBytes::from_string(text.to_owned());
+        let body = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(TOPIC)
+                .with_resource_name(s(topic))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(s(config))
+                    .with_config_operation(SET)
+                    .with_value(Some(s(value)))]),
+        ]);
+        kafka_request(INCREMENTAL_ALTER_CONFIGS, version, 7, &body)
+    }
+
+    /// A request header of an API no client sends (LeaderAndIsr v0), correlation id 9,
+    /// null client id, no body: the filter decides on the header alone.
+    fn leader_and_isr() -> Vec<u8> {
+        vec![0, 0, 0, 10, 0, 4, 0, 0, 0, 0, 0, 9, 0xff, 0xff]
+    }
+
+    fn decide(conn: &Conn, frame: &[u8]) -> OnRequest {
+        Leadership.request(&conn.session(), &mut request(frame))
+    }
+
+    #[test]
+    fn reads_the_apis_that_change_leadership_and_the_inter_broker_ones() {
+        let changes = [19, 20, 33, 37, 44, 45, 64];
+        let inter_broker = [4, 5, 6, 7, 52, 53, 54, 56, 58, 62, 63];
+        for api_key in -1..200 {
+            let reads = changes.contains(&api_key) || inter_broker.contains(&api_key);
+            assert_eq!(
+                Leadership.reads_request(api_key),
+                reads,
+                "API key {api_key}"
+            );
+            assert!(!Leadership.reads_response(api_key));
+        }
+    }
+
+    /// Setting unclean.leader.election.enable under deny-unclean: never forwarded, answered
+    /// with the API's own answer, the resource refused POLICY_VIOLATION.
+    #[test]
+    fn a_refused_incremental_alter_configs_is_answered() {
+        let conn = guard(deny_unclean());
+        for version in 0..=1 {
+            let frame = alter(
+                version,
+                "payments",
+                "unclean.leader.election.enable",
+                "true",
+            );
+            let respond = match decide(&conn, &frame) {
+                OnRequest::Answer(respond) => respond,
+                other => panic!("v{version}: {}", kind(&other)),
+            };
+            let reply = written(respond, None).unwrap();
+            let mut body = bytes::Bytes::copy_from_slice(&reply[4..]);
+            let header = kafka_protocol::messages::ResponseHeader::decode(
+                &mut body,
+                IncrementalAlterConfigsResponse::header_version(version),
+            )
+            .unwrap();
+            assert_eq!(header.correlation_id, 7);
+            let answer = IncrementalAlterConfigsResponse::decode(&mut body, version).unwrap();
+            assert_eq!(answer.responses.len(), 1);
+            let refused = &answer.responses[0];
+            assert_eq!(refused.resource_name.as_str(), "payments");
+            assert_eq!(refused.error_code, leadership::POLICY_VIOLATION);
+        }
+    }
+
+    /// A change the policy allows, or any change when no rule concerns leadership: the next
+    /// filter reads it, and it is forwarded as it came.
+    #[test]
+    fn an_allowed_change_passes() {
+        let allowed = alter(1, "orders", "retention.ms", "1000");
+        assert!(matches!(
+            decide(&guard(deny_unclean()), &allowed),
+            OnRequest::Pass
+        ));
+        let unclean = alter(1, "payments", "unclean.leader.election.enable", "true");
+        assert!(matches!(
+            decide(&guard(Policy::default()), &unclean),
+            OnRequest::Pass
+        ));
+    }
+
+    /// An API only brokers send each other closes the connection while leadership is
+    /// policed (and passes when it is not: the guard then reads none of this).
+    #[test]
+    fn an_inter_broker_api_closes_the_connection() {
+        match decide(&guard(deny_unclean()), &leader_and_isr()) {
+            OnRequest::Close(close) => {
+                assert_eq!(close.reason(), CloseReason::Malformed);
+                assert_eq!(
+                    close.to_string(),
+                    "the client sent LeaderAndIsr (api key 4), which only brokers and \
+                     controllers send each other (correlation id 9): never forwarded while \
+                     the guard polices leadership changes"
+                );
+            }
+            other => panic!("{}", kind(&other)),
+        }
+        assert!(matches!(
+            decide(&guard(Policy::default()), &leader_and_isr()),
+            OnRequest::Pass
+        ));
+    }
+
+    /// A version of a policed API newer than the guard reads: closed, never forwarded.
+    #[test]
+    fn a_version_the_guard_does_not_read_closes_the_connection() {
+        // A v1 request whose header says v2: the header alone decides.
+        let mut frame = alter(1, "orders", "retention.ms", "1000");
+        frame[6..8].copy_from_slice(&2i16.to_be_bytes());
+        match decide(&guard(deny_unclean()), &frame) {
+            OnRequest::Close(close) => assert!(
+                close.to_string().starts_with(
+                    "the client sent IncrementalAlterConfigs v2, a version the guard does not read"
+                ),
+                "{close}"
+            ),
+            other => panic!("{}", kind(&other)),
+        }
+    }
 }

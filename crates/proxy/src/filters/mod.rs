@@ -9,17 +9,22 @@ mod sasl;
 
 use std::sync::Arc;
 
-use crate::filter::Filter;
+use crate::filter::{Filter, Filters};
 
-/// The built-in filters, in order: the principal first (every rule after it may name
-/// one), then the two policies (disjoint API keys), then what changes the broker's
-/// answers.
-pub(crate) fn builtin() -> Vec<Arc<dyn Filter>> {
-    vec![
-        Arc::new(sasl::Sasl),
-        Arc::new(leadership::Leadership),
-        Arc::new(elect::ElectLeaders),
-        Arc::new(api_versions::ApiVersions),
-        Arc::new(addresses::Addresses),
-    ]
+impl Filters {
+    /// The guard's own filters, in the order they read: the SASL principal (every rule
+    /// after it may name one), the leadership-change policy, the ElectLeaders policy
+    /// (disjoint API keys), the ApiVersions cap and the broker-address rewrite (what
+    /// changes the broker's answers). Defined here, with the filters, so that
+    /// [`crate::filter`] names none of them.
+    pub fn builtin() -> Filters {
+        let builtin: Vec<Arc<dyn Filter>> = vec![
+            Arc::new(sasl::Sasl),
+            Arc::new(leadership::Leadership),
+            Arc::new(elect::ElectLeaders),
+            Arc::new(api_versions::ApiVersions),
+            Arc::new(addresses::Addresses),
+        ];
+        Filters::from_list(builtin)
+    }
 }

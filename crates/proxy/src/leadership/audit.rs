@@ -9,8 +9,8 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use super::decision::ChangeDecision;
 use super::read::{ChangeRequest, Entry, Op};
-use super::ChangeDecision;
 use crate::audit::{rfc3339_now, ConnInfo, Name, RuleList, Shown};
 
 /// Entries written in one line, at most: a request of many entries stays one line of
@@ -157,11 +157,11 @@ impl Serialize for ShownEntry<'_, '_> {
 
 fn resource_type(t: i8) -> &'static str {
     match t {
-        super::RESOURCE_TOPIC => "topic",
-        super::RESOURCE_BROKER => "broker",
-        super::RESOURCE_BROKER_LOGGER => "broker_logger",
-        super::RESOURCE_CLIENT_METRICS => "client_metrics",
-        super::RESOURCE_GROUP => "group",
+        super::read::RESOURCE_TOPIC => "topic",
+        super::read::RESOURCE_BROKER => "broker",
+        super::read::RESOURCE_BROKER_LOGGER => "broker_logger",
+        super::read::RESOURCE_CLIENT_METRICS => "client_metrics",
+        super::read::RESOURCE_GROUP => "group",
         _ => "unknown",
     }
 }

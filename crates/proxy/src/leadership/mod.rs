@@ -39,9 +39,13 @@
 //! decide them. Under `--log-only` nothing is refused and what would be is audited. Every
 //! decision is audited; one that cannot be is refused.
 
+mod api;
+mod decision;
 mod read;
 mod refuse;
 
+pub use api::{inter_broker, Api, INTER_BROKER};
+pub use decision::{ChangeDecision, Why};
 pub use read::{
     read_request, ChangeRequest, ConfigChange, Entry, Key, Op, ReadError, ReadErrorKind,
     RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP,
@@ -50,135 +54,6 @@ pub use read::{
 pub use refuse::{encode_refusal, MESSAGES, POLICY_VIOLATION};
 
 use crate::policy::{Policy, Rule, Rules, Verdict};
-
-/// The APIs the policy reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Api {
-    CreateTopics,
-    DeleteTopics,
-    AlterConfigs,
-    CreatePartitions,
-    IncrementalAlterConfigs,
-    AlterPartitionReassignments,
-    UnregisterBroker,
-}
-
-impl Api {
-    /// Every API the policy reads.
-    pub const ALL: [Api; 7] = [
-        Api::CreateTopics,
-        Api::DeleteTopics,
-        Api::AlterConfigs,
-        Api::CreatePartitions,
-        Api::IncrementalAlterConfigs,
-        Api::AlterPartitionReassignments,
-        Api::UnregisterBroker,
-    ];
-
-    /// The API of `api_key`, if the policy reads it.
-    pub fn of(api_key: i16) -> Option<Api> {
-        Api::ALL.into_iter().find(|api| api.key() == api_key)
-    }
-
-    pub fn key(self) -> i16 {
-        match self {
-            Api::CreateTopics => 19,
-            Api::DeleteTopics => 20,
-            Api::AlterConfigs => 33,
-            Api::CreatePartitions => 37,
-            Api::IncrementalAlterConfigs => 44,
-            Api::AlterPartitionReassignments => 45,
-            Api::UnregisterBroker => 64,
-        }
-    }
-
-    /// Kafka's name of the API.
-    pub fn name(self) -> &'static str {
-        match self {
-            Api::CreateTopics => "CreateTopics",
-            Api::DeleteTopics => "DeleteTopics",
-            Api::AlterConfigs => "AlterConfigs",
-            Api::CreatePartitions => "CreatePartitions",
-            Api::IncrementalAlterConfigs => "IncrementalAlterConfigs",
-            Api::AlterPartitionReassignments => "AlterPartitionReassignments",
-            Api::UnregisterBroker => "UnregisterBroker",
-        }
-    }
-
-    /// The newest version the guard reads (the broker's ApiVersions answer is capped to it,
-    /// so that clients never send a newer one).
-    pub fn max_version(self) -> i16 {
-        match self {
-            Api::CreateTopics => 7,
-            Api::DeleteTopics => 6,
-            Api::AlterConfigs => 2,
-            Api::CreatePartitions => 3,
-            Api::IncrementalAlterConfigs => 1,
-            Api::AlterPartitionReassignments => 1,
-            Api::UnregisterBroker => 0,
-        }
-    }
-
-    /// The first flexible version (compact encodings, tagged fields, header v2).
-    pub fn first_flexible(self) -> i16 {
-        match self {
-            Api::CreateTopics => 5,
-            Api::DeleteTopics => 4,
-            Api::AlterConfigs => 2,
-            Api::CreatePartitions => 2,
-            Api::IncrementalAlterConfigs => 1,
-            Api::AlterPartitionReassignments | Api::UnregisterBroker => 0,
-        }
-    }
-
-    /// The oldest version the guard reads: Kafka 4's (older ones were removed in 4.0, and a
-    /// broker answers them UNSUPPORTED_VERSION).
-    pub fn min_version(self) -> i16 {
-        match self {
-            Api::CreateTopics => 2,
-            Api::DeleteTopics => 1,
-            _ => 0,
-        }
-    }
-
-    /// Whether the guard reads `version` of this API.
-    pub fn reads(self, version: i16) -> bool {
-        (self.min_version()..=self.max_version()).contains(&version)
-    }
-}
-
-/// The APIs brokers and controllers send each other and no client does, with their names:
-/// the guard closes a connection that sends one while leadership is policed.
-pub const INTER_BROKER: [(i16, &str); 11] = [
-    (4, "LeaderAndIsr"),
-    (5, "StopReplica"),
-    (6, "UpdateMetadata"),
-    (7, "ControlledShutdown"),
-    (52, "Vote"),
-    (53, "BeginQuorumEpoch"),
-    (54, "EndQuorumEpoch"),
-    (56, "AlterPartition"),
-    (58, "Envelope"),
-    (62, "BrokerRegistration"),
-    (63, "BrokerHeartbeat"),
-];
-
-/// The name of an inter-broker API the guard never forwards while it polices leadership.
-pub fn inter_broker(api_key: i16) -> Option<&'static str> {
-    INTER_BROKER
-        .iter()
-        .find(|(key, _)| *key == api_key)
-        .map(|(_, name)| *name)
-}
-
-/// Why an entry is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Why {
-    pub rule: Rule,
-    /// The message its answer carries (it names no other rule than its own, and no other
-    /// topic or principal than the client's own).
-    pub message: &'static str,
-}
 
 const UNCLEAN: &str = "refused by the elect-leaders proxy: this change could let the controller \
                        elect a replica out of sync (unclean.leader.election.enable may only be \
@@ -207,60 +82,6 @@ const DELETE_BY_ID: &str = "refused by the elect-leaders proxy: a topic named on
                             cannot be checked against the protected topics; name it";
 const UNREGISTER: &str = "refused by the elect-leaders proxy: unregistering a broker moves the \
                           leadership of its partitions, protected topics' included";
-
-/// The policy's decision on one leadership-change request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChangeDecision {
-    pub verdict: Verdict,
-    /// Every rule that refused something.
-    pub rules: Rules,
-    /// The entries refused on their own, by index, in order, with why.
-    pub refused: Vec<(usize, Why)>,
-    /// A refusal of the whole request (a client id or principal not allowed, an audit log
-    /// that failed): the message every entry carries.
-    pub whole: Option<String>,
-    /// The principal whose own rules decided ([`Policy::principal_rules`]); None: the
-    /// policy's.
-    pub rules_of: Option<Box<str>>,
-}
-
-impl ChangeDecision {
-    /// Whether anything is refused (or would be, under `--log-only`).
-    pub fn refuses(&self) -> bool {
-        self.whole.is_some() || !self.refused.is_empty()
-    }
-
-    /// The message of entry `i` in the refusal.
-    pub fn message(&self, i: usize) -> Option<&str> {
-        if let Some(whole) = &self.whole {
-            return Some(whole);
-        }
-        match self.refused.binary_search_by_key(&i, |(at, _)| *at) {
-            Ok(at) => Some(self.refused[at].1.message),
-            Err(_) => Some(refuse::WITH_THE_REST),
-        }
-    }
-
-    /// The message of the request as a whole (answers with a top-level error).
-    pub fn first_message(&self) -> Option<&str> {
-        match &self.whole {
-            Some(whole) => Some(whole),
-            None => self.refused.first().map(|(_, why)| why.message),
-        }
-    }
-
-    /// The decision when this one could not be audited: everything refused, whatever
-    /// `--log-only` says.
-    pub fn unaudited(mut self, why: &str) -> ChangeDecision {
-        self.verdict = Verdict::Refused;
-        self.rules.insert(Rule::AuditLog);
-        self.whole = Some(format!(
-            "refused by the elect-leaders proxy: {why}, and a change that cannot be audited is \
-             not let through"
-        ));
-        self
-    }
-}
 
 impl Policy {
     /// Whether this policy (or a principal's own) has a rule that concerns leadership, so

@@ -42,7 +42,7 @@
 
 use std::fmt;
 
-use super::Api;
+use super::api::Api;
 
 /// `unclean.leader.election.enable`: whether a replica out of sync may be elected.
 pub const UNCLEAN_LEADER_ELECTION: &[u8] = b"unclean.leader.election.enable";
@@ -50,21 +50,30 @@ pub const UNCLEAN_LEADER_ELECTION: &[u8] = b"unclean.leader.election.enable";
 pub const MIN_INSYNC_REPLICAS: &[u8] = b"min.insync.replicas";
 
 /// ConfigResource types (`org.apache.kafka.common.config.ConfigResource.Type`).
+/// A topic's configs.
 pub const RESOURCE_TOPIC: i8 = 2;
+/// A broker's configs (an empty name: the cluster's defaults).
 pub const RESOURCE_BROKER: i8 = 4;
+/// A broker's log levels.
 pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+/// A client-metrics subscription.
 pub const RESOURCE_CLIENT_METRICS: i8 = 16;
+/// A consumer group's configs.
 pub const RESOURCE_GROUP: i8 = 32;
 
 /// Where a request could not be read: the field and the byte offset in the frame (size
 /// prefix included).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadError {
+    /// The field, as Kafka's schema names it.
     pub field: &'static str,
+    /// Where the field begins, in bytes from the frame's first (its size prefix).
     pub offset: usize,
+    /// What is wrong there.
     pub kind: ReadErrorKind,
 }
 
+/// What is wrong at a [`ReadError`]'s offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadErrorKind {
     /// The frame ends before the field does.
@@ -95,18 +104,23 @@ impl fmt::Display for ReadError {
 /// A config change that matters to the policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConfigChange<'a> {
+    /// The config.
     pub key: Key,
+    /// What is done to it.
     pub op: Op<'a>,
 }
 
 /// The configs the policy looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Key {
+    /// `unclean.leader.election.enable`.
     UncleanLeaderElection,
+    /// `min.insync.replicas`.
     MinInsyncReplicas,
 }
 
 impl Key {
+    /// The config's name, as Kafka writes it.
     pub fn name(self) -> &'static str {
         match self {
             Key::UncleanLeaderElection => "unclean.leader.election.enable",
@@ -179,9 +193,13 @@ impl<'a> Entry<'a> {
 /// A request the leadership-change policy reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChangeRequest<'a> {
+    /// Which API.
     pub api: Api,
+    /// The request's version.
     pub version: i16,
+    /// Its header's correlation id.
     pub correlation_id: i32,
+    /// Its header's client id (null: None).
     pub client_id: Option<&'a [u8]>,
     /// One per entry of the answer, in request order.
     pub entries: Vec<Entry<'a>>,

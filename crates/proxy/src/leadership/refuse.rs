@@ -24,17 +24,14 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::api::Api;
+use super::decision::ChangeDecision;
 use super::read::{ChangeRequest, Entry};
-use super::{Api, ChangeDecision};
 
 /// POLICY_VIOLATION.
 pub const POLICY_VIOLATION: i16 = 44;
 /// Refused entries whose answer carries a message, at most.
 pub const MESSAGES: usize = 64;
-/// What an entry refused only because another entry of its request is says.
-pub(super) const WITH_THE_REST: &str =
-    "refused by the elect-leaders proxy with the rest of its request: another entry of it breaks \
-     the guard's leadership-change policy";
 
 /// Appends the whole answer (size prefix included) to `out`.
 pub fn encode_refusal(request: &ChangeRequest<'_>, decision: &ChangeDecision, out: &mut BytesMut) {

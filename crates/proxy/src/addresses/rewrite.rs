@@ -1,52 +1,13 @@
-//! Broker addresses rewritten in the answers that carry them, so that clients stay on the
-//! guard after bootstrap without the brokers advertising the guard's addresses.
+//! The rewrite itself: Metadata, FindCoordinator and DescribeCluster answers read as far as
+//! their list of brokers (or coordinators), each entry decoded, its address replaced by
+//! what the routes say clients are told ([`Addresses::address_for`]), and encoded again;
+//! what follows the list goes to the client from the broker's frame ([`Rewritten`]).
 //!
-//! Three answers carry broker addresses: Metadata (its `brokers`), FindCoordinator (the
-//! coordinator, or `coordinators` from v4) and DescribeCluster (its `brokers`). The guard
-//! decodes their entries one at a time with the `kafka-protocol` crate, replaces each
-//! address that is a route's `--upstream` with that route's `--listen`, and encodes the
-//! entry again; what follows the list goes to the client from the broker's frame, not
-//! decoded and not copied ([`Rewritten`]). Beyond the answer, a rewrite holds the
-//! rewritten list and one entry at a time, never the answer decoded whole. These answers
-//! are off the hot path (a client asks for them at bootstrap and after a change), and their
-//! version tables change with Kafka's releases: a well-kept codec beats writing a second
-//! one here. ElectLeaders stays on this crate's own codec.
-//!
-//! - A broker address matches an `--upstream` when the ports are equal and the host is the
-//!   one written in `--upstream` (case aside) or its IP address. Host names are not
-//!   resolved: write `--upstream` as the brokers advertise themselves.
-//! - What replaces it: the listener's address; for a listener on an unspecified address
-//!   (`0.0.0.0`, `::`), `--advertise-host` if given, else the address the client reached
-//!   the guard on.
-//! - A broker with no route: with `--dynamic-listen IP:FIRST-LAST` the guard opens a
-//!   listener of its own for it on port FIRST + node id (stable across restarts), which
-//!   forwards to the address the broker advertised; without it the address is left as it
-//!   is, with one warning naming the broker (clients then go around the guard to it).
-//!   An address that is already one of the guard's route listeners is left as it is,
-//!   quietly (brokers that advertise the guard's addresses, the older way to deploy it).
-//! - The guard never forwards to itself. A broker that advertises another of the guard's
-//!   own listening addresses (the metrics listener, a listener opened for a broker, or
-//!   the very address its own listener would have: port FIRST + its node id) gets no
-//!   listener, which would forward to the guard itself, each connection through it opening
-//!   another until `--max-connections`. Its entry is left as it advertised it, with one
-//!   warning: a client that connects there reaches the guard, or nothing. An address is
-//!   the guard's when its port is a listener's and its IP that listener's, or, for a
-//!   listener on `0.0.0.0` or `::`, a loopback address or the one the client reached;
-//!   host names are not resolved here, but `--advertise-host` is the guard's. A listener
-//!   opened for a broker resolves the broker's address for each client, and closes the
-//!   client with a log line when that address is one of the guard's listeners (then any
-//!   address this host can bind counts for `0.0.0.0`: `Addresses::own_listener`). A
-//!   route whose `--upstream` is one of the guard's listeners is refused at start
-//!   ([`crate::Config::forwarding_to_itself`]).
-//! - An answer that cannot be decoded (a version newer than the crate knows, bytes that do
-//!   not parse, bytes left over) is forwarded unchanged with a warning: failing open is
-//!   safe here, as it loses only the rewrite.
-
-use std::collections::{HashMap, HashSet};
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
+//! Not here: which listener fronts a broker (`routes`), nor opening one (`listeners`):
+//! this module binds nothing.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_elect_leaders::api_name;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
@@ -55,7 +16,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
-use crate::audit::{log, ConnInfo};
+use super::routes::Addresses;
+use crate::audit::ConnInfo;
+use crate::diag::log;
 use crate::owed::Reader;
 
 /// Metadata's API key.
@@ -71,85 +34,6 @@ const BATCHED_FIND_COORDINATOR: i16 = 4;
 /// DescribeCluster's API key.
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
-/// How many distinct unpaired brokers are remembered, so that each is warned about once;
-/// past it (a broker answering with ever new addresses) no more warnings.
-const WARNED_MAX: usize = 1024;
-
-/// `--dynamic-listen IP:FIRST-LAST`: where the guard opens listeners for brokers that have
-/// no route.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DynamicListen {
-    /// The address the new listeners bind.
-    pub ip: IpAddr,
-    /// The listener of node N is on port `first + N`, at most `last`.
-    pub first: u16,
-    pub last: u16,
-}
-
-impl DynamicListen {
-    /// `IP:FIRST-LAST`, e.g. `0.0.0.0:19100-19199`.
-    pub fn parse(text: &str) -> Result<DynamicListen, String> {
-        let expected = || "expected IP:FIRST-LAST (e.g. 0.0.0.0:19100-19199)".to_owned();
-        let (ip, ports) = text.rsplit_once(':').ok_or_else(expected)?;
-        let ip = ip
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .map_err(|_| expected())?;
-        let (first, last) = ports.split_once('-').ok_or_else(expected)?;
-        let (first, last) = match (first.parse::<u16>(), last.parse::<u16>()) {
-            (Ok(first), Ok(last)) if first >= 1 && first <= last => (first, last),
-            _ => return Err(expected()),
-        };
-        Ok(DynamicListen { ip, first, last })
-    }
-
-    /// The port of node `node`'s listener, when it is in the range.
-    fn port(&self, node: i32) -> Option<u16> {
-        let port = i64::from(self.first) + i64::from(node);
-        (node >= 0 && port <= i64::from(self.last)).then_some(port as u16)
-    }
-}
-
-/// A listener the guard opened for a broker with no route: `Guard::run` accepts on it.
-pub struct Opened {
-    pub listener: std::net::TcpListener,
-    pub local: SocketAddr,
-    /// The broker, as it advertised itself.
-    pub host: String,
-    pub port: u16,
-}
-
-/// One route: a broker and the listener in front of it.
-#[derive(Clone, Debug)]
-struct Pair {
-    upstream: SocketAddr,
-    /// The broker's host as written in `--upstream`, lowercased, when not an IP address.
-    name: Option<String>,
-    listen: SocketAddr,
-}
-
-/// What the rewrite needs: the routes, and where to open listeners for the others.
-pub struct Addresses {
-    pairs: Vec<Pair>,
-    /// The guard's other listening addresses (the metrics listener): never a broker's.
-    others: Vec<(SocketAddr, &'static str)>,
-    advertise_host: Option<String>,
-    dynamic: Option<Dynamic>,
-    /// Unpaired brokers already warned about.
-    warned: Mutex<HashSet<(String, i32)>>,
-}
-
-struct Dynamic {
-    range: DynamicListen,
-    /// Node id → the broker its listener forwards to, and the listener's address.
-    opened: Mutex<HashMap<i32, (Broker, SocketAddr)>>,
-    open: tokio::sync::mpsc::UnboundedSender<Opened>,
-}
-
-/// A broker's host and port, as it advertised them.
-type Broker = (String, i32);
-
 /// A broker address found in an answer, and what the client is told instead.
 struct Found<'a> {
     node: i32,
@@ -163,7 +47,9 @@ struct Found<'a> {
 /// coordinators); the tail is what follows the list, not copied.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Rewritten {
+    /// The new head: size prefix, header and the answer up to its list's end.
     pub head: BytesMut,
+    /// Where the broker's frame goes on after the list.
     pub tail_from: usize,
 }
 
@@ -227,70 +113,6 @@ impl ListEntry for Coordinator {
 }
 
 impl Addresses {
-    /// `routes`: (the listener as bound, the broker, its host name as written).
-    pub fn new(
-        routes: impl IntoIterator<Item = (SocketAddr, SocketAddr, Option<String>)>,
-        advertise_host: Option<String>,
-        dynamic: Option<(DynamicListen, tokio::sync::mpsc::UnboundedSender<Opened>)>,
-    ) -> Addresses {
-        Addresses {
-            pairs: routes
-                .into_iter()
-                .map(|(listen, upstream, name)| Pair {
-                    upstream,
-                    name: name.map(|n| n.to_ascii_lowercase()),
-                    listen,
-                })
-                .collect(),
-            others: Vec::new(),
-            advertise_host,
-            dynamic: dynamic.map(|(range, open)| Dynamic {
-                range,
-                opened: Mutex::new(HashMap::new()),
-                open,
-            }),
-            warned: Mutex::new(HashSet::new()),
-        }
-    }
-
-    /// These addresses with `listen` among the guard's own listening addresses, under the
-    /// option `option` that made it (`--metrics-listen`): no broker address may be one.
-    pub fn also_listening(mut self, listen: SocketAddr, option: &'static str) -> Addresses {
-        self.others.push((listen, option));
-        self
-    }
-
-    /// The first of the guard's listening addresses (its routes' listeners, the others
-    /// given by [`Addresses::also_listening`], the listeners opened for brokers with no
-    /// route) for which `matches` holds, by the option that made it.
-    fn own(&self, matches: impl Fn(SocketAddr) -> bool) -> Option<&'static str> {
-        if self.pairs.iter().any(|p| matches(p.listen)) {
-            return Some("--listen");
-        }
-        if let Some(&(_, option)) = self.others.iter().find(|(listen, _)| matches(*listen)) {
-            return Some(option);
-        }
-        let dynamic = self.dynamic.as_ref()?;
-        let opened = dynamic.opened.lock().unwrap_or_else(|p| p.into_inner());
-        opened
-            .values()
-            .any(|(_, listen)| matches(*listen))
-            .then_some("--dynamic-listen")
-    }
-
-    /// The option of the guard's listener at `addr` (a broker's address, resolved), if it
-    /// is one: the same port and the same IP, or for a listener on an unspecified address
-    /// (`0.0.0.0`, `::`) any address of this host: its loopback, `reached` (the address
-    /// the client reached) or any other the host can bind. Checked before a listener
-    /// opened for a broker connects to it: the guard never connects to itself.
-    pub(crate) fn own_listener(&self, addr: SocketAddr, reached: IpAddr) -> Option<&'static str> {
-        self.own(|listen| {
-            listen.port() != 0
-                && listen.port() == addr.port()
-                && same_host(listen.ip(), addr.ip(), Some(reached), true)
-        })
-    }
-
     /// Whether an answer to this API carries broker addresses.
     pub fn carries_addresses(api_key: i16) -> bool {
         matches!(api_key, METADATA | FIND_COORDINATOR | DESCRIBE_CLUSTER)
@@ -308,9 +130,7 @@ impl Addresses {
     ) -> Option<Rewritten> {
         // Without routes (a guard embedded without any, the conn fuzz target) nothing can
         // be rewritten: not even decoded.
-        if !Addresses::carries_addresses(api_key)
-            || (self.pairs.is_empty() && self.dynamic.is_none())
-        {
+        if !Addresses::carries_addresses(api_key) || self.rewrites_nothing() {
             return None;
         }
         match self.try_rewrite(frame, api_key, api_version, conn) {
@@ -322,7 +142,7 @@ impl Addresses {
                      client may go around the guard",
                     conn.client,
                     conn.upstream,
-                    api_name(api_key)
+                    api_name(api_key).unwrap_or("unknown")
                 ));
                 None
             }
@@ -353,7 +173,7 @@ impl Addresses {
         if !(0..=known).contains(&api_version) {
             return Err(format!(
                 "{} v{api_version} is not a version the crate knows",
-                api_name(api_key)
+                api_name(api_key).unwrap_or("unknown")
             ));
         }
         if frame.len() < 4 {
@@ -473,11 +293,11 @@ impl Addresses {
         let mut changed = false;
         for f in found {
             let (host, port) = (f.host.as_str().to_owned(), *f.port);
-            let Some(listen) = self.listener_for(f.node, &host, port, conn) else {
+            let Some((advertised, listen_port)) = self.address_for(f.node, &host, port, conn)
+            else {
                 continue;
             };
-            let advertised = self.advertised_host(listen, conn);
-            let new_port = i32::from(listen.port());
+            let new_port = i32::from(listen_port);
             if advertised != host || new_port != port {
                 *f.host = StrBytes::from_string(advertised);
                 *f.port = new_port;
@@ -486,191 +306,6 @@ impl Addresses {
         }
         changed
     }
-
-    /// The listener in front of the broker `node` at `host:port`, if the guard has one or
-    /// opens one; otherwise a warning (once per broker).
-    fn listener_for(
-        &self,
-        node: i32,
-        host: &str,
-        port: i32,
-        conn: &ConnInfo,
-    ) -> Option<SocketAddr> {
-        let lower = host.to_ascii_lowercase();
-        let ip = lower
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .ok();
-        let is = |addr: SocketAddr, name: Option<&str>| {
-            i32::from(addr.port()) == port && (ip == Some(addr.ip()) || name == Some(&lower))
-        };
-        if let Some(pair) = self
-            .pairs
-            .iter()
-            .find(|p| is(p.upstream, p.name.as_deref()))
-        {
-            return Some(pair.listen);
-        }
-        // One of the guard's own listening addresses: by its IP (names are not resolved
-        // here), or by the name clients are told for the guard.
-        let told = self
-            .advertise_host
-            .as_deref()
-            .is_some_and(|h| h.eq_ignore_ascii_case(host));
-        let is_own = |listen: SocketAddr| {
-            listen.port() != 0
-                && i32::from(listen.port()) == port
-                && (told
-                    || ip
-                        .is_some_and(|ip| same_host(listen.ip(), ip, Some(conn.local.ip()), false)))
-        };
-        // Or the address the listener for it would have: it would forward to itself.
-        let would_be = self.dynamic.as_ref().and_then(|d| {
-            let listen = SocketAddr::new(d.range.ip, d.range.port(node)?);
-            is_own(listen).then_some("--dynamic-listen: its own listener's address")
-        });
-        match self.own(is_own).or(would_be) {
-            // A route's listener: a broker that advertises the guard's address (the older
-            // way to deploy it). Clients that connect there reach that route: nothing to do.
-            Some("--listen") => return None,
-            // Any other: a listener opened for it would forward to the guard itself, and
-            // each connection through it would open another.
-            Some(option) => {
-                if self.first_warning(host, port) {
-                    log(format_args!(
-                        "{} -> {}: broker {host}:{port} (node {node}) advertises an address of \
-                         the guard's own ({option}): no listener is opened for it, as it \
-                         would forward to the guard itself; left as the broker advertises it",
-                        conn.client, conn.upstream
-                    ));
-                }
-                return None;
-            }
-            None => {}
-        }
-        if let Some(dynamic) = &self.dynamic {
-            match self.open(dynamic, node, host, port) {
-                Ok(listen) => return Some(listen),
-                Err(e) => self.warn(host, port, conn, &e),
-            }
-            return None;
-        }
-        self.warn(
-            host,
-            port,
-            conn,
-            "no --upstream is this broker and there is no --dynamic-listen",
-        );
-        None
-    }
-
-    /// The listener for node `node`, opened on first sight (port FIRST + node id).
-    fn open(
-        &self,
-        dynamic: &Dynamic,
-        node: i32,
-        host: &str,
-        port: i32,
-    ) -> Result<SocketAddr, String> {
-        let mut opened = dynamic.opened.lock().unwrap_or_else(|p| p.into_inner());
-        let broker = (host.to_owned(), port);
-        if let Some((to, listen)) = opened.get(&node) {
-            if *to == broker {
-                return Ok(*listen);
-            }
-            // The node moved: its listener keeps forwarding to the old address until a
-            // restart. Say so rather than send clients to the wrong broker.
-            return Err(format!(
-                "node {node} moved from {}:{} to {host}:{port}; its listener (port {}) \
-                 forwards to the old address until a restart",
-                to.0,
-                to.1,
-                listen.port()
-            ));
-        }
-        let listen_port = dynamic.range.port(node).ok_or_else(|| {
-            format!(
-                "node id {node} has no port in --dynamic-listen {}-{} (port = FIRST + node id)",
-                dynamic.range.first, dynamic.range.last
-            )
-        })?;
-        let broker_port = u16::try_from(port).map_err(|_| format!("port {port} is not a port"))?;
-        let addr = SocketAddr::new(dynamic.range.ip, listen_port);
-        let listener = std::net::TcpListener::bind(addr)
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| format!("cannot listen on {addr} for node {node}: {e}"))?;
-        let local = listener.local_addr().unwrap_or(addr);
-        dynamic
-            .open
-            .send(Opened {
-                listener,
-                local,
-                host: host.to_owned(),
-                port: broker_port,
-            })
-            .map_err(|_| "the guard is stopping".to_owned())?;
-        log(format_args!(
-            "listening {local} for node {node} at {host}:{port} (--dynamic-listen)"
-        ));
-        opened.insert(node, (broker, local));
-        Ok(local)
-    }
-
-    /// Whether the broker at `host:port` is warned about for the first time (at most
-    /// [`WARNED_MAX`] brokers are remembered).
-    fn first_warning(&self, host: &str, port: i32) -> bool {
-        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
-        warned.len() < WARNED_MAX && warned.insert((host.to_owned(), port))
-    }
-
-    fn warn(&self, host: &str, port: i32, conn: &ConnInfo, why: &str) {
-        if !self.first_warning(host, port) {
-            return;
-        }
-        log(format_args!(
-            "{} -> {}: broker {host}:{port} left as the broker advertises it ({why}): clients \
-             that connect to it go around the guard",
-            conn.client, conn.upstream
-        ));
-    }
-
-    /// The host clients are told for `listen`.
-    fn advertised_host(&self, listen: SocketAddr, conn: &ConnInfo) -> String {
-        if let Some(host) = &self.advertise_host {
-            return host.clone();
-        }
-        let ip = if listen.ip().is_unspecified() {
-            conn.local.ip()
-        } else {
-            listen.ip()
-        };
-        ip.to_string()
-    }
-}
-
-/// Whether a connection to `ip` reaches a listener on `listen` (on the same port): the same
-/// address (an IPv4-mapped IPv6 address as its IPv4 one); `0.0.0.0` or `::`, which Linux
-/// connects to its loopback; or, for a listener on an unspecified address (`0.0.0.0`
-/// takes every IPv4 address of the host, `::` every address of both families), an address
-/// of this host: its loopback, `reached` (an address a client reached the guard on) and,
-/// when `probe`, any address the host can bind (a UDP socket bound to it: a system call,
-/// made only for a port that is the guard's).
-pub(crate) fn same_host(listen: IpAddr, ip: IpAddr, reached: Option<IpAddr>, probe: bool) -> bool {
-    let listen = listen.to_canonical();
-    let ip = match ip.to_canonical() {
-        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    if ip == listen {
-        return true;
-    }
-    listen.is_unspecified()
-        && (listen.is_ipv6() || ip.is_ipv4())
-        && (ip.is_loopback()
-            || reached.is_some_and(|r| r.to_canonical() == ip)
-            || (probe && std::net::UdpSocket::bind((ip, 0)).is_ok()))
 }
 
 /// The fewest bytes a Metadata broker takes on the wire (v0: id, empty host, port).
@@ -793,35 +428,15 @@ fn reads_back<T: Decodable + PartialEq>(
     Ok(())
 }
 
-fn api_name(api_key: i16) -> &'static str {
-    match api_key {
-        METADATA => "Metadata",
-        FIND_COORDINATOR => "FindCoordinator",
-        _ => "DescribeCluster",
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
     use kafka_protocol::messages::metadata_response::{
         MetadataResponsePartition, MetadataResponseTopic,
     };
     use kafka_protocol::messages::{BrokerId, TopicName};
 
-    /// One route, 127.0.0.1:19092 to the broker at 10.0.0.1:9092, and a client of it.
-    fn one_route() -> (Addresses, ConnInfo) {
-        let upstream: SocketAddr = "10.0.0.1:9092".parse().unwrap();
-        let listen: SocketAddr = "127.0.0.1:19092".parse().unwrap();
-        let addresses = Addresses::new([(listen, upstream, None)], None, None);
-        let conn = ConnInfo {
-            client: "127.0.0.1:50000".parse().unwrap(),
-            listener: listen,
-            local: listen,
-            upstream,
-        };
-        (addresses, conn)
-    }
+    use super::*;
+    use crate::addresses::routes::tests::one_route;
 
     /// Only the brokers of a Metadata answer are decoded and written again: everything
     /// after them (cluster id, controller, topics and partitions) comes out equal, at a
@@ -882,81 +497,6 @@ mod tests {
         }
     }
 
-    /// A broker that answers with ever new addresses the guard has no route for: each is
-    /// warned about once, and what is remembered for that stops at WARNED_MAX, however many
-    /// answers come.
-    #[test]
-    fn unrouted_brokers_remembered_for_warnings_are_bounded() {
-        const VERSION: i16 = 12;
-        let (addresses, conn) = one_route();
-        let header_version = MetadataResponse::header_version(VERSION);
-        let mut node = 0;
-        for _ in 0..3 {
-            let mut answer = MetadataResponse::default();
-            answer.brokers = (0..WARNED_MAX)
-                .map(|_| {
-                    node += 1;
-                    MetadataResponseBroker::default()
-                        .with_node_id(BrokerId(node))
-                        .with_host(StrBytes::from_string(format!("broker-{node}.example")))
-                        .with_port(9092)
-                })
-                .collect();
-            let mut frame = BytesMut::new();
-            frame.put_i32(0);
-            ResponseHeader::default()
-                .encode(&mut frame, header_version)
-                .unwrap();
-            answer.encode(&mut frame, VERSION).unwrap();
-            let size = (frame.len() - 4) as i32;
-            frame[..4].copy_from_slice(&size.to_be_bytes());
-            let frame = frame.freeze();
-            // Nothing to rewrite (no broker is the route's), so the answer goes as it is.
-            let _ = addresses.rewrite(&frame, METADATA, VERSION, &conn);
-            let warned = addresses.warned.lock().unwrap().len();
-            assert!(warned > 0, "no broker was remembered as warned about");
-            assert!(warned <= WARNED_MAX, "{warned} remembered");
-        }
-        assert_eq!(addresses.warned.lock().unwrap().len(), WARNED_MAX);
-    }
-
-    /// Which addresses reach a listener (on the same port): the same one; for a listener
-    /// on `0.0.0.0` or `::`, loopback, the address a client reached and, probed, any
-    /// address this host can bind; `0.0.0.0` and `::` themselves, which connect to
-    /// loopback. Not an address of another host, nor another loopback address for a
-    /// listener on 127.0.0.1.
-    #[test]
-    fn same_host_matches_what_reaches_the_listener() {
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        let reached = Some(ip("10.9.8.7"));
-        for (listen, to, probe, same) in [
-            ("127.0.0.1", "127.0.0.1", false, true),
-            ("127.0.0.1", "::ffff:127.0.0.1", false, true),
-            ("127.0.0.1", "0.0.0.0", false, true),
-            ("::1", "::", false, true),
-            ("127.0.0.1", "127.0.0.2", false, false),
-            ("127.0.0.1", "10.9.8.7", false, false),
-            ("10.9.8.7", "10.9.8.7", false, true),
-            ("0.0.0.0", "127.0.0.1", false, true),
-            ("0.0.0.0", "127.3.2.1", false, true),
-            ("0.0.0.0", "::1", false, false),
-            ("0.0.0.0", "::ffff:127.0.0.1", false, true),
-            ("::", "127.0.0.1", false, true),
-            ("0.0.0.0", "10.9.8.7", false, true),
-            ("0.0.0.0", "0.0.0.0", false, true),
-            // TEST-NET-1: never an address of this host.
-            ("0.0.0.0", "192.0.2.1", false, false),
-            ("0.0.0.0", "192.0.2.1", true, false),
-            ("::", "2001:db8::1", true, false),
-        ] {
-            assert_eq!(
-                same_host(ip(listen), ip(to), reached, probe),
-                same,
-                "{to} reaching {listen} (probe: {probe})"
-            );
-        }
-    }
-
     /// A broker answer whose list of brokers or coordinators claims more entries than its
     /// bytes can hold (a count of 4,294,967,294 in a frame of 30 bytes): forwarded
     /// unchanged, never decoded. kafka-protocol 0.18 reserves a vector of the count read
@@ -1010,7 +550,7 @@ mod tests {
             let why = refused.err().unwrap_or_else(|| {
                 panic!(
                     "{} v{version}: a count past its bytes was read",
-                    api_name(api_key)
+                    api_name(api_key).unwrap()
                 )
             });
             assert!(why.contains("4294967294"), "{why}");
@@ -1073,5 +613,13 @@ mod tests {
             Some("kafka-protocol does not write it back as it read it")
         );
         assert_eq!(addresses.rewrite(&frame, METADATA, VERSION, &conn), None);
+    }
+
+    /// The codec's names of the three APIs are the words the warnings always used.
+    #[test]
+    fn the_three_answers_are_named_by_the_codec() {
+        assert_eq!(api_name(METADATA), Some("Metadata"));
+        assert_eq!(api_name(FIND_COORDINATOR), Some("FindCoordinator"));
+        assert_eq!(api_name(DESCRIBE_CLUSTER), Some("DescribeCluster"));
     }
 }

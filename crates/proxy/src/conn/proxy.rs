@@ -1,0 +1,138 @@
+//! One connection's frames, once both sides are connected: builds the readers, writers and
+//! budgets, runs the request and response pumps together, and ends the connection on a
+//! close, an error, the idle timeout or a stop (after the grace period).
+
+use std::sync::Arc;
+
+use kafka_elect_leaders::KafkaFrameCodec;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, watch, Notify, Semaphore};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use super::client_read::ClientRead;
+use super::frames::{TimedDecoder, READ_CAPACITY, RESERVE_STEP, WRITE_BOUNDARY};
+use super::requests::{requests, Ended};
+use super::responses::responses;
+use super::slot::MAX_IN_FLIGHT;
+use super::timers::{grace, idle, Activity};
+use crate::audit::ConnInfo;
+use crate::budget::Metered;
+use crate::close::{Close, CloseReason};
+use crate::filter::Session;
+use crate::identity::Identity;
+use crate::shared::Shared;
+
+/// Proxies one connection, given both sides split into their reading and writing halves,
+/// until either side closes, a frame is malformed, a timeout passes or the proxy stops.
+pub async fn proxy<CR, CW, UR, UW>(
+    client: (CR, CW),
+    upstream: (UR, UW),
+    conn: &ConnInfo,
+    shared: &Shared,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), Close>
+where
+    CR: ClientRead,
+    CW: AsyncWrite + Unpin + Send,
+    UR: AsyncRead + Unpin + Send,
+    UW: AsyncWrite + Unpin + Send,
+{
+    proxy_as(
+        client,
+        upstream,
+        conn,
+        &Identity::default(),
+        shared,
+        shutdown,
+    )
+    .await
+}
+
+/// [`proxy`], for a client whose identity starts as `identity` (its certificate's).
+pub async fn proxy_as<CR, CW, UR, UW>(
+    (client_r, client_w): (CR, CW),
+    (upstream_r, upstream_w): (UR, UW),
+    conn: &ConnInfo,
+    identity: &Identity,
+    shared: &Shared,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), Close>
+where
+    CR: ClientRead,
+    CW: AsyncWrite + Unpin + Send,
+    UR: AsyncRead + Unpin + Send,
+    UW: AsyncWrite + Unpin + Send,
+{
+    let codec = KafkaFrameCodec::new()
+        .with_max_frame_size(shared.max_frame_size)
+        .with_max_reserve(RESERVE_STEP);
+    let timed = TimedDecoder {
+        codec,
+        started: None,
+        began: Arc::new(Notify::new()),
+    };
+    let client_r = Metered::new(client_r, &shared.budget, shared.max_frame_size);
+    let timed = client_r.reserving(timed);
+    let from_client = FramedRead::with_capacity(client_r, timed, READ_CAPACITY);
+    let mut to_upstream = FramedWrite::new(upstream_w, codec);
+    to_upstream.set_backpressure_boundary(WRITE_BOUNDARY);
+    let upstream_r = Metered::new(upstream_r, &shared.budget, shared.max_frame_size);
+    let upstream_codec = upstream_r.reserving(codec);
+    let from_upstream = FramedRead::with_capacity(upstream_r, upstream_codec, READ_CAPACITY);
+    let mut to_client = FramedWrite::new(client_w, codec);
+    to_client.set_backpressure_boundary(WRITE_BOUNDARY);
+
+    let (slots_tx, slots_rx) = mpsc::channel(MAX_IN_FLIGHT);
+    let budget = shared
+        .max_frame_size
+        .saturating_add(kafka_elect_leaders::SIZE_PREFIX_LEN)
+        .min(Semaphore::MAX_PERMITS)
+        .min(u32::MAX as usize);
+    let held = Arc::new(Semaphore::new(budget));
+    let activity = Activity::new();
+    let session = Session::new(conn, identity, shared);
+    let requests = requests(
+        from_client,
+        to_upstream,
+        slots_tx,
+        held,
+        shared,
+        &session,
+        &activity,
+        shutdown.clone(),
+    );
+    let responses = responses(
+        from_upstream,
+        to_client,
+        slots_rx,
+        shared,
+        &session,
+        &activity,
+    );
+    tokio::pin!(requests, responses);
+    // The stop is seen wherever the connection waits: the request side may be blocked on
+    // the broker's side (a full queue of answers owed, the budget of requests kept) and
+    // not at its own wait for the client, where it watches for the stop itself.
+    let mut stopping = shutdown.clone();
+    let ended = tokio::select! {
+        r = &mut requests => r?,
+        r = &mut responses => return r,
+        close = idle(&activity, shared.idle_timeout) => return Err(close),
+        () = grace(&mut stopping) => return Err(Close::of(CloseReason::Stop,
+            "the proxy is stopping and the connection is still waiting on the broker after \
+             the grace period",
+        )),
+    };
+    if let Ended::ClientClosed = ended {
+        // Both sockets close as this returns: the slot, the broker connection and every
+        // buffer are released now, whatever answers were still owed.
+        return Ok(());
+    }
+    // The proxy is stopping: the answers still due go out, within the grace period.
+    tokio::select! {
+        r = &mut responses => r,
+        () = grace(&mut shutdown) => Err(Close::of(CloseReason::Stop,
+            "the proxy is stopping and answers are still due after the grace period",
+        )),
+    }
+}

@@ -1,0 +1,210 @@
+//! The request pump, client to broker: reads the client's frames within the frame timeout,
+//! asks the filters that read each API key, queues the request's slot, then forwards the
+//! request (or what a filter put in its place). Answers are the response pump's.
+
+use std::sync::Arc;
+
+use futures_util::{FutureExt, StreamExt};
+use kafka_elect_leaders::{peek_request, CodecError};
+use tokio::io::AsyncWrite;
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::time::Instant;
+
+use super::client_read::{unless_gone, ClientRead};
+use super::frames::{flush, forward, shrink, FromClient, ToPeer};
+use super::slot::{keep, send_slot, Slot};
+use super::timers::{until, Activity};
+use crate::budget::SMALL_FRAME;
+use crate::close::{Close, CloseReason};
+use crate::filter::{Frame, OnRequest, Request, Session};
+use crate::owed::owed;
+use crate::shared::Shared;
+
+/// What woke the wait for the client's next frame, besides the frame.
+enum Wake {
+    Stopping,
+    Deadline,
+}
+
+/// How the client's side ended without an error.
+pub(super) enum Ended {
+    /// The client closed its connection: answers still owed are dropped, as Kafka's broker
+    /// drops them.
+    ClientClosed,
+    /// The proxy is stopping: answers still owed go out within the grace period.
+    Stopping,
+}
+
+/// Client to broker: the filters decide, the slot goes in the queue, the request (or what
+/// a filter put in its place) is forwarded.
+// The pump's two streams, its queue of slots and budget of kept requests, and the
+// connection's state: one struct for them would only rename them.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
+    mut from_client: FromClient<CR>,
+    mut to_upstream: ToPeer<UW>,
+    slots: mpsc::Sender<Slot>,
+    held: Arc<Semaphore>,
+    shared: &Shared,
+    session: &Session<'_>,
+    activity: &Activity,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<Ended, Close> {
+    let upstream_write = Close::write("broker");
+    let filters = &shared.filters;
+    // Every wait on the broker's side (a full queue of answers owed, the budget of requests
+    // kept, a broker not reading) also watches for the client's close.
+    macro_rules! or_gone {
+        ($op:expr) => {
+            match unless_gone(from_client.get_ref(), $op).await {
+                Some(done) => done,
+                None => return Ok(Ended::ClientClosed),
+            }
+        };
+    }
+    loop {
+        // Flush what was written before waiting for the client; never wait with requests
+        // unsent, or their answers (and the client) would wait for them.
+        let next = match from_client.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                or_gone!(flush(&mut to_upstream)).map_err(&upstream_write)?;
+                let began = from_client.decoder().get_ref().began.clone();
+                loop {
+                    let deadline = frame_deadline(&from_client, shared);
+                    let wake = tokio::select! {
+                        next = from_client.next() => break next,
+                        _ = shutdown.wait_for(|stop| *stop) => Wake::Stopping,
+                        () = until(deadline) => Wake::Deadline,
+                        // A frame began: there is now a frame timeout to wait for.
+                        () = began.notified() => continue,
+                    };
+                    if let Wake::Stopping = wake {
+                        or_gone!(flush(&mut to_upstream)).map_err(&upstream_write)?;
+                        return Ok(Ended::Stopping);
+                    }
+                    if frame_deadline(&from_client, shared).is_some_and(|at| at <= Instant::now()) {
+                        return Err(frame_timed_out(&from_client, shared));
+                    }
+                }
+            }
+        };
+        let frame = match next {
+            None => return Ok(Ended::ClientClosed),
+            Some(Ok(frame)) => frame,
+            // A TLS client that closed between frames without TLS's close_notify (many
+            // do): a close like any other; inside a frame, it is still an error.
+            Some(Err(CodecError::Io(e)))
+                if e.kind() == std::io::ErrorKind::UnexpectedEof
+                    && from_client.read_buffer().is_empty() =>
+            {
+                return Ok(Ended::ClientClosed)
+            }
+            Some(Err(e)) => return Err(Close::client_read(e)),
+        };
+        activity.touch();
+        // A large frame comes with its share of the buffer budget, given back once the
+        // frame is forwarded or answered.
+        let mut share = if frame.len() > SMALL_FRAME {
+            shrink(from_client.read_buffer_mut());
+            from_client.get_mut().take_share()
+        } else {
+            None
+        };
+        let peek = peek_request(&frame).map_err(|e| {
+            Close::of(
+                CloseReason::Malformed,
+                format!("malformed request header from the client: {e}"),
+            )
+        })?;
+        shared.metrics.frame(peek.api_key, "request", frame.len());
+        // The filters that read this API key, in order, until one decides.
+        let api_key = peek.api_key;
+        let mut request = Request::new(frame, peek);
+        let mut outcome = OnRequest::Pass;
+        if filters.reads_request(api_key) {
+            for filter in filters.for_request(api_key) {
+                if let Some(wait) = filter.ready(session, &peek) {
+                    or_gone!(wait);
+                }
+                outcome = filter.request(session, &mut request);
+                if !matches!(outcome, OnRequest::Pass) {
+                    break;
+                }
+            }
+        }
+        let sent = Instant::now();
+        match outcome {
+            OnRequest::Pass => {
+                let owed = owed(request.frame(), api_key, peek.api_version, 0);
+                if owed.answer {
+                    let slot = Slot::Forwarded {
+                        pending: peek.into(),
+                        sent,
+                        due: sent + owed.wait + shared.request_timeout,
+                        merge: None,
+                    };
+                    or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                }
+                match request.into_frame() {
+                    Frame::Mut(frame) => or_gone!(forward(&mut to_upstream, frame)),
+                    Frame::Shared(frame) => or_gone!(forward(&mut to_upstream, frame)),
+                }
+                .map_err(&upstream_write)?;
+            }
+            OnRequest::Forward(forwarded) => {
+                drop(request);
+                let owed = owed(&forwarded.frame, api_key, peek.api_version, 0);
+                let merge = match forwarded.merge {
+                    Some(merge) => Some(or_gone!(keep(
+                        &held,
+                        &mut to_upstream,
+                        shared,
+                        merge,
+                        share.take()
+                    ))?),
+                    None => None,
+                };
+                // A request a filter keeps to merge its answer is always answered.
+                if owed.answer || merge.is_some() {
+                    let slot = Slot::Forwarded {
+                        pending: peek.into(),
+                        sent,
+                        due: sent + owed.wait.max(forwarded.wait) + shared.request_timeout,
+                        merge,
+                    };
+                    or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
+                }
+                or_gone!(forward(&mut to_upstream, forwarded.frame)).map_err(&upstream_write)?;
+            }
+            OnRequest::Answer(answer) => {
+                drop(request);
+                let kept = or_gone!(keep(&held, &mut to_upstream, shared, answer, share.take()))?;
+                or_gone!(send_slot(&slots, &mut to_upstream, Slot::Local(kept)))?;
+            }
+            OnRequest::Close(close) => return Err(close),
+        }
+        drop(share);
+    }
+}
+
+/// When the client's frame begun must be whole: the frame timeout after it began.
+fn frame_deadline<R>(from_client: &FromClient<R>, shared: &Shared) -> Option<Instant> {
+    from_client
+        .decoder()
+        .get_ref()
+        .started
+        .map(|started| started + shared.frame_timeout)
+}
+
+/// Why the client's side timed out, for the log.
+fn frame_timed_out<R>(from_client: &FromClient<R>, shared: &Shared) -> Close {
+    Close::of(
+        CloseReason::Timeout,
+        format!(
+            "the client's frame was not whole within the frame timeout ({:?}; {} bytes received)",
+            shared.frame_timeout,
+            from_client.read_buffer().len()
+        ),
+    )
+}

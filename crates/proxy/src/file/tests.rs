@@ -1,0 +1,224 @@
+//! Tests of the configuration file: a whole file read into the config, an empty one,
+//! errors that say where (line and column), what a reload refuses (an empty or truncated
+//! file), and read errors that name the file.
+
+use super::*;
+
+fn parse(text: &str) -> Result<ConfigFile, (usize, usize, String)> {
+    ConfigFile::parse(text, Path::new("/etc/guard"))
+}
+
+#[test]
+fn a_whole_file() {
+    let file = parse(
+        r#"
+audit-log = "audit.jsonl"
+idle-timeout = "5m"
+max-buffered-bytes = "512MiB"
+max-frame-size = 1048576
+max-connections = 100
+advertise-host = "guard.example"
+dynamic-listen = "0.0.0.0:19100-19199"
+
+[[route]]
+listen = "127.0.0.1:0"
+upstream = "localhost:9092"
+
+[[route]]
+listen = "127.0.0.1:19093"
+upstream = "127.0.0.2:9093"
+
+[tls]
+cert = "guard.pem"
+key = "/keys/guard.key"
+
+[upstream-tls]
+ca = "ca.pem"
+
+[rules]
+deny-unclean = true
+protect-topic = ["payments"]
+allow-principal = ["alice", "ops"]
+max-partitions = 100
+
+[rules.principal.ops]
+deny-unclean = false
+max-partitions = "none"
+
+[rules.principal."CN=bob,O=example"]
+log-only = true
+"#,
+    )
+    .unwrap();
+    assert_eq!(file.routes.len(), 2);
+    assert_eq!(file.routes[0].1.host.as_deref(), Some("localhost"));
+    assert_eq!(file.routes[1].1.host, None);
+    assert_eq!(
+        file.tls.as_ref().unwrap().cert,
+        Path::new("/etc/guard/guard.pem")
+    );
+    assert_eq!(file.tls.as_ref().unwrap().key, Path::new("/keys/guard.key"));
+    assert_eq!(
+        file.audit,
+        Some(AuditTarget::File("/etc/guard/audit.jsonl".into()))
+    );
+    assert_eq!(file.idle_timeout, Some(Duration::from_secs(300)));
+    assert_eq!(file.max_buffered_bytes, Some(512 << 20));
+    assert_eq!(file.max_frame_size, Some(1 << 20));
+    assert_eq!(file.advertise_host.as_deref(), Some("guard.example"));
+    assert_eq!(
+        file.dynamic_listen,
+        Some(DynamicListen {
+            ip: "0.0.0.0".parse().unwrap(),
+            first: 19100,
+            last: 19199
+        })
+    );
+    let policy = &file.policy;
+    assert!(policy.deny_unclean && policy.is_protected(b"payments"));
+    assert_eq!(policy.max_partitions, Some(100));
+    let ops = &policy.principal_rules["ops"];
+    assert!(!ops.deny_unclean && ops.is_protected(b"payments"));
+    assert_eq!(ops.max_partitions, None);
+    let bob = &policy.principal_rules["CN=bob,O=example"];
+    assert!(bob.log_only && bob.deny_unclean && bob.max_partitions == Some(100));
+
+    let mut config = Config::default();
+    file.apply(&mut config);
+    assert_eq!(config.routes.len(), 2);
+    assert_eq!(config.max_connections, 100);
+    assert_eq!(config.frame_timeout, crate::DEFAULT_FRAME_TIMEOUT);
+    let names = &config.upstream_tls.as_ref().unwrap().names;
+    assert_eq!(names.len(), 1);
+    assert_eq!(names[0].1, "localhost");
+}
+
+#[test]
+fn an_empty_file_changes_nothing() {
+    let mut config = Config::default();
+    parse("").unwrap().apply(&mut config);
+    assert!(config.routes.is_empty() && !config.policy.has_rules());
+    assert_eq!(config.idle_timeout, crate::DEFAULT_IDLE_TIMEOUT);
+}
+
+/// Every error names the line and column of the value or key at fault.
+#[test]
+fn errors_say_where() {
+    for (text, line, column, says) in [
+        ("idle-timeout = \"soon\"", 1, 16, "expected a duration"),
+        ("idle-timeout = \"0s\"", 1, 16, "above zero"),
+        (
+            "\n[rules]\ndeny-uncleen = true",
+            3,
+            1,
+            "unknown field `deny-uncleen`",
+        ),
+        (
+            "[rules]\ndeny-unclean = \"yes\"",
+            2,
+            16,
+            "expected a boolean",
+        ),
+        (
+            "[[route]]\nlisten = \"127.0.0.1:0\"\nupstream = \"nowhere\"",
+            3,
+            12,
+            "expected host:port",
+        ),
+        ("max-buffered-bytes = \"1GB\"", 1, 22, "KiB, MiB or GiB"),
+        ("max-buffered-bytes = 100", 1, 22, "at least 65536"),
+        (
+            "max-frame-size = 4294967296",
+            1,
+            18,
+            "a size prefix is an int32",
+        ),
+        ("[rules]\nmax-partitions = -1", 2, 18, "\"none\""),
+        (
+            "[rules.principal.ops]\nallow-principal = []",
+            2,
+            1,
+            "unknown field",
+        ),
+        ("audit-queue-bytes = 1000", 1, 21, "at least 65536"),
+        ("audit-queue-bytes = \"1GB\"", 1, 21, "KiB, MiB or GiB"),
+        ("audit-queue = 4096", 1, 1, "unknown field `audit-queue`"),
+        ("dynamic-listen = \"0.0.0.0:9-8\"", 1, 18, "IP:FIRST-LAST"),
+        ("[tls]\ncert = \"a.pem\"", 1, 1, "missing field `key`"),
+        ("idle-timeout = ", 1, 16, ""),
+    ] {
+        let (l, c, message) = parse(text).map(|_| ()).unwrap_err();
+        assert_eq!((l, c), (line, column), "{text:?}: {message}");
+        assert!(message.contains(says), "{text:?}: {message}");
+    }
+}
+
+/// Issue 35, finding 4: an empty file on SIGHUP dropped every rule. A reload now
+/// refuses a file that sets nothing (empty, blank, comments only), and one cut
+/// mid-table, with its line and column; `allow-weaker-rules` is read and reaches the
+/// configuration.
+#[test]
+fn a_reload_refuses_an_empty_or_truncated_file() {
+    let dir = std::env::temp_dir().join(format!("kel-file-again-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("guard.toml");
+    for empty in ["", "\n  \n", "# the guard\n\n   # nothing else\n"] {
+        std::fs::write(&path, empty).unwrap();
+        assert!(ConfigFile::read(&path).unwrap().empty, "{empty:?}");
+        let e = ConfigFile::read_again(&path).unwrap_err();
+        assert!(
+            e.to_string().ends_with(
+                "guard.toml: the file is empty (it sets nothing): a \
+                                    reload never drops every rule"
+            ),
+            "{e}"
+        );
+    }
+    let whole = "[rules]\ndeny-unclean = true\nprotect-topic = [\"payments\", \"orders\"]\n";
+    std::fs::write(&path, whole).unwrap();
+    let file = ConfigFile::read_again(&path).unwrap();
+    assert!(!file.empty && !file.allow_weaker_rules);
+    // Cut mid-table, mid-value: it does not parse.
+    std::fs::write(&path, &whole[..whole.len() - 12]).unwrap();
+    let e = ConfigFile::read_again(&path).unwrap_err();
+    assert_eq!((e.line, e.column), (3, 28), "{e}");
+    assert!(e.message.contains("unclosed array"), "{e}");
+
+    std::fs::write(&path, format!("allow-weaker-rules = true\n{whole}")).unwrap();
+    let file = ConfigFile::read_again(&path).unwrap();
+    assert!(file.allow_weaker_rules);
+    let mut config = Config::default();
+    file.apply(&mut config);
+    assert!(config.allow_weaker_rules);
+    assert_eq!(
+        summary(&config),
+        "0 route(s); rules: deny-unclean, protect-topic (2); audit-log standard error; \
+         allow-weaker-rules = true"
+    );
+    assert_eq!(
+        rules_summary(&Policy::default()),
+        "none (every election is forwarded)"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn read_names_the_file() {
+    let e = ConfigFile::read(Path::new("/nonexistent/guard.toml")).unwrap_err();
+    assert!(e
+        .to_string()
+        .starts_with("/nonexistent/guard.toml: cannot read it"));
+    let dir = std::env::temp_dir().join(format!("kel-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("guard.toml");
+    std::fs::write(&path, "[rules]\nmax-partitions = \"many\"\n").unwrap();
+    let e = ConfigFile::read(&path).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:2:18: expected a whole number, or \"none\"",
+            path.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,131 @@
+//! The APIs the leadership-change policy reads ([`Api`]: their keys, names and the
+//! versions the guard reads), and the inter-broker APIs it never forwards: the bottom of
+//! the policy, which everything else in it names.
+
+/// The APIs the policy reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Api {
+    /// CreateTopics (19): a new topic's replica assignment and configs.
+    CreateTopics,
+    /// DeleteTopics (20): a protected topic's partitions and their leaders gone.
+    DeleteTopics,
+    /// AlterConfigs (33): a topic's or a broker's whole config, unclean election included.
+    AlterConfigs,
+    /// CreatePartitions (37): new partitions, and their replica assignment.
+    CreatePartitions,
+    /// IncrementalAlterConfigs (44): config changes one key at a time.
+    IncrementalAlterConfigs,
+    /// AlterPartitionReassignments (45): replicas moved, leaders with them.
+    AlterPartitionReassignments,
+    /// UnregisterBroker (64): a broker's registration removed.
+    UnregisterBroker,
+}
+
+impl Api {
+    /// Every API the policy reads.
+    pub const ALL: [Api; 7] = [
+        Api::CreateTopics,
+        Api::DeleteTopics,
+        Api::AlterConfigs,
+        Api::CreatePartitions,
+        Api::IncrementalAlterConfigs,
+        Api::AlterPartitionReassignments,
+        Api::UnregisterBroker,
+    ];
+
+    /// The API of `api_key`, if the policy reads it.
+    pub fn of(api_key: i16) -> Option<Api> {
+        Api::ALL.into_iter().find(|api| api.key() == api_key)
+    }
+
+    /// Its API key.
+    pub fn key(self) -> i16 {
+        match self {
+            Api::CreateTopics => 19,
+            Api::DeleteTopics => 20,
+            Api::AlterConfigs => 33,
+            Api::CreatePartitions => 37,
+            Api::IncrementalAlterConfigs => 44,
+            Api::AlterPartitionReassignments => 45,
+            Api::UnregisterBroker => 64,
+        }
+    }
+
+    /// Kafka's name of the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::CreateTopics => "CreateTopics",
+            Api::DeleteTopics => "DeleteTopics",
+            Api::AlterConfigs => "AlterConfigs",
+            Api::CreatePartitions => "CreatePartitions",
+            Api::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+            Api::AlterPartitionReassignments => "AlterPartitionReassignments",
+            Api::UnregisterBroker => "UnregisterBroker",
+        }
+    }
+
+    /// The newest version the guard reads (the broker's ApiVersions answer is capped to it,
+    /// so that clients never send a newer one).
+    pub fn max_version(self) -> i16 {
+        match self {
+            Api::CreateTopics => 7,
+            Api::DeleteTopics => 6,
+            Api::AlterConfigs => 2,
+            Api::CreatePartitions => 3,
+            Api::IncrementalAlterConfigs => 1,
+            Api::AlterPartitionReassignments => 1,
+            Api::UnregisterBroker => 0,
+        }
+    }
+
+    /// The first flexible version (compact encodings, tagged fields, header v2).
+    pub fn first_flexible(self) -> i16 {
+        match self {
+            Api::CreateTopics => 5,
+            Api::DeleteTopics => 4,
+            Api::AlterConfigs => 2,
+            Api::CreatePartitions => 2,
+            Api::IncrementalAlterConfigs => 1,
+            Api::AlterPartitionReassignments | Api::UnregisterBroker => 0,
+        }
+    }
+
+    /// The oldest version the guard reads: Kafka 4's (older ones were removed in 4.0, and a
+    /// broker answers them UNSUPPORTED_VERSION).
+    pub fn min_version(self) -> i16 {
+        match self {
+            Api::CreateTopics => 2,
+            Api::DeleteTopics => 1,
+            _ => 0,
+        }
+    }
+
+    /// Whether the guard reads `version` of this API.
+    pub fn reads(self, version: i16) -> bool {
+        (self.min_version()..=self.max_version()).contains(&version)
+    }
+}
+
+/// The APIs brokers and controllers send each other and no client does, with their names:
+/// the guard closes a connection that sends one while leadership is policed.
+pub const INTER_BROKER: [(i16, &str); 11] = [
+    (4, "LeaderAndIsr"),
+    (5, "StopReplica"),
+    (6, "UpdateMetadata"),
+    (7, "ControlledShutdown"),
+    (52, "Vote"),
+    (53, "BeginQuorumEpoch"),
+    (54, "EndQuorumEpoch"),
+    (56, "AlterPartition"),
+    (58, "Envelope"),
+    (62, "BrokerRegistration"),
+    (63, "BrokerHeartbeat"),
+];
+
+/// The name of an inter-broker API the guard never forwards while it polices leadership.
+pub fn inter_broker(api_key: i16) -> Option<&'static str> {
+    INTER_BROKER
+        .iter()
+        .find(|(key, _)| *key == api_key)
+        .map(|(_, name)| *name)
+}

@@ -1,0 +1,31 @@
+//! The guard's modules form layers: no module uses, directly or through others, a module
+//! that uses it (issue 37: `Shared` and the close types lived in `conn`, whose helpers the
+//! metrics server then needed). How the graph is read:
+//! [`kafka_elect_leaders_testkit::modules`]; paths through the crate root's re-exports
+//! (`crate::Config`) are not followed.
+
+use std::path::Path;
+
+use kafka_elect_leaders_testkit::modules::{assert_no_circle, graph, uses};
+
+#[test]
+fn proxy_modules_have_no_circle() {
+    assert_no_circle(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        "the guard",
+    );
+}
+
+/// The reader is not blind: it finds edges known to be there.
+#[test]
+fn proxy_module_graph_has_the_edges_it_should() {
+    let graph = graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    // `use super::queue::{release, Message, Queue};` in audit/sink.rs
+    assert!(uses(&graph, "audit::sink", "audit::queue"));
+    // `pub(crate) use crate::diag::log;` in audit/mod.rs
+    assert!(uses(&graph, "audit", "diag"));
+    // `use crate::shards::Shards;` in server.rs
+    assert!(uses(&graph, "server", "shards"));
+    // The diagnostics are below the audit log, not above it.
+    assert!(!uses(&graph, "diag", "audit"));
+}
