@@ -1,5 +1,5 @@
 //! addresses: the guard's rewrite of the broker addresses in Metadata, FindCoordinator and
-//! DescribeCluster answers (crates/proxy/src/addresses.rs), which decodes what a broker
+//! DescribeCluster answers (crates/proxy/src/addresses/rewrite.rs), which decodes what a broker
 //! sends with the kafka-protocol crate.
 //!
 //! The input either builds an answer (kafka-protocol's own structures, encoded by it: its

@@ -14,8 +14,8 @@ use kafka_elect_leaders::{
 use kafka_elect_leaders_proxy::{Decision, Policy, Verdict};
 
 use super::expected::{unaudited_change_refusals, Sent};
+use super::limits::MAX_FRAME_SIZE;
 use super::world::World;
-use super::MAX_FRAME_SIZE;
 
 /// The whole frames at the front of `stream`, up to the first malformed size prefix (that
 /// a whole frame of the guard's follows the framing is checked by the guard's own writer).

@@ -13,14 +13,14 @@ use kafka_elect_leaders::{
 };
 use tokio::sync::watch;
 
+use super::limits::{
+    BROKER_BUDGET, CLIENT_BUDGET, FINISH_WITHIN, FIRST_ID, MAX_FRAME_SIZE, MAX_OPS,
+    PARTITION_BUDGET,
+};
 use super::memory;
 use super::requests::seal;
 use super::script::{large, End, Op, Request, Script};
 use super::world::{settle, until, Sending, World};
-use super::{
-    BROKER_BUDGET, CLIENT_BUDGET, FINISH_WITHIN, FIRST_ID, MAX_FRAME_SIZE, MAX_OPS,
-    PARTITION_BUDGET,
-};
 
 /// The fake broker's answer to `request`: for ElectLeaders, a response at the request's
 /// version with error 0 for exactly the partitions it names (none when it names all); for

@@ -12,7 +12,7 @@ use kafka_elect_leaders_proxy::audit::AuditError;
 use kafka_elect_leaders_proxy::leadership;
 use kafka_elect_leaders_proxy::{Decision, Policy, Verdict};
 
-use super::MAX_FRAME_SIZE;
+use super::limits::MAX_FRAME_SIZE;
 
 /// A request the guard read whole from the client, as it read it.
 #[derive(Debug)]

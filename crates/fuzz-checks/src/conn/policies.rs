@@ -11,7 +11,7 @@ use kafka_elect_leaders_proxy::audit::{Audit, AuditSink, ConnInfo, DEFAULT_AUDIT
 use kafka_elect_leaders_proxy::testing::Shared;
 use kafka_elect_leaders_proxy::{Config, Policy};
 
-use super::{FRAME_TIMEOUT, IDLE_TIMEOUT, MAX_FRAME_SIZE};
+use super::limits::{FRAME_TIMEOUT, IDLE_TIMEOUT, MAX_FRAME_SIZE};
 
 /// The policies, by the script's first byte.
 fn policies() -> Vec<Policy> {

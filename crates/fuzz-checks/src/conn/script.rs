@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 
-use super::MAX_FRAME_SIZE;
+use super::limits::MAX_FRAME_SIZE;
 
 #[derive(Arbitrary, Debug)]
 pub(super) struct Script {
