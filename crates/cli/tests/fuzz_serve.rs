@@ -1020,15 +1020,11 @@ fn fuzzing_md_reproductions_can_be_pasted_twice_in_a_row() {
     }
 }
 
-/// SIGINT ends `fuzz --target` as its count would, with its summary, even while it waits
-/// (up to a minute here) for an answer that does not come: a campaign interrupted by
-/// Ctrl-C keeps what it found (it printed nothing, its anomalies were printed at the end).
-#[test]
-fn a_signal_ends_a_target_campaign_with_its_summary() {
-    let (asked, got_request) = std::sync::mpsc::channel();
+/// A broker that answers ApiVersions, says on `asked` when the first ElectLeaders request
+/// comes, and never answers it.
+fn silent_broker(asked: std::sync::mpsc::Sender<()>) -> FakeBroker {
     let asked = Mutex::new(asked);
-    // Answers ApiVersions, says when the first ElectLeaders request comes, never answers.
-    let broker = FakeBroker::start(move |mut s| {
+    FakeBroker::start(move |mut s| {
         let Ok(first) = read_frame(&mut s) else {
             return;
         };
@@ -1039,7 +1035,57 @@ fn a_signal_ends_a_target_campaign_with_its_summary() {
             let _ = asked.lock().unwrap().send(());
         }
         never_answer(s);
-    });
+    })
+}
+
+/// SIGTERM ends `fuzz --target A --compare B` as its count would, with its summary, even
+/// while it waits (up to a minute here) for answers that do not come; the request whose
+/// wait the signal cut is not compared (before, the signal killed it with no summary).
+#[test]
+fn a_signal_ends_a_compare_campaign_with_its_summary() {
+    let (asked, got_request) = std::sync::mpsc::channel();
+    let brokers = [silent_broker(asked.clone()), silent_broker(asked)];
+    let mut child = Killed(
+        Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+            .args(["fuzz", "--target", &brokers[0].addr])
+            .args(["--compare", &brokers[1].addr, "--timeout", "60000"])
+            .args(["--duration", "600", "--count", "10"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    for _ in 0..2 {
+        got_request
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the campaign sends a request to each broker");
+    }
+    send_signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+    let mut err = String::new();
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let summary = err.lines().find(|l| l.starts_with("compare: "));
+    assert!(
+        summary.is_some_and(|l| l.starts_with("compare: 1 sent")
+            && l.contains(" 0 the same, 0 different;")
+            && l.ends_with("(stopped by a signal)")),
+        "{err}"
+    );
+}
+
+/// SIGINT ends `fuzz --target` as its count would, with its summary, even while it waits
+/// (up to a minute here) for an answer that does not come: a campaign interrupted by
+/// Ctrl-C keeps what it found (it printed nothing, its anomalies were printed at the end).
+#[test]
+fn a_signal_ends_a_target_campaign_with_its_summary() {
+    let (asked, got_request) = std::sync::mpsc::channel();
+    let broker = silent_broker(asked);
     let mut child = Killed(
         Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
             .args(["fuzz", "--target", &broker.addr, "--timeout", "60000"])

@@ -1,6 +1,6 @@
 //! The broker client both `fuzz --target` and `fuzz --compare` use: a campaign's settings
 //! ([`Options`]), a blocking `std::net` connection that starts as a client's does with
-//! ApiVersions v0 ([`Conn`], [`connect`]), whole frames read with a timeout
+//! ApiVersions v0 ([`Conn`], [`connect_watched`]), whole frames read with a timeout
 //! ([`read_frame`]), the `n`th seeded request ([`request`]) and the signals that end a
 //! campaign ([`on_signals`]).
 //!
@@ -60,16 +60,23 @@ pub(super) enum ConnectError {
     NoApiVersions(io::Error),
 }
 
+/// Sleeps until request `n` of a campaign paced at `rate` a second is due (never past the
+/// campaign's duration), waking every 50 ms to see whether `stopped` (a signal) says to end.
+pub(super) fn pace(o: &Options, started: Instant, n: u64, rate: f64, stopped: &dyn Fn() -> bool) {
+    let due = (started + Duration::from_secs_f64(n as f64 / rate)).min(started + o.duration);
+    while let Some(wait) = due.checked_duration_since(Instant::now()) {
+        if stopped() {
+            break;
+        }
+        std::thread::sleep(wait.min(Duration::from_millis(50)));
+    }
+}
+
 /// How long the next wait may last: the timeout, cut to what is left of the duration;
 /// `None` when the duration is over.
 pub(super) fn wait_for(o: &Options, started: Instant) -> Option<Duration> {
     let left = o.duration.checked_sub(started.elapsed())?;
     (!left.is_zero()).then(|| o.timeout.min(left))
-}
-
-pub(super) fn connect(o: &Options, wait: Duration) -> Result<Conn, ConnectError> {
-    let stream = TcpStream::connect_timeout(&o.target, wait).map_err(ConnectError::Unreachable)?;
-    start(stream, wait).map_err(ConnectError::NoApiVersions)
 }
 
 /// SIGINT and SIGTERM set the flag returned: the first ends the command cleanly, with its
@@ -124,7 +131,8 @@ impl Watched {
     }
 }
 
-/// [`connect`], the connection watched from its start (its ApiVersions wait included).
+/// A connection to the broker, its ApiVersions asked and answered within `wait`, watched
+/// from its start (its ApiVersions wait included) so that a signal shuts it down.
 pub(super) fn connect_watched(
     o: &Options,
     wait: Duration,

@@ -26,13 +26,16 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_elect_leaders::{parse_request, parse_response, set_request_correlation_id};
 use serde_json::{json, Value};
 
 use super::broker::{
-    connect, is_timeout, read_frame, request, wait_for, Conn, ConnectError, Options,
+    connect_watched, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,
+    ConnectError, Options, Watched,
 };
 use super::compare_answers::{code, compare_outcomes, Outcome, SHORT_TIMEOUT_MS};
 use crate::fail::Failure;
@@ -53,6 +56,8 @@ struct Side {
     closed: u64,
     timeouts: u64,
     max_version: Option<i16>,
+    /// Its connection, shut down by a watcher thread on a signal.
+    watched: Watched,
 }
 
 impl Side {
@@ -65,6 +70,7 @@ impl Side {
             closed: 0,
             timeouts: 0,
             max_version: None,
+            watched: Watched::default(),
         }
     }
 
@@ -149,6 +155,17 @@ pub fn run(
         Some(i) => (i, i.saturating_add(1)),
         None => (0, args.count),
     };
+    // SIGINT or SIGTERM ends the campaign with its summary, as --count does; a wait for an
+    // answer is cut short (each side's connection is shut down) and that request is not
+    // compared.
+    let signalled = on_signals("fuzz --compare")?;
+    let done = Arc::new(AtomicBool::new(false));
+    let watchers: Vec<_> = sides
+        .iter()
+        .map(|s| s.watched.watch(Arc::clone(&signalled), Arc::clone(&done)))
+        .collect();
+    let stopped = || signalled.load(Ordering::SeqCst);
+    let mut interrupted = false;
     let started = Instant::now();
     let mut tally = Tally::default();
     let mut previous = Vec::new();
@@ -159,11 +176,11 @@ pub fn run(
     let mut n = first.saturating_sub(1);
     'requests: while n < end && started.elapsed() < o.duration {
         if let (Some(rate), true) = (o.rate, n >= first) {
-            let due = (started + Duration::from_secs_f64((n - first) as f64 / rate))
-                .min(started + o.duration);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
+            pace(&o, started, n - first, rate, &stopped);
+        }
+        if stopped() {
+            interrupted = true;
+            break;
         }
         if wait_for(&o, started).is_none() {
             break;
@@ -176,7 +193,7 @@ pub fn run(
             let Some(limit) = wait_for(&o, started) else {
                 break 'requests;
             };
-            match connect(&side.o, limit) {
+            match connect_watched(&side.o, limit, &side.watched) {
                 Ok(c) => {
                     side.max_version = Some(c.max_version);
                     side.conn = Some(c);
@@ -187,6 +204,10 @@ pub fn run(
                     if limit < o.timeout && is_timeout(&e) && tally.sent > 0 =>
                 {
                     out_of_time = true;
+                    break 'requests;
+                }
+                Err(_) if stopped() => {
+                    interrupted = true;
                     break 'requests;
                 }
                 Err(ConnectError::Unreachable(e)) => {
@@ -266,6 +287,11 @@ pub fn run(
                 None => side.read(sent_at + wait),
             })
             .collect();
+        // A signal cut the wait: what the shut-down connections gave is not compared.
+        if stopped() {
+            interrupted = true;
+            break;
+        }
         // A malformed request answered by one side only: the other gets the whole wait.
         if wait < limit {
             let answered = outcomes
@@ -363,7 +389,18 @@ pub fn run(
             .and_then(|()| out.flush())
             .map_err(Failure::Output)?;
     }
-    report(&tally, &sides, started, out_of_time, harness.as_deref()).map_err(Failure::Output)?;
+    done.store(true, Ordering::SeqCst);
+    for watcher in watchers {
+        let _ = watcher.join();
+    }
+    report(
+        &tally,
+        &sides,
+        started,
+        (out_of_time, interrupted),
+        harness.as_deref(),
+    )
+    .map_err(Failure::Output)?;
     if let Some(why) = harness {
         return Err(Failure::cannot_open(format!(
             "fuzz --compare stopped after {} requests: {why}",
@@ -381,7 +418,7 @@ fn report(
     tally: &Tally,
     sides: &[Side; 2],
     started: Instant,
-    out_of_time: bool,
+    (out_of_time, interrupted): (bool, bool),
     harness: Option<&str>,
 ) -> io::Result<()> {
     let mut e = io::stderr().lock();
@@ -428,10 +465,11 @@ fn report(
         tally.messages_normalized,
         tally.timed_out_one_side,
         started.elapsed().as_secs_f64(),
-        match (out_of_time, harness) {
-            (_, Some(_)) => " (stopped: a broker could not be reached or answered nothing)",
-            (true, None) => " (stopped at the duration, one answer not waited for)",
-            (false, None) => "",
+        match (out_of_time, interrupted, harness) {
+            (_, _, Some(_)) => " (stopped: a broker could not be reached or answered nothing)",
+            (_, true, None) => " (stopped by a signal)",
+            (true, false, None) => " (stopped at the duration, one answer not waited for)",
+            (false, false, None) => "",
         }
     )
 }

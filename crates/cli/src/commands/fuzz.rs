@@ -18,8 +18,8 @@ use crate::flags::FuzzArgs;
 use crate::input::to_hex;
 
 use super::broker::{
-    connect_watched, is_timeout, on_signals, read_frame, request, wait_for, Conn, ConnectError,
-    Options, Watched,
+    connect_watched, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,
+    ConnectError, Options, Watched,
 };
 use kafka_elect_leaders_capture::summary::shown;
 
@@ -90,14 +90,7 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
         }
         printed = tally.anomalies.len();
         if let Some(rate) = o.rate {
-            let due =
-                (started + Duration::from_secs_f64(n as f64 / rate)).min(started + o.duration);
-            while let Some(wait) = due.checked_duration_since(Instant::now()) {
-                if stopped() {
-                    break;
-                }
-                std::thread::sleep(wait.min(Duration::from_millis(50)));
-            }
+            pace(&o, started, n, rate, &stopped);
         }
         if stopped() {
             interrupted = true;
