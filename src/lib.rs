@@ -19,6 +19,9 @@
 //!   a validated frame across an `.await`; with the `bytes` feature `encode_buf`
 //!   (`EncodeRequestExt`) puts a frame into a `bytes::BufMut`, and with `tokio`
 //!   `KafkaFrameCodec` cuts a socket's bytes into frames of every API.
+//! - For fuzz campaigns: with `arbitrary`, generated messages and a structure-aware
+//!   mutator; with `compare`, [`compare`](mod@compare) tells where two brokers' answers to
+//!   one request differ (these two allocate).
 //!
 //! ```
 //! use kafka_elect_leaders::{parse_request, ElectionType};
@@ -46,6 +49,9 @@ extern crate std;
 mod arbitrary;
 #[cfg(feature = "tokio")]
 mod codec;
+#[cfg(feature = "compare")]
+#[cfg_attr(docsrs, doc(cfg(feature = "compare")))]
+pub mod compare;
 mod conn;
 mod debug;
 mod election_type;

@@ -37,11 +37,11 @@ use super::broker::{
     connect_watched, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,
     ConnectError, Options, Watched,
 };
-use super::compare_answers::{code, compare_outcomes, Outcome, SHORT_TIMEOUT_MS};
 use crate::fail::Failure;
 use crate::flags::FuzzArgs;
 use crate::input::to_hex;
 use crate::json::print::Message;
+use kafka_elect_leaders::compare::{code, compare_outcomes, Outcome, SHORT_TIMEOUT_MS};
 
 /// How long a malformed request's answer is waited for when neither broker has answered:
 /// one whose size prefix promises more bytes is waited on by both, for ever.

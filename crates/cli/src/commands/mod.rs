@@ -3,7 +3,6 @@
 
 mod broker;
 pub mod compare;
-mod compare_answers;
 pub mod decode;
 pub mod encode;
 pub mod fuzz;

@@ -1,20 +1,39 @@
-//! Two brokers' answers to one request, compared (`fuzz --target A --compare B`, whose
-//! campaign is [`super::compare`]): what each broker did ([`Outcome`]), each answer
-//! reduced to what the two must agree on, and the fields on which they differ
-//! ([`Comparison`], [`Difference`]). What is normalized away and why is said in
-//! [`super::compare`]'s documentation and in FUZZING.md.
+//! Two brokers' answers to one ElectLeaders request, compared, for differential fuzzing
+//! (the tool's `fuzz --target A --compare B`): what each broker did ([`Outcome`]), each
+//! answer reduced to what the two must agree on, and the fields on which they differ
+//! ([`Comparison`], [`Difference`]).
 //!
-//! Only the comparison: no connection, no campaign, no output (the campaign prints each
-//! [`Difference`] and the counts).
+//! What is normalized away, because two correct brokers may differ there: the throttle
+//! time, the order of topics and partitions, error messages where the error codes agree,
+//! and, for a request whose `TimeoutMs` is under [`SHORT_TIMEOUT_MS`], a request or
+//! partition that timed out on one broker only (a race, not a difference). Each is
+//! counted in the [`Comparison`] rather than dropped silently. Why each is normalized, and
+//! the campaigns that found each, are in FUZZING.md ("Two brokers side by side").
+//!
+//! Only the comparison: no connection, no campaign, no output. Unlike the rest of the
+//! codec this module allocates (the answers are reduced to maps keyed by topic and
+//! partition), which is why it is behind its own feature, `compare`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::format;
+use std::string::{String, ToString};
+use std::vec;
+use std::vec::Vec;
 
-use kafka_elect_leaders::{
+use crate::{
     has_top_level_error_code, parse_response, ElectLeadersResponse, ErrorCode, TaggedFields,
 };
 
-use crate::input::to_hex;
+/// `bytes` in lower-case hex, for a topic name that is not UTF-8.
+fn to_hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
 
 /// A partition whose election the broker gave up on when the request's `TimeoutMs` ran out.
 const REQUEST_TIMED_OUT: ErrorCode = ErrorCode(7);
@@ -50,8 +69,9 @@ pub struct Difference {
     /// Where: `outcome`, `frame`, `correlation_id`, `error_code`, `tagged_fields`,
     /// `replica_election_results[topic=T]`, `…partition_result[partition_id=P].error_code`, …
     pub path: String,
-    /// What A's answer has there, and B's.
+    /// What A's answer has there.
     pub a: String,
+    /// What B's answer has there.
     pub b: String,
     /// The path without topic names and partition ids, and the values when they say what
     /// kind of difference it is (error codes, presence, outcomes): one line of the summary.
@@ -85,6 +105,8 @@ impl Difference {
 /// What comparing two answers found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Comparison {
+    /// The fields on which the two answers differ, in the order of the answer's fields
+    /// (topics and partitions sorted).
     pub differences: Vec<Difference>,
     /// Equal once sorted, not as answered.
     pub order_only: bool,
@@ -194,8 +216,9 @@ fn topic_name(t: &[u8]) -> String {
     }
 }
 
-/// An error code and its name, for text.
-pub(super) fn code(c: i16) -> String {
+/// An error code as a [`Difference`] shows it: the number and, when Kafka names it, its
+/// name (`3 UNKNOWN_TOPIC_OR_PARTITION`).
+pub fn code(c: i16) -> String {
     match ErrorCode(c).name() {
         Some(name) => format!("{c} {name}"),
         None => c.to_string(),
@@ -418,7 +441,7 @@ pub fn compare_outcomes(a: &Outcome, b: &Outcome, version: i16, short_timeout: b
         (Ok(x), Ok(y)) => compare_responses(&x, &y, short_timeout),
         (Err(_), Err(_)) if x == y => Comparison::default(),
         (ex, ey) => {
-            let say = |r: Result<ElectLeadersResponse<'_>, kafka_elect_leaders::Error>| match r {
+            let say = |r: Result<ElectLeadersResponse<'_>, crate::Error>| match r {
                 Ok(_) => "parses".to_string(),
                 Err(e) => format!("refused: {e}"),
             };
