@@ -1,4 +1,4 @@
-//! The guard's budget for buffered bytes (`--max-buffered-bytes`), shared by every
+//! The guard's budget for buffered bytes (`max-buffered-bytes`), shared by every
 //! connection and both directions, and the reader that applies it.
 //!
 //! A frame is read whole before it is forwarded, so what the guard holds is the frames in
@@ -16,7 +16,7 @@
 //! Growing shares could deadlock: frames each holding part of the budget, each waiting
 //! for more. So the budget is in two parts. The *general* part is what growing shares and
 //! everything else the guard keeps ([`Budget::hold`]) take from. The *reserve*, one largest
-//! frame (`--max-frame-size` and its size prefix) or the whole budget if smaller, is taken
+//! frame (`max-frame-size` and its size prefix) or the whole budget if smaller, is taken
 //! only whole-remainder at a time: a frame whose next grant the general part cannot give
 //! takes what its share still lacks from the reserve in one grant, and can then be read to
 //! its end. A frame waiting on the reserve holds none of it, and every frame holding part of

@@ -52,11 +52,11 @@ pub struct Config {
     /// Connections open at once, at most; a client past it is closed at once. Default 1024.
     pub max_connections: usize,
     /// Threads that run the connections, each on a single-threaded runtime of its own,
-    /// connections placed on them in turn (`--threads`); 0, the default: connections run
-    /// on the runtime that runs the guard, as tasks of their own. On a work-stealing
-    /// runtime each event of a connection may wake a second worker that then finds
-    /// nothing to do; a connection kept on one thread costs about half the CPU per round
-    /// trip at a paced request rate (`benches/guard_cpu.py`). At most
+    /// connections placed on them in turn (`threads` in the configuration file); 0, the
+    /// default: connections run on the runtime that runs the guard, as tasks of their own.
+    /// On a work-stealing runtime each event of a connection may wake a second worker that
+    /// then finds nothing to do; a connection kept on one thread costs about half the CPU
+    /// per round trip at a paced request rate (`benches/guard_cpu.py`). At most
     /// [`MAX_CONNECTION_THREADS`].
     pub connection_threads: usize,
     /// The largest frame accepted from either side (size prefix excluded). Default: the
@@ -78,28 +78,27 @@ pub struct Config {
     /// 2 minutes: later than any client's own timeout by default (30 s), so that the
     /// guard is the backstop, never the first to give up.
     pub request_timeout: Duration,
-    /// TLS towards clients (`--tls-cert`, `--tls-key`, `--tls-client-ca`); None:
-    /// plaintext.
+    /// TLS towards clients; None: plaintext.
     pub tls: Option<ServerTls>,
-    /// TLS towards the brokers (`--upstream-tls` and its options); None: plaintext.
+    /// TLS towards the brokers; None: plaintext.
     pub upstream_tls: Option<UpstreamTls>,
     /// The bytes of frames larger than 64 KiB held at once, by every connection and in
     /// both directions; a frame waits (its sender held back by TCP) until its whole size
     /// fits. Default 1 GiB.
     pub max_buffered_bytes: usize,
-    /// Each broker's host name as written (`--upstream kafka-1:9092`), by its resolved
-    /// address: a broker advertising that name is recognised as that route's
+    /// Each broker's host name as written for its route (`upstream = "kafka-1:9092"`), by
+    /// its resolved address: a broker advertising that name is recognised as that route's
     /// ([`crate::addresses`]).
     pub upstream_names: Vec<(SocketAddr, String)>,
-    /// The host clients are told for the guard's listeners in rewritten broker addresses
-    /// (`--advertise-host`). None: each listener's IP address, or for a listener on an
-    /// unspecified address (0.0.0.0), the address the client reached.
+    /// The host clients are told for the guard's listeners in rewritten broker addresses.
+    /// None: each listener's IP address, or for a listener on an unspecified address
+    /// (0.0.0.0), the address the client reached.
     pub advertise_host: Option<String>,
-    /// Listeners opened for brokers that have no route (`--dynamic-listen`); None: such a
-    /// broker's address is left as it is, with a warning.
+    /// Listeners opened for brokers that have no route; None: such a broker's address is
+    /// left as it is, with a warning.
     pub dynamic_listen: Option<crate::addresses::DynamicListen>,
-    /// Where `/metrics` (Prometheus) and `/status` (a page for a person) are served
-    /// (`--metrics-listen`); None: nowhere.
+    /// Where `/metrics` (Prometheus) and `/status` (a page for a person) are served;
+    /// None: nowhere.
     pub metrics_listen: Option<SocketAddr>,
     /// What a client of `/metrics` and `/status` may hold: clients at once, the time to
     /// ask and the time to take the answer, each with its default
@@ -128,13 +127,15 @@ impl Config {
             .map(|(_, name)| name.clone())
     }
 
-    /// Why the guard would forward to itself, if it would: a route whose `--upstream` is
-    /// one of the guard's own listening addresses (a route's `--listen`, its own included,
-    /// or `--metrics-listen`). An address matches as the guard matches brokers'
-    /// ([`crate::addresses`]): the same port and IP, or for a listener on `0.0.0.0` or
-    /// `::` any address of this host. Each client would open a connection through the
-    /// guard to the guard, and so on until `--max-connections`. Port 0 (any free port)
-    /// matches nothing.
+    /// Why the guard would forward to itself, if it would: a route whose
+    /// [`upstream`](Route::upstream) is one of the guard's own listening addresses (a
+    /// route's [`listen`](Route::listen), its own included, or
+    /// [`metrics_listen`](Config::metrics_listen)). An address matches as the guard matches
+    /// brokers' ([`crate::addresses`]): the same port and IP, or for a listener on
+    /// `0.0.0.0` or `::` any address of this host. Each client would open a connection
+    /// through the guard to the guard, and so on until
+    /// [`max_connections`](Config::max_connections). Port 0 (any free port) matches
+    /// nothing.
     pub fn forwarding_to_itself(&self) -> Option<String> {
         let own = self
             .routes

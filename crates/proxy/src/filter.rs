@@ -19,8 +19,8 @@
 //!   which ends the chain. Answers written by the guard ([`Respond`]) go out as written.
 //!
 //! What a filter keeps to answer later counts against the connection's budget of requests
-//! kept and the guard's buffer budget (`--max-buffered-bytes`) until it is written: a
-//! [`Respond`] says how many bytes it holds.
+//! kept and the guard's buffer budget ([`Config::max_buffered_bytes`]) until it is written:
+//! a [`Respond`] says how many bytes it holds.
 //!
 //! A new rule is one file: a type implementing [`Filter`], and a line in
 //! [`Filters::builtin`] (or, for an embedder, [`Filters::with`] on its
@@ -28,6 +28,8 @@
 //! what the [`Session`] gives them (the connection, the principal, the policy in force,
 //! the audit log); one that needs state of its own per connection keeps it behind a lock.
 //! `examples/filter.rs` builds a guard with a filter of its own.
+//!
+//! [`Config::max_buffered_bytes`]: crate::Config::max_buffered_bytes
 
 use std::fmt;
 use std::future::Future;

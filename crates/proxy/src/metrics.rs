@@ -1,4 +1,4 @@
-//! What the guard did, for Prometheus (`--metrics-listen`): counters, gauges and a
+//! What the guard did, for Prometheus (`metrics-listen`): counters, gauges and a
 //! histogram kept with the `prometheus-client` crate and served in its text format at
 //! `/metrics`, with a small page for a person at `/status` (served by
 //! [`crate::metrics_listener`]).
@@ -72,7 +72,7 @@ fn round_trip_histogram() -> Histogram {
 /// Why a client was refused at once.
 #[derive(Clone, Copy, Debug)]
 pub enum Refused {
-    /// `--max-connections` reached.
+    /// `max-connections` reached.
     MaxConnections,
     /// Out of file descriptors.
     Descriptors,
@@ -81,7 +81,7 @@ pub enum Refused {
 /// The guard's metrics, shared by every connection.
 pub struct Metrics {
     /// Whether anything is recorded: only when the metrics are served (a guard without
-    /// `--metrics-listen` pays nothing for them, and keeps no label set or last decision).
+    /// `metrics-listen` pays nothing for them, and keeps no label set or last decision).
     enabled: bool,
     registry: Registry,
     frames: Family<Traffic, Counter>,

@@ -1,4 +1,4 @@
-//! The metrics listener (`--metrics-listen`): `/metrics` in Prometheus' text format and
+//! The metrics listener (`metrics-listen`): `/metrics` in Prometheus' text format and
 //! `/status` for a person, both from [`crate::metrics::Metrics`].
 //!
 //! The listener is an HTTP/1.1 server of two pages, written here with `httparse` for the

@@ -47,7 +47,8 @@ impl fmt::Display for ReloadError {
 /// What a reload put in force, besides its policy and certificates.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Reloaded {
-    /// The options whose new values wait for a restart, by their command-line names.
+    /// The settings whose new values wait for a restart, by their names in the
+    /// configuration file (`audit-log`, `threads`, ...).
     pub restart: Vec<&'static str>,
     /// What the new rules dropped of those in force ([`crate::Policy::weakened_by`]); not empty
     /// only when the configuration allowed it ([`Config::allow_weaker_rules`]).
@@ -81,10 +82,11 @@ impl Reloader {
     /// drop, unless `config` allows it ([`Config::allow_weaker_rules`]); then it is put in
     /// force and what it dropped is returned, for the caller to log.
     ///
-    /// The rest of `config` (listeners and brokers, the audit log, limits and timeouts)
-    /// is not changed while the guard runs: the options whose values differ from those it
-    /// started with are returned, by their command-line names, for the caller to say that
-    /// they wait for a restart. TLS cannot be turned on or off on either side either.
+    /// The rest of `config` (listeners and brokers, the audit log, limits and timeouts) is
+    /// not changed while the guard runs: the settings whose values differ from those it
+    /// started with are returned, by their names in the configuration file, for the caller
+    /// to say that they wait for a restart. TLS cannot be turned on or off on either side
+    /// either.
     ///
     /// Calls are not serialized: one caller (the SIGHUP handler) reloads at a time.
     pub fn apply(&self, config: &Config) -> Result<Reloaded, ReloadError> {
@@ -124,7 +126,7 @@ impl Reloader {
     }
 }
 
-/// The options of `new` that differ from `old`'s and take effect only at a restart.
+/// The settings of `new` that differ from `old`'s and take effect only at a restart.
 fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     let mut changed = Vec::new();
     let mut check = |differs: bool, name: &'static str| {

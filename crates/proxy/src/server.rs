@@ -412,7 +412,7 @@ async fn accept(
             };
             // The guard never connects to itself: were a broker to advertise a name of one
             // of the guard's listeners, each client's connection would open another
-            // through the guard, until --max-connections.
+            // through the guard, until `max-connections`.
             if advertised.is_some() {
                 if let Some(option) = shared.addresses.own_listener(upstream, reached.ip()) {
                     log(format_args!(

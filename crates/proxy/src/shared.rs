@@ -23,8 +23,8 @@ pub struct Shared {
     pub audit: Audit,
     /// The largest frame either way, in bytes.
     pub max_frame_size: usize,
-    /// The hidden `--plain` mode: bytes copied both ways, nothing parsed (a baseline for
-    /// benches/proxy_throughput.sh).
+    /// The hidden plain mode (`Config::plain`): bytes copied both ways, nothing parsed (a
+    /// baseline for benches/proxy_throughput.sh).
     pub plain: bool,
     /// No frame either way for this long: the connection is closed.
     pub idle_timeout: Duration,
@@ -41,7 +41,7 @@ pub struct Shared {
     pub tls: Option<Tls>,
     /// Broker addresses rewritten in the answers that carry them.
     pub addresses: Addresses,
-    /// What the guard did, for `--metrics-listen`.
+    /// What the guard did, for `metrics-listen`.
     pub metrics: Metrics,
     /// What reads each frame, in order.
     pub filters: Filters,

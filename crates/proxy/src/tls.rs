@@ -20,7 +20,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::{ServerConfig, WebPkiClientVerifier};
 use rustls::RootCertStore;
 
-/// TLS towards clients: what `--tls-cert`, `--tls-key` and `--tls-client-ca` name.
+/// TLS towards clients ([`Config::tls`](crate::Config::tls)): the configuration file's
+/// `[tls]` (`cert`, `key`, `client-ca`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerTls {
     /// The guard's certificate chain, PEM, leaf first.
@@ -31,7 +32,8 @@ pub struct ServerTls {
     pub client_ca: Option<PathBuf>,
 }
 
-/// TLS towards the brokers: what `--upstream-tls` and its options name.
+/// TLS towards the brokers ([`Config::upstream_tls`](crate::Config::upstream_tls)): the
+/// configuration file's `[upstream-tls]` (`ca`, `server-name`, `cert`, `key`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UpstreamTls {
     /// The CAs the brokers' certificates must chain to (PEM); none: the system's roots.
@@ -39,7 +41,8 @@ pub struct UpstreamTls {
     /// The name every broker's certificate is checked against. None: the name in
     /// `names` for that broker, or else its IP address.
     pub server_name: Option<String>,
-    /// Each broker's host name as the operator wrote it (`--upstream host:port`).
+    /// Each broker's host name as the operator wrote it (its route's `upstream`), by its
+    /// resolved address.
     pub names: Vec<(SocketAddr, String)>,
     /// A certificate chain and key (PEM) the guard presents to the brokers (mTLS).
     pub client_cert: Option<(PathBuf, PathBuf)>,
@@ -159,9 +162,10 @@ impl UpstreamTls {
         Ok(Arc::new(config))
     }
 
-    /// The name the certificate of the broker at `upstream` is checked against:
-    /// `--upstream-server-name`, else the host written in its `--upstream`, else
-    /// `advertised` (the name a broker with no route advertised), else its IP address.
+    /// The name the certificate of the broker at `upstream` is checked against: the
+    /// `server_name` field (`upstream-tls.server-name`), else the host written for its
+    /// route (`names`), else `advertised` (the name a broker with no route advertised),
+    /// else its IP address.
     pub fn server_name(
         &self,
         upstream: SocketAddr,
@@ -221,7 +225,8 @@ impl Loaded {
     }
 
     /// Whether the guard presents a certificate of its own to the brokers
-    /// (`--upstream-tls-cert`): the brokers then take each client as the guard.
+    /// ([`UpstreamTls::client_cert`], `upstream-tls.cert`): the brokers then take each
+    /// client as the guard.
     pub fn lends_identity(&self) -> bool {
         self.upstream
             .as_ref()
@@ -229,9 +234,9 @@ impl Loaded {
     }
 }
 
-/// A guard that presents its own certificate to the brokers (`--upstream-tls-cert`) makes
+/// A guard that presents its own certificate to the brokers (`upstream-tls.cert`) makes
 /// every client act at the broker as the guard: it may lend that identity only to clients
-/// it authenticated itself, with a certificate (`--tls-client-ca`). See `identity`.
+/// it authenticated itself, with a certificate (`tls.client-ca`). See `identity`.
 fn check_lent_identity(
     server: Option<&ServerTls>,
     upstream: Option<&UpstreamTls>,
@@ -254,7 +259,7 @@ fn check_lent_identity(
 pub struct Prepared(Current);
 
 impl Tls {
-    /// Loads both sides' files; an error names the option and the file.
+    /// Loads both sides' files; an error names the setting (`tls.cert`, ...) and the file.
     pub fn new(server: Option<ServerTls>, upstream: Option<UpstreamTls>) -> Result<Tls, TlsError> {
         check_lent_identity(server.as_ref(), upstream.as_ref())?;
         let loaded = load(server.as_ref(), upstream.map(Arc::new))?;

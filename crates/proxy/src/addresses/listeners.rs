@@ -1,4 +1,4 @@
-//! `--dynamic-listen`: the listeners the guard opens, while it runs, for brokers that have no
+//! `dynamic-listen`: the listeners the guard opens, while it runs, for brokers that have no
 //! route, one per node on port FIRST + node id, each forwarding to the address its broker
 //! advertised.
 //!
@@ -14,8 +14,9 @@ use std::sync::Mutex;
 
 use crate::diag::info;
 
-/// `--dynamic-listen IP:FIRST-LAST`: where the guard opens listeners for brokers that have
-/// no route.
+/// Where the guard opens listeners for brokers that have no route
+/// ([`Config::dynamic_listen`](crate::Config::dynamic_listen); in the configuration file,
+/// `dynamic-listen = "IP:FIRST-LAST"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DynamicListen {
     /// The address the new listeners bind.

@@ -1,8 +1,8 @@
 //! Which of the guard's listeners fronts a broker, for the rewrite: the routes (a
-//! `--listen` in front of each `--upstream`), the guard's other listening addresses (which
-//! no broker's may be), the listener `--dynamic-listen` opens for a broker with no route
-//! (asked of `listeners`), the host clients are told, and the warnings, once per broker,
-//! for brokers left as they advertise themselves.
+//! `route.listen` in front of each `route.upstream`), the guard's other listening addresses
+//! (which no broker's may be), the listener `dynamic-listen` opens for a broker with no
+//! route (asked of `listeners`), the host clients are told, and the warnings, once per
+//! broker, for brokers left as they advertise themselves.
 //!
 //! Not here: reading and writing the answers (`rewrite`), binding sockets (`listeners`).
 
@@ -22,7 +22,8 @@ const WARNED_MAX: usize = 1024;
 #[derive(Clone, Debug)]
 struct Pair {
     upstream: SocketAddr,
-    /// The broker's host as written in `--upstream`, lowercased, when not an IP address.
+    /// The broker's host as written in its `route.upstream`, lowercased, when not an IP
+    /// address.
     name: Option<String>,
     listen: SocketAddr,
 }
@@ -97,7 +98,7 @@ impl Addresses {
         })
     }
 
-    /// Whether there is nothing to rewrite to: no route, no `--dynamic-listen` (a guard
+    /// Whether there is nothing to rewrite to: no route, no `dynamic-listen` (a guard
     /// embedded without routes, the conn fuzz target).
     pub(super) fn rewrites_nothing(&self) -> bool {
         self.pairs.is_empty() && self.dynamic.is_none()

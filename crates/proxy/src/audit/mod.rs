@@ -131,8 +131,9 @@ pub enum AuditError {
     Failing,
     /// The decision's line alone is larger than a connection's share of the queue.
     TooLarge,
-    /// The guard's buffer budget (`--max-buffered-bytes`), which audit lines are counted
-    /// in, has no room for the line.
+    /// The guard's buffer budget
+    /// ([`Config::max_buffered_bytes`](crate::Config::max_buffered_bytes)), which audit
+    /// lines are counted in, has no room for the line.
     NoMemory,
 }
 
@@ -174,8 +175,8 @@ pub const STALLED_AFTER: Duration = Duration::from_secs(5);
 /// The smallest share of the queue a connection has ([`connection_share`]).
 pub const MIN_CONNECTION_SHARE: usize = 1 << 20;
 
-/// Whether the rules that decide for `principal` under `policy` are `--log-only`: the
-/// principal's own rules if it has some, else the policy's.
+/// Whether the rules that decide for `principal` under `policy` are log-only
+/// ([`Policy::log_only`]): the principal's own rules if it has some, else the policy's.
 pub fn log_only(policy: &Policy, principal: Option<&str>) -> bool {
     principal
         .and_then(|p| policy.principal_rules.get(p))
@@ -210,8 +211,9 @@ impl Audit {
     }
 
     /// Counts every line queued from now on in `budget` as well (the guard's
-    /// `--max-buffered-bytes`): a line the budget has no room for is refused
-    /// ([`AuditError::NoMemory`]). Once: a second budget is ignored.
+    /// [`Config::max_buffered_bytes`](crate::Config::max_buffered_bytes)): a line the
+    /// budget has no room for is refused ([`AuditError::NoMemory`]). Once: a second budget
+    /// is ignored.
     pub(crate) fn count_in(&self, budget: &crate::budget::Budget) {
         let _ = self.queue.budget.set(budget.clone());
     }
@@ -369,7 +371,7 @@ impl Audit {
     }
 
     /// A decision that could not be audited (`what` says which, `e` why): under
-    /// `--log-only` (`log_only`), which never refuses, it is forwarded all the same:
+    /// log-only rules ([`log_only`]), which never refuse, it is forwarded all the same:
     /// `Ok`, counted, and said in the diagnostics at most once every ten seconds, with how
     /// many since. Otherwise `Err(e)`: the caller refuses it.
     pub fn unaudited(

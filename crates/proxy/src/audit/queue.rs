@@ -47,7 +47,8 @@ pub(crate) struct AuditMetrics {
     pub queued_lines: Gauge,
     /// Bytes of those lines (their allocations).
     pub queued_bytes: Gauge,
-    /// Decisions under `--log-only` forwarded although they could not be audited.
+    /// Decisions under log-only rules ([`Policy::log_only`](crate::Policy::log_only))
+    /// forwarded although they could not be audited.
     pub forwarded_unaudited: Counter,
 }
 

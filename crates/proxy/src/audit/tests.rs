@@ -340,7 +340,7 @@ async fn connections_from_one_address_share_one_share() {
     drop(open);
 }
 
-/// Issue 35, finding 5: audit lines were held outside `--max-buffered-bytes`. Now each
+/// Issue 35, finding 5: audit lines were held outside `max_buffered_bytes`. Now each
 /// line queued takes its bytes from the guard's budget until written, and a line the
 /// budget has no room for is refused (the election with it), never held beyond it.
 #[tokio::test]

@@ -16,11 +16,11 @@
 //!   gets no answer) is passed over, and the local answers queued after it still go out in
 //!   their turn.
 //!
-//! Memory is bounded: each side reads one frame at a time (at most `--max-frame-size`)
+//! Memory is bounded: each side reads one frame at a time (at most `max-frame-size`)
 //! and does not read the next before the last one was handed on; writes go through
 //! `FramedWrite`s that flush past 64 KiB; at most [`MAX_IN_FLIGHT`] requests wait for
 //! their answers; and what the filters keep to answer or merge later holds permits of a
-//! per-connection budget of `--max-frame-size` bytes and a share of the guard's buffer
+//! per-connection budget of `max-frame-size` bytes and a share of the guard's buffer
 //! budget. A slow client thus
 //! stops the proxy reading the broker, which stops it reading the client.
 //!

@@ -1,7 +1,8 @@
 //! Serves one accepted client: the client's TLS handshake (accept) and the broker
 //! connection with its own (dial), each within its timeout; the principal the client
 //! brings, and whether the guard lends it its identity; then the frames ([`proxy`]), or the
-//! hidden `--plain` copy of bytes. How the connection ended goes to the metrics.
+//! hidden plain copy of bytes (`Config::plain`). How the connection ended goes to the
+//! metrics.
 
 use std::sync::Arc;
 
@@ -53,7 +54,7 @@ async fn serve_client(
     let _ = client.set_nodelay(true);
     let client = client_side(client, &conn, &shared, tls.as_ref()).await?;
     // The principal, and whether the broker will take this client as the guard itself
-    // (`--upstream-tls-cert`): then only a client the policy allows goes on (see
+    // (`upstream-tls.cert`): then only a client the policy allows goes on (see
     // `identity`), closed here before anything reaches the broker.
     let certificate = match &client {
         ClientSide::Tls(c, _) => subject(c),
@@ -243,7 +244,7 @@ async fn upstream_side(
     }
 }
 
-/// The hidden `--plain` mode: bytes copied both ways, no frame looked at.
+/// The hidden plain mode (`Config::plain`): bytes copied both ways, no frame looked at.
 async fn plain<C, U>(
     client: &mut C,
     upstream: &mut U,

@@ -110,7 +110,7 @@ mod tests {
         assert_eq!((broker.host.as_str(), broker.port), ("127.0.0.1", 19092));
     }
 
-    /// A broker with no route (and no --dynamic-listen), or the same bytes as the answer
+    /// A broker with no route (and no `dynamic-listen`), or the same bytes as the answer
     /// to another API: passed on as they came.
     #[test]
     fn anything_else_passes() {

@@ -2,7 +2,7 @@
 //! `crate::policy`), audited, and forwarded as it came, forwarded trimmed of its refused
 //! partitions (the broker's answer then merged with the refusals), or refused whole and
 //! answered by the guard (see `crate::answer`, which writes both). A decision that cannot
-//! be audited is a refusal, except under `--log-only`.
+//! be audited is a refusal, except under `rules.log-only`.
 
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ impl Filter for ElectLeaders {
     }
 
     /// Its own audit lines fill the client's share of the audit queue: wait for them to be
-    /// written (not under `--log-only`, which never holds a request back).
+    /// written (not under `rules.log-only`, which never holds a request back).
     fn ready<'a>(&'a self, session: &'a Session<'a>, _: &RequestPeek) -> Option<Wait<'a>> {
         if log_only(&session.policy(), session.principal().as_deref()) {
             return None;
@@ -258,7 +258,7 @@ mod tests {
         );
     }
 
-    /// Under --log-only the same request goes to the broker as it came.
+    /// Under `rules.log-only` the same request goes to the broker as it came.
     #[test]
     fn log_only_forwards_what_it_would_refuse() {
         let conn = guard(Policy {

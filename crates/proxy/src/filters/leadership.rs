@@ -26,7 +26,7 @@ impl Filter for Leadership {
     }
 
     /// Its own audit lines fill the client's share of the audit queue: wait for them to be
-    /// written (not under `--log-only`, which never holds a request back).
+    /// written (not under `rules.log-only`, which never holds a request back).
     fn ready<'a>(&'a self, session: &'a Session<'a>, request: &RequestPeek) -> Option<Wait<'a>> {
         if Api::of(request.api_key).is_none()
             || log_only(&session.policy(), session.principal().as_deref())

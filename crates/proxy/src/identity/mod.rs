@@ -25,7 +25,7 @@
 //!
 //! When the guard presents a certificate of its own to the brokers (`upstream-tls.cert`),
 //! the broker takes every connection as the guard's: the guard *lends* its identity. It
-//! lends it only to clients it authenticated itself (`--tls-client-ca` is required, see
+//! lends it only to clients it authenticated itself (`tls.client-ca` is required, see
 //! `tls`) and, when `rules.allow-principal` names principals, only to those: the connection of
 //! any other is closed before any of its frames is forwarded.
 //!
@@ -136,8 +136,8 @@ impl Identity {
     }
 
     /// Whether this connection may go on at the broker under the guard's identity: always,
-    /// unless the identity is lent and `policy` names the principals allowed (outside
-    /// `--log-only`) without this one. Err: why not, for the log.
+    /// unless the identity is lent and `policy`, when not log-only (`rules.log-only`),
+    /// names the principals allowed without this one. Err: why not, for the log.
     pub fn admitted(&self, policy: &Policy) -> Result<(), String> {
         if !self.lent || policy.allowed_principals.is_empty() || policy.log_only {
             return Ok(());

@@ -37,7 +37,8 @@ pub struct ChangeDecision {
 }
 
 impl ChangeDecision {
-    /// Whether anything is refused (or would be, under `--log-only`).
+    /// Whether anything is refused (or would be, under
+    /// [`Policy::log_only`](crate::Policy::log_only)).
     pub fn refuses(&self) -> bool {
         self.whole.is_some() || !self.refused.is_empty()
     }
@@ -62,7 +63,7 @@ impl ChangeDecision {
     }
 
     /// The decision when this one could not be audited: everything refused, whatever
-    /// `--log-only` says.
+    /// [`Policy::log_only`](crate::Policy::log_only) says.
     pub fn unaudited(mut self, why: &str) -> ChangeDecision {
         self.verdict = Verdict::Refused;
         self.rules.insert(Rule::AuditLog);

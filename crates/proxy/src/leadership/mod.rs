@@ -4,8 +4,9 @@
 //!
 //! A guard that refuses an UNCLEAN election but forwards the config change that makes the
 //! controller hold one by itself protects nothing. So, whenever the policy has a rule that
-//! concerns leadership (`--deny-unclean`, `--protect-topic`, `--allow-client-id`,
-//! `--allow-principal`), these requests are read and decided on:
+//! concerns leadership ([`Policy::deny_unclean`], [`Policy::protected_topics`],
+//! [`Policy::allowed_client_ids`], [`Policy::allowed_principals`]), these requests are read
+//! and decided on:
 //!
 //! | API (key) | refused when |
 //! |---|---|
@@ -36,8 +37,8 @@
 //! half applied is harder for an operator to reason about than one refused). A request the
 //! guard cannot read, or of a version it does not know, closes the connection: it is never
 //! forwarded. `ValidateOnly` requests are decided like the others, as Kafka's policies
-//! decide them. Under `--log-only` nothing is refused and what would be is audited. Every
-//! decision is audited; one that cannot be is refused.
+//! decide them. Under [`Policy::log_only`] nothing is refused and what would be is audited.
+//! Every decision is audited; one that cannot be is refused.
 
 mod api;
 mod decision;

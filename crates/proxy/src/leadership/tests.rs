@@ -347,7 +347,7 @@ fn config_rules() {
     // No rule that concerns leadership: nothing refused.
     assert_eq!(decide(&Policy::default(), topic_unclean), Forwarded);
     assert!(!Policy::default().polices_leadership());
-    // --log-only: would refuse, forwarded.
+    // log_only: would refuse, forwarded.
     let log_only = Policy {
         log_only: true,
         ..deny_unclean()

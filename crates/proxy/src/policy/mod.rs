@@ -38,19 +38,21 @@ pub const SHOWN_NAME: usize = 64;
 /// What the operator configured.
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
-    /// `--deny-unclean`: UNCLEAN elections are refused.
+    /// Only PREFERRED elections pass: UNCLEAN ones, and any type the guard does not know,
+    /// are refused (`rules.deny-unclean`).
     pub deny_unclean: bool,
-    /// `--protect-topic`: no election for these topics' partitions.
+    /// No election for these topics' partitions (`rules.protect-topic`).
     pub protected_topics: HashSet<Box<[u8]>>,
-    /// `--allow-client-id`: when not empty, only these client ids may elect.
+    /// When not empty, only these client ids may elect (`rules.allow-client-id`).
     pub allowed_client_ids: HashSet<Box<[u8]>>,
-    /// `--allow-principal`: when not empty, only these principals may elect (a SASL user
-    /// name the broker accepted, or a client certificate's subject); an unknown principal
-    /// is refused.
+    /// When not empty, only these principals may elect (a SASL user name the broker
+    /// accepted, or a client certificate's subject); an unknown principal is refused
+    /// (`rules.allow-principal`).
     pub allowed_principals: HashSet<Box<str>>,
-    /// `--max-partitions`: a request naming more partitions (or all of them) is refused.
+    /// A request naming more partitions (or all of them) is refused
+    /// (`rules.max-partitions`).
     pub max_partitions: Option<usize>,
-    /// `--log-only`: nothing refused, what would be is audited.
+    /// Nothing refused, what would be is audited (`rules.log-only`).
     pub log_only: bool,
     /// Rules for one principal (the config file's `[rules.principal."NAME"]`): a request
     /// from a connection whose principal is a key here is decided by that policy instead,
@@ -63,15 +65,15 @@ pub struct Policy {
 /// A rule of the policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
-    /// `--allow-client-id`.
+    /// Only the client ids of [`Policy::allowed_client_ids`] may elect.
     AllowClientId,
-    /// `--allow-principal`.
+    /// Only the principals of [`Policy::allowed_principals`] may elect.
     AllowPrincipal,
-    /// `--max-partitions`.
+    /// A request names at most [`Policy::max_partitions`] partitions, and not all of them.
     MaxPartitions,
-    /// `--deny-unclean`.
+    /// Only PREFERRED elections ([`Policy::deny_unclean`]).
     DenyUnclean,
-    /// `--protect-topic`.
+    /// No election for the topics of [`Policy::protected_topics`].
     ProtectTopic,
     /// The decision could not be written to the audit log: refused, failing closed.
     AuditLog,
@@ -87,7 +89,8 @@ impl Rule {
         Rule::AuditLog,
     ];
 
-    /// The rule's name, as its command-line option: what the audit log says.
+    /// The rule's name, as the configuration file names its setting (`deny-unclean`,
+    /// `audit-log`, ...): what the audit log says.
     pub fn name(self) -> &'static str {
         match self {
             Rule::AllowClientId => "allow-client-id",
@@ -153,7 +156,8 @@ pub enum Verdict {
     /// Forwarded without the refused partitions; the broker's answer is merged with the
     /// refusals.
     Trimmed,
-    /// `--log-only`: forwarded as it is, but the policy would have refused some of it.
+    /// Log-only ([`Policy::log_only`]): forwarded as it is, but the policy would have
+    /// refused some of it.
     WouldRefuse,
 }
 
@@ -200,7 +204,7 @@ pub struct Decision {
     /// Partitions refused (all those named when the whole request is).
     pub refused: usize,
     /// Whether every named partition is refused because the election is not PREFERRED
-    /// (named partitions under `--deny-unclean`).
+    /// (named partitions under [`Policy::deny_unclean`]).
     unclean: bool,
     /// The election type is neither PREFERRED nor UNCLEAN.
     other_type: bool,
@@ -295,7 +299,7 @@ impl Policy {
     ) -> Decision {
         let topics = request.topic_partitions();
         let requested = requested_partitions(request);
-        // Fail closed: under --deny-unclean every election type but PREFERRED is refused,
+        // Fail closed: under `deny_unclean` every election type but PREFERRED is refused,
         // UNCLEAN and the types this proxy does not know alike (Kafka's reader takes any i8).
         let election_type = request.election_type();
         let unclean = self.deny_unclean && election_type != ElectionType::PREFERRED;
@@ -400,7 +404,8 @@ impl Policy {
     }
 
     /// The decision when the request's decision could not be audited: the whole request
-    /// refused, whatever the rules and `--log-only` say, with a message saying `why`.
+    /// refused, whatever the rules and [`Policy::log_only`] say, with a message saying
+    /// `why`.
     pub fn refuse_unaudited(&self, request: &ElectLeadersRequest<'_>, why: &str) -> Decision {
         let requested = requested_partitions(request);
         let mut rules = Rules::default();

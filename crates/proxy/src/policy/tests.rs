@@ -116,7 +116,7 @@ fn unclean_all_partitions_refused_whole() {
     assert_eq!((d.requested, d.refused), (None, 0));
 }
 
-/// Issue 23, finding 6: under --deny-unclean, election types other than PREFERRED and
+/// Issue 23, finding 6: under `deny_unclean`, election types other than PREFERRED and
 /// UNCLEAN used to be forwarded and audited as "forwarded". What the policy cannot
 /// prove allowed is refused, named partitions and all partitions alike.
 #[test]
