@@ -13,8 +13,7 @@ use std::fmt::Write as _;
 use kafka_elect_leaders::{
     has_top_level_error_code, parse_response, ElectLeadersResponse, ErrorCode, TaggedFields,
 };
-
-use crate::input::to_hex;
+use kafka_elect_leaders_json::hex::to_hex;
 
 /// A partition whose election the broker gave up on when the request's `TimeoutMs` ran out.
 const REQUEST_TIMED_OUT: ErrorCode = ErrorCode(7);
