@@ -10,7 +10,6 @@ mod fail;
 mod filter;
 mod flags;
 mod input;
-mod json;
 mod live;
 mod output;
 mod traffic;

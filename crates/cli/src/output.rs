@@ -4,8 +4,9 @@
 
 use std::io::{self, IsTerminal, Write};
 
+use kafka_elect_leaders_json::hex::to_hex;
+
 use crate::fail::Failure;
-use crate::input::to_hex;
 
 /// Binary frames are not written to a terminal (`encode`, `gen`, `mutate` alike): they
 /// would garble it, and nobody reads them there. A usage error (exit 2) that says what to

@@ -4,8 +4,9 @@
 //! is `kafka_elect_leaders_capture::traffic`.
 
 pub use kafka_elect_leaders_capture::traffic::*;
+/// Kafka's name of an API key as the tool shows it: the JSON's `"api_name"`.
+pub use kafka_elect_leaders_json::print::api_label;
 
-use kafka_elect_leaders::api_name;
 use kafka_elect_leaders_capture::Endpoint;
 
 /// What a walk through a capture saw.
@@ -191,9 +192,4 @@ pub fn note_line(name: &str, note: &Note) -> String {
     line.push_str(": ");
     line.push_str(&note.message);
     line
-}
-
-/// Kafka's name of an API key, or `"unknown"`.
-pub fn api_label(api_key: i16) -> &'static str {
-    api_name(api_key).unwrap_or("unknown")
 }

@@ -1,22 +1,7 @@
-//! The ElectLeaders versions as the tool's texts name them, built from the codec's
-//! constants so that a new version changes the messages and the help with it.
+//! The ElectLeaders versions in the tool's help texts. The versions as texts name them
+//! ([`range`], [`list`]) are the JSON crate's, whose messages name them too.
 
-use kafka_elect_leaders::{MAX_VERSION, MIN_VERSION, VERSIONS};
-
-/// `0-2`: the versions as a range.
-pub fn range() -> String {
-    format!("{MIN_VERSION}-{MAX_VERSION}")
-}
-
-/// `0, 1 or 2`: the versions one by one.
-pub fn list() -> String {
-    let names: Vec<String> = VERSIONS.map(|v| v.to_string()).collect();
-    match names.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    }
-}
+pub use kafka_elect_leaders_json::versions::{list, range};
 
 /// `text` with `{versions}` replaced by [`range`]: for help texts.
 pub fn fill(text: &str) -> String {
@@ -25,14 +10,10 @@ pub fn fill(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use kafka_elect_leaders::{MAX_VERSION, MIN_VERSION, VERSIONS};
+    use kafka_elect_leaders::{MAX_VERSION, MIN_VERSION};
 
     #[test]
-    fn names_every_version() {
-        let list = super::list();
-        let mut versions = VERSIONS;
-        assert!(versions.all(|v| list.contains(&v.to_string())), "{list}");
-        assert!(list.ends_with(&format!(" or {MAX_VERSION}")), "{list}");
+    fn fills_in_the_versions() {
         let range = format!("{MIN_VERSION}-{MAX_VERSION}");
         assert_eq!(super::fill("v ({versions})"), format!("v ({range})"));
     }

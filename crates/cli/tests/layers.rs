@@ -32,10 +32,9 @@ fn reads_the_edges_it_should() {
     assert!(uses("flags::defs", "flags::help"));
     // An inline path: `super::serve::run(...)` in fuzz.rs.
     assert!(uses("commands::fuzz", "commands::serve"));
-    // `use super::super::packed::{...}` in json/stream/seeds.rs; a test module's paths
-    // (json/stream/mod.rs's) are not read.
-    assert!(uses("json::stream::seeds", "json::packed"));
-    assert!(!uses("json::stream", "json::print"));
-    // A path to an item of a module names that module: `crate::json::print::Message`.
-    assert!(uses("commands::decode", "json::print"));
+    // An inline path to an item of a module names that module: `crate::flags::ReadFlags`
+    // in traffic.rs.
+    assert!(uses("traffic", "flags"));
+    // `use crate::traffic::api_label;` in commands/summary_html.rs.
+    assert!(uses("commands::summary_html", "traffic"));
 }

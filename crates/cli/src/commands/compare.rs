@@ -30,7 +30,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kafka_elect_leaders::compare::{code, compare_outcomes, Outcome, SHORT_TIMEOUT_MS};
 use kafka_elect_leaders::{parse_request, parse_response, set_request_correlation_id};
+use kafka_elect_leaders_json::hex::to_hex;
+use kafka_elect_leaders_json::print::Message;
 use serde_json::{json, Value};
 
 use super::broker::{
@@ -39,9 +42,6 @@ use super::broker::{
 };
 use crate::fail::Failure;
 use crate::flags::FuzzArgs;
-use crate::input::to_hex;
-use crate::json::print::Message;
-use kafka_elect_leaders::compare::{code, compare_outcomes, Outcome, SHORT_TIMEOUT_MS};
 
 /// How long a malformed request's answer is waited for when neither broker has answered:
 /// one whose size prefix promises more bytes is waited on by both, for ever.

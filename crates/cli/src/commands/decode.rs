@@ -1,15 +1,15 @@
 //! `decode`: frames in, one JSON object per frame out, one per line (the objects are
-//! [`crate::json::print`]'s).
+//! [`kafka_elect_leaders_json::print`]'s).
 
 use std::io::Write;
 
 use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_request, API_KEY};
+use kafka_elect_leaders_json::print::{Message, OtherFrame, Place};
 
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
 use crate::filter::Filter;
 use crate::flags::DecodeArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
-use crate::json::print::{Message, OtherFrame, Place};
 use crate::output::LineFlushed;
 use crate::traffic::{self, Item, Role, What};
 

@@ -5,8 +5,8 @@ use std::io::Write;
 use crate::fail::Failure;
 use crate::flags::EncodeArgs;
 use crate::input::Source;
-use crate::json::stream::JsonStream;
 use crate::output::{refuse_binary_to_terminal, write_frame};
+use kafka_elect_leaders_json::stream::JsonStream;
 
 /// `encode`: JSON objects to frames. The objects may be one per line, spread over several
 /// lines or back to back (`jq` without `-c`): they are read as a stream of JSON values,

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_elect_leaders::{parse_request, parse_response, set_request_correlation_id, ErrorCode};
+use kafka_elect_leaders_json::hex::to_hex;
 
 use crate::fail::Failure;
 use crate::flags::FuzzArgs;
-use crate::input::to_hex;
 
 use super::broker::{
     connect_watched, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,

@@ -15,12 +15,13 @@ use kafka_elect_leaders::{
     is_supported, parse_request, parse_response, scan_requests, split_frame, ElectLeadersRequest,
     ElectLeadersResponse, ErrorCode, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
+use kafka_elect_leaders_json::hex::to_hex;
+use kafka_elect_leaders_json::print::{Message, Place};
 
 use crate::fail::Failure;
 use crate::filter::{Asked, Filter};
 use crate::flags::ScanArgs;
-use crate::input::{to_hex, Expect, Opened, Source};
-use crate::json::print::{Message, Place};
+use crate::input::{Expect, Opened, Source};
 use crate::output::LineFlushed;
 use crate::traffic::{self, Item, What};
 

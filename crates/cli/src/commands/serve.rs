@@ -24,11 +24,11 @@ use kafka_elect_leaders::{
     mutate_response, parse_request, ArbitraryPartitionResult, ArbitraryReplicaElectionResult,
     ArbitraryResponse, EncodeResponse, ErrorCode, DEFAULT_MAX_FRAME_SIZE,
 };
+use kafka_elect_leaders_json::hex::{from_hex, to_hex};
 use serde_json::json;
 
 use crate::fail::Failure;
 use crate::flags::FuzzArgs;
-use crate::input::{from_hex, to_hex};
 
 /// Connections served at once; one more is accepted, recorded and closed.
 pub const MAX_CONNECTIONS: usize = 64;

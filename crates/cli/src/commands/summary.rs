@@ -21,13 +21,14 @@ use std::io::Write;
 use kafka_elect_leaders::{
     is_known_request, parse_request, parse_response, peek_request, ErrorCode, API_KEY,
 };
+use kafka_elect_leaders_json::hex::to_hex;
+use kafka_elect_leaders_json::print::{epoch_us, latency_us};
 use serde_json::{json, Value};
 
 use crate::fail::{frame_failure, malformed, Failure};
 use crate::filter::Filter;
 use crate::flags::SummaryArgs;
-use crate::input::{to_hex, Expect, FrameReader, Kind, Opened, ReadFailure, Source};
-use crate::json::print::{epoch_us, latency_us};
+use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::traffic::{self, api_label, Item, Role, What};
 
 use kafka_elect_leaders_capture::summary::{

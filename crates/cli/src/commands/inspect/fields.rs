@@ -12,10 +12,10 @@ use kafka_elect_leaders::{
     has_election_type, has_top_level_error_code, response_header_version, ElectLeadersRequest,
     ElectLeadersResponse, ElectionType, ErrorCode, Int32List, TaggedFields, SIZE_PREFIX_LEN,
 };
+use kafka_elect_leaders_json::hex::to_hex;
 
 use super::style::Region;
 use super::tree::{group, leaf, with_region, Node};
-use crate::input::to_hex;
 
 // What the schemas' `about` texts say, shortened to a line.
 pub const ABOUT_SIZE: &str = "number of bytes that follow";

@@ -5,7 +5,7 @@
 //! `DeserializeSeed` visitors: the members of an object are read as small `Value`s, except
 //! its list (`topic_partitions`, `replica_election_results`) and the lists of that list's
 //! elements (`partitions`, `partition_result`), whose items are checked and packed
-//! ([`super::packed`]) one at a time, as they are read. What `encode` holds is the packed
+//! (`packed`) one at a time, as they are read. What `encode` holds is the packed
 //! list and then the frame, whatever the shape of the JSON: many small topics as well as
 //! few large ones.
 //!
@@ -42,6 +42,7 @@ pub struct JsonStream<R> {
 }
 
 impl<R: Read> JsonStream<R> {
+    /// A stream of the objects in `inner`, read 64 KiB at a time.
     pub fn new(inner: R) -> Self {
         Self::with_buffer(inner, READ_BUFFER)
     }
@@ -57,7 +58,9 @@ impl<R: Read> JsonStream<R> {
     /// The next object's frame, or why it cannot be one, and the lines the object spans;
     /// `None` at the end of the input. The error: where the text stops being JSON (line
     /// and column), or why the input could not be read.
-    #[allow(clippy::type_complexity)]
+    // Not `Iterator::next`: an error ends the stream (no object can be found in text after
+    // the point where it stops being JSON), which an iterator of results would not say.
+    #[allow(clippy::type_complexity, clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<(Result<Vec<u8>, String>, Lines)>, String> {
         let io = |e: io::Error| e.to_string();
         if !self.input.skip_whitespace().map_err(io)? {
@@ -111,7 +114,7 @@ fn syntax(e: &serde_json::Error, line: usize, column: usize) -> String {
 }
 
 /// serde_json's message without its position (which is given in the input's terms).
-pub fn what(e: &serde_json::Error) -> String {
+fn what(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     text.strip_suffix(&suffix).unwrap_or(&text).to_owned()
@@ -127,7 +130,7 @@ mod tests {
     use super::super::packed::Packed;
     use super::super::sources;
     use super::{JsonStream, Lines};
-    use crate::json::print::Message;
+    use crate::print::Message;
 
     /// Hands out its bytes a few at a time (1, 2, 3, 1, ...), so that values, characters
     /// and lines are cut by every read's end.

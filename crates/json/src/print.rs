@@ -7,17 +7,19 @@ use std::fmt::{self, Write as _};
 use std::io::Write;
 
 use kafka_elect_leaders::{
-    has_election_type, has_top_level_error_code, ElectLeadersRequest, ElectLeadersResponse,
-    ErrorCode, TaggedFields, API_KEY,
+    api_name, has_election_type, has_top_level_error_code, ElectLeadersRequest,
+    ElectLeadersResponse, ErrorCode, TaggedFields, API_KEY,
 };
+use kafka_elect_leaders_capture::traffic::{Asked, Origin};
+use kafka_elect_leaders_capture::Timestamp;
 
-use crate::capture::Timestamp;
-use crate::input::to_hex;
-use crate::traffic::{self, Asked, Origin};
+use crate::hex::to_hex;
 
 /// A frame to print as one JSON object.
 pub enum Message<'a> {
+    /// An ElectLeaders request, parsed by the codec.
     Request(ElectLeadersRequest<'a>),
+    /// An ElectLeaders response, parsed by the codec (its version given to the parser).
     Response(ElectLeadersResponse<'a>),
     /// A frame of another API (or a response whose request was not seen), for `--all`.
     Other(OtherFrame),
@@ -29,6 +31,7 @@ pub struct OtherFrame {
     pub kind: &'static str,
     /// The API key and version; `None` for a response whose request was not seen.
     pub api: Option<(i16, i16)>,
+    /// The correlation id of the frame's header.
     pub correlation_id: i32,
     /// The frame's size, size prefix included.
     pub bytes: usize,
@@ -39,20 +42,28 @@ pub enum Place<'a> {
     /// In a capture's connection: packets, time, connection, addresses, stream offset and
     /// frame number; `file` when several inputs are decoded at once.
     Capture {
+        /// The frame's packets, time, connection, addresses, stream offset and number.
         origin: &'a Origin,
         /// A paired response's request: its time and the latency.
         request: Option<Asked>,
+        /// The input's name, written first (`"file"`), when several are decoded at once.
         file: Option<&'a str>,
     },
     /// In a recorded connection read as a stream (or any file of frames, when several
     /// inputs are decoded at once): the frame's number and input offset.
     Stream {
+        /// The frame's number in the input, from 1, counting the frames of every API.
         frame: usize,
+        /// The byte of the input where the frame's size prefix starts.
         offset: u64,
+        /// The input's name, written first (`"file"`), when several are decoded at once.
         file: Option<&'a str>,
     },
     /// In a raw file searched by `scan`: the frame's offset.
-    Raw { offset: u64 },
+    Raw {
+        /// The byte of the file where the frame's size prefix starts.
+        offset: u64,
+    },
 }
 
 impl Message<'_> {
@@ -159,6 +170,11 @@ pub fn latency_us(request: Timestamp, response: Timestamp) -> i128 {
     (ns(response) - ns(request)) / 1_000
 }
 
+/// Kafka's name of an API key, or `"unknown"`.
+pub fn api_label(api_key: i16) -> &'static str {
+    api_name(api_key).unwrap_or("unknown")
+}
+
 /// `,"error_code":N,"error_name":"NAME"` (`null` for a code Kafka does not name).
 fn push_error<W: fmt::Write + ?Sized>(o: &mut W, code: ErrorCode) -> fmt::Result {
     push_field(o, "error_code", code.0)?;
@@ -174,7 +190,7 @@ fn other_fields<W: fmt::Write + ?Sized>(o: &mut W, frame: &OtherFrame) -> fmt::R
     match frame.api {
         Some((api_key, api_version)) => {
             push_field(o, "api_key", api_key)?;
-            write!(o, ",\"api_name\":\"{}\"", traffic::api_label(api_key))?;
+            write!(o, ",\"api_name\":\"{}\"", api_label(api_key))?;
             push_field(o, "api_version", api_version)?;
         }
         None => o.write_str(",\"api_key\":null,\"api_name\":null")?,
@@ -188,11 +204,7 @@ fn request_fields<W: fmt::Write + ?Sized>(o: &mut W, r: &ElectLeadersRequest<'_>
     let header = r.header();
     o.write_str("{\"kind\":\"request\"")?;
     push_field(o, "api_key", header.api_key())?;
-    write!(
-        o,
-        ",\"api_name\":\"{}\"",
-        traffic::api_label(header.api_key())
-    )?;
+    write!(o, ",\"api_name\":\"{}\"", api_label(header.api_key()))?;
     push_field(o, "api_version", r.version())?;
     push_field(o, "correlation_id", r.correlation_id())?;
     o.write_str(",\"client_id\":")?;
@@ -235,7 +247,7 @@ fn response_fields<W: fmt::Write + ?Sized>(o: &mut W, r: &ElectLeadersResponse<'
     // The wire has no API key in a response: its request's, which it was parsed for.
     o.write_str("{\"kind\":\"response\"")?;
     push_field(o, "api_key", API_KEY)?;
-    write!(o, ",\"api_name\":\"{}\"", traffic::api_label(API_KEY))?;
+    write!(o, ",\"api_name\":\"{}\"", api_label(API_KEY))?;
     push_field(o, "api_version", r.version())?;
     push_field(o, "correlation_id", r.correlation_id())?;
     push_tagged(o, "header_tagged_fields", r.header().tagged_fields())?;

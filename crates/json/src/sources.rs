@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::packed::{Packed, Record, Tags};
 
-use crate::input::from_hex;
+use crate::hex::from_hex;
 use crate::versions;
 
 pub(super) const REQUEST_KEYS: &[&str] = &[
