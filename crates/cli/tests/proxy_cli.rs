@@ -415,7 +415,13 @@ fn other_apis_are_forwarded_byte_for_byte() {
     let (fake, got) = FakeUpstream::answering(b"\x00\x00any bytes at all \xff\x00");
     let proxy = Proxy::start(
         fake.addr,
-        &["--deny-unclean", "--protect-topic", "payments"],
+        &[
+            "--deny-unclean",
+            "--protect-topic",
+            "payments",
+            "--forward-unknown-api",
+            "1000",
+        ],
     );
     let mut c = proxy.connect();
     let sent = [
@@ -446,6 +452,36 @@ fn other_apis_are_forwarded_byte_for_byte() {
         );
     }
     assert!(proxy.audit().is_empty(), "only ElectLeaders is audited");
+}
+
+/// Under a rule, an API only brokers send (WriteTxnMarkers) and a key Kafka 4.4 does not
+/// define, unless forwarded by number, close the connection: nothing reaches the broker,
+/// each leaves an audit line.
+#[test]
+fn broker_only_and_unknown_apis_close_the_connection() {
+    let (fake, got) = FakeUpstream::answering(b"\x00\x00");
+    let proxy = Proxy::start(fake.addr, &["--deny-unclean"]);
+    for (i, (key, name)) in [(27, Some("WriteTxnMarkers")), (1000, None)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut c = proxy.connect();
+        c.write_all(&request(key, 0, 7, &[0; 16])).unwrap();
+        assert!(closed(&mut c), "api key {key}: the connection stays open");
+        assert!(
+            got.recv_timeout(Duration::from_millis(300)).is_err(),
+            "api key {key} reached the broker"
+        );
+        let audit = proxy.audit_at_least(i + 1);
+        let line = &audit[i];
+        assert_eq!(line["api_key"], key, "{line}");
+        assert_eq!(line["verdict"], "closed", "{line}");
+        assert_eq!(
+            line["api_name"],
+            name.map_or(Value::Null, Value::from),
+            "{line}"
+        );
+    }
 }
 
 #[test]

@@ -28,19 +28,23 @@ pub enum CloseReason {
     Upstream,
     /// The guard stopped.
     Stop,
+    /// A request the guard never forwards (an API only brokers and controllers send, a
+    /// key it has no decision for): refused by the policy, not malformed.
+    Refused,
     /// Anything else (a refusal that could not be encoded, ...).
     Error,
 }
 
 impl CloseReason {
     /// Every reason, for what lists them (the metrics' label values).
-    pub const ALL: [CloseReason; 7] = [
+    pub const ALL: [CloseReason; 8] = [
         CloseReason::Client,
         CloseReason::Idle,
         CloseReason::Timeout,
         CloseReason::Malformed,
         CloseReason::Upstream,
         CloseReason::Stop,
+        CloseReason::Refused,
         CloseReason::Error,
     ];
 
@@ -53,6 +57,7 @@ impl CloseReason {
             CloseReason::Malformed => "malformed",
             CloseReason::Upstream => "upstream",
             CloseReason::Stop => "stop",
+            CloseReason::Refused => "refused",
             CloseReason::Error => "error",
         }
     }

@@ -676,6 +676,7 @@ mod tests {
         assert_eq!(
             filters.names(),
             [
+                "doors",
                 "sasl",
                 "leadership",
                 "elect-leaders",
@@ -695,6 +696,9 @@ mod tests {
         assert_eq!(versions, ["api-versions"]);
         let sasl: Vec<_> = filters.for_response(36).map(|f| f.name()).collect();
         assert_eq!(sasl, ["sasl"]);
+        // WriteTxnMarkers (27), only brokers send it: the doors close it first.
+        let markers: Vec<_> = filters.for_request(27).map(|f| f.name()).collect();
+        assert_eq!(markers[0], "doors");
         assert!(!filters.reads_response(0), "Produce answers pass untouched");
     }
 }

@@ -94,6 +94,7 @@
 
 pub mod addresses;
 pub mod answer;
+pub mod apis;
 pub mod audit;
 mod budget;
 mod close;

@@ -62,6 +62,7 @@ fn rules_weakened(old: &Policy, new: &Policy, prefix: &str, dropped: &mut Vec<St
         max_partitions,
         log_only,
         principal_rules: _,
+        forwarded_unknown_apis,
     } = old;
     if *deny_unclean && !new.deny_unclean {
         dropped.push(format!("{prefix}deny-unclean dropped"));
@@ -94,6 +95,18 @@ fn rules_weakened(old: &Policy, new: &Policy, prefix: &str, dropped: &mut Vec<St
             "{prefix}max-partitions raised from {old_max} to {new_max}"
         )),
         _ => {}
+    }
+    // Without a rule every key is forwarded: only a guard with rules had a door to open.
+    let opened: Vec<String> = new
+        .forwarded_unknown_apis
+        .difference(forwarded_unknown_apis)
+        .map(i16::to_string)
+        .collect();
+    if old.has_rules() && !opened.is_empty() {
+        dropped.push(format!(
+            "{prefix}forward-unknown-api {} added",
+            opened.join(", ")
+        ));
     }
     if !*log_only && new.log_only {
         dropped.push(format!(
@@ -164,6 +177,7 @@ mod tests {
             max_partitions: Some(100),
             log_only: false,
             principal_rules: Default::default(),
+            forwarded_unknown_apis: [95].into_iter().collect(),
         };
         let ops = Policy {
             deny_unclean: false,
@@ -171,6 +185,20 @@ mod tests {
         };
         policy.principal_rules.insert("ops".into(), ops);
         policy
+    }
+
+    /// Forwarding a key the guard has no decision for opens a door: a weakening.
+    #[test]
+    fn an_unknown_api_forwarded_weakens() {
+        let old = strict();
+        let mut new = old.clone();
+        new.forwarded_unknown_apis.insert(96);
+        assert_eq!(
+            old.weakened_by(&new),
+            vec!["forward-unknown-api 96 added".to_owned()]
+        );
+        new.forwarded_unknown_apis.clear();
+        assert_eq!(old.weakened_by(&new), Vec::<String>::new());
     }
 
     #[test]

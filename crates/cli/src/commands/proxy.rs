@@ -297,6 +297,9 @@ fn override_rules(args: &ProxyArgs, policy: &mut Policy) {
     if args.log_only {
         policy.log_only = true;
     }
+    if !args.forward_unknown_api.is_empty() {
+        policy.forwarded_unknown_apis = args.forward_unknown_api.iter().copied().collect();
+    }
 }
 
 /// How long SIGHUP waits for the audit lines queued before it to be written, and the file

@@ -646,6 +646,11 @@ pub struct ProxyArgs {
     /// Forward everything unchanged; audit what would be refused
     #[arg(long)]
     pub log_only: bool,
+    /// Forward requests of API key KEY, which Kafka 4.4 does not define (repeatable);
+    /// while any rule is set, every other key the guard has no decision for closes the
+    /// connection
+    #[arg(long, value_name = "KEY", value_parser = values::unknown_api_key)]
+    pub forward_unknown_api: Vec<i16>,
     /// One JSON line per ElectLeaders decision, appended to FILE (opened again when it is
     /// moved or deleted, and on SIGHUP: logrotate), or to standard output with -;
     /// default: standard error

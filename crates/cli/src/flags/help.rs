@@ -326,7 +326,11 @@ make the brokers advertise the --listen addresses (advertised.listeners), so cli
 on the proxy after bootstrap. Each client connection gets its own broker connection.
 
 Frames of every other API are forwarded byte for byte; only their header's first fields
-are read. ElectLeaders requests are parsed, and:
+are read, except where the guard polices or rewrites them (README: 'Every Kafka API, one
+table'). While any rule is set, an API only brokers and controllers send (WriteTxnMarkers,
+the quorum's, the share coordinator's...) or a key Kafka 4.4 does not define closes the
+connection (--forward-unknown-api KEY forwards such a key). ElectLeaders requests are
+parsed, and:
   --deny-unclean          UNCLEAN elections are refused
   --protect-topic NAME    no election for NAME's partitions (repeatable)
   --allow-client-id ID    only these client ids may elect (repeatable; none: any)

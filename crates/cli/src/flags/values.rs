@@ -46,6 +46,23 @@ pub fn dynamic_listen(
 
 /// A whole number of at least `MIN`.
 #[cfg(feature = "proxy")]
+/// An API key the guard's table of Kafka's APIs does not know (`--forward-unknown-api`).
+#[cfg(feature = "proxy")]
+pub fn unknown_api_key(text: &str) -> Result<i16, String> {
+    let key: i16 = text
+        .parse()
+        .map_err(|_| "expected an API key (a whole number)".to_owned())?;
+    match kafka_elect_leaders_proxy::apis::door_of(key) {
+        Some(door) => Err(format!(
+            "api key {key} is {}, which the guard knows ({}): only keys Kafka 4.4 does not \
+             define can be forwarded",
+            door.name,
+            door.class.name()
+        )),
+        None => Ok(key),
+    }
+}
+
 pub fn count<const MIN: usize>(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n >= MIN => Ok(n),

@@ -27,6 +27,7 @@
 //! protect-topic = ["payments"]
 //! allow-principal = ["alice", "ops"]
 //! max-partitions = 1000
+//! forward-unknown-api = [95]     # a key newer than Kafka 4.4, forwarded all the same
 //!
 //! [rules.principal.ops]          # ops's own rules: what it sets replaces [rules]' value
 //! deny-unclean = false
@@ -444,6 +445,8 @@ struct RawRules {
     max_partitions: Option<Cap>,
     #[serde(default)]
     log_only: bool,
+    #[serde(default, deserialize_with = "unknown_api_keys")]
+    forward_unknown_api: Vec<i16>,
     #[serde(default)]
     principal: BTreeMap<String, RawPrincipalRules>,
 }
@@ -484,6 +487,7 @@ impl Raw {
             max_partitions: rules.max_partitions.and_then(|c| c.0),
             log_only: rules.log_only,
             principal_rules: Default::default(),
+            forwarded_unknown_apis: rules.forward_unknown_api.into_iter().collect(),
         };
         let principal_rules = rules
             .principal
@@ -649,6 +653,23 @@ fn frame_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error
         )));
     }
     Ok(Some(size))
+}
+
+/// `forward-unknown-api`: API keys the guard's table of every Kafka API does not know; a
+/// key it knows already has its decision, which no setting opens.
+fn unknown_api_keys<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i16>, D::Error> {
+    let keys = Vec::<i16>::deserialize(d)?;
+    for key in &keys {
+        if let Some(door) = crate::apis::door_of(*key) {
+            return Err(de::Error::custom(format!(
+                "api key {key} is {}, which the guard knows ({}): only keys Kafka 4.4 does \
+                 not define can be forwarded",
+                door.name,
+                door.class.name()
+            )));
+        }
+    }
+    Ok(keys)
 }
 
 fn partition_cap<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cap>, D::Error> {

@@ -101,6 +101,22 @@ fn an_empty_file_changes_nothing() {
     assert_eq!(config.idle_timeout, crate::DEFAULT_IDLE_TIMEOUT);
 }
 
+/// `forward-unknown-api`: the keys reach the policy.
+#[test]
+fn unknown_api_keys_forwarded() {
+    let mut config = Config::default();
+    parse("[rules]\ndeny-unclean = true\nforward-unknown-api = [95, 1000]")
+        .unwrap()
+        .apply(&mut config);
+    let keys: Vec<i16> = config
+        .policy
+        .forwarded_unknown_apis
+        .iter()
+        .copied()
+        .collect();
+    assert_eq!(keys, [95, 1000]);
+}
+
 /// Every error names the line and column of the value or key at fault.
 #[test]
 fn errors_say_where() {
@@ -146,6 +162,12 @@ fn errors_say_where() {
         ("dynamic-listen = \"0.0.0.0:9-8\"", 1, 18, "IP:FIRST-LAST"),
         ("[tls]\ncert = \"a.pem\"", 1, 1, "missing field `key`"),
         ("idle-timeout = ", 1, 16, ""),
+        (
+            "[rules]\nforward-unknown-api = [27]",
+            2,
+            23,
+            "api key 27 is WriteTxnMarkers, which the guard knows (closed)",
+        ),
     ] {
         let (l, c, message) = parse(text).map(|_| ()).unwrap_err();
         assert_eq!((l, c), (line, column), "{text:?}: {message}");

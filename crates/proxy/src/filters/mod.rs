@@ -3,6 +3,7 @@
 
 mod addresses;
 mod api_versions;
+mod doors;
 mod elect;
 mod leadership;
 mod sasl;
@@ -12,13 +13,15 @@ use std::sync::Arc;
 use crate::filter::{Filter, Filters};
 
 impl Filters {
-    /// The guard's own filters, in the order they read: the SASL principal (every rule
+    /// The guard's own filters, in the order they read: the closed doors (APIs only
+    /// brokers send, keys without a decision: `crate::apis`), the SASL principal (every rule
     /// after it may name one), the leadership-change policy, the ElectLeaders policy
     /// (disjoint API keys), the ApiVersions cap and the broker-address rewrite (what
     /// changes the broker's answers). Defined here, with the filters, so that
     /// [`crate::filter`] names none of them.
     pub fn builtin() -> Filters {
         let builtin: Vec<Arc<dyn Filter>> = vec![
+            Arc::new(doors::Doors),
             Arc::new(sasl::Sasl),
             Arc::new(leadership::Leadership),
             Arc::new(elect::ElectLeaders),

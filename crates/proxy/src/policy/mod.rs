@@ -60,6 +60,11 @@ pub struct Policy {
     /// policies' own `principal_rules` are not looked at. A principal named here still
     /// needs [`Policy::allowed_principals`] to allow it, when that is not empty.
     pub principal_rules: HashMap<Box<str>, Policy>,
+    /// API keys Kafka 4.4 does not define that are forwarded all the same
+    /// (`rules.forward-unknown-api`); every other key the guard's table of APIs
+    /// (`crate::apis`) does not know closes the connection while any rule is set. A key
+    /// the table knows cannot be named here.
+    pub forwarded_unknown_apis: std::collections::BTreeSet<i16>,
 }
 
 /// A rule of the policy.

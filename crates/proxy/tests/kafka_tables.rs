@@ -1,0 +1,156 @@
+//! The guard's tables against Kafka's own, read from the kafka-clients jar the tests use
+//! (4.4.0, `interop/java`, class `interop.KafkaTables`): a Kafka release that adds an API
+//! key, or a topic config, fails here until the guard has decided what to do with it.
+//!
+//! Needs `java` and `mvn` on PATH (and Maven Central the first time); without them each
+//! test says so in one line and passes. `KEL_SKIP_JAVA=1` skips on purpose. `.ci/run`
+//! always has them.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use kafka_elect_leaders_proxy::apis::{door_of, Class, DOORS};
+use serde_json::Value;
+
+/// One line on the real stderr (libtest captures `eprintln!` of passing tests).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+fn have(tool: &str, arg: &str) -> bool {
+    Command::new(tool)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Kafka's tables, one JSON value per line; `None` when Java or Maven is missing.
+fn tables() -> Option<&'static [Value]> {
+    static TABLES: OnceLock<Option<Vec<Value>>> = OnceLock::new();
+    TABLES.get_or_init(read_tables).as_deref()
+}
+
+fn read_tables() -> Option<Vec<Value>> {
+    if std::env::var_os("KEL_SKIP_JAVA").is_some() {
+        say("kafka_tables: skipped: KEL_SKIP_JAVA is set");
+        return None;
+    }
+    if !have("java", "-version") || !have("mvn", "-v") {
+        say("kafka_tables: skipped: needs `java` (17+) and `mvn` on PATH to read Kafka's tables");
+        return None;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java");
+    let out = Command::new("mvn")
+        .args(["-q", "-B", "package", "-DskipTests"])
+        .current_dir(&dir)
+        .output()
+        .expect("mvn runs");
+    assert!(
+        out.status.success(),
+        "building interop/java with Maven failed (set KEL_SKIP_JAVA=1 to skip):\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deps = std::fs::read_to_string(dir.join("target/classpath.txt"))
+        .expect("interop/java/target/classpath.txt");
+    let classes: PathBuf = dir.join("target/classes");
+    let classpath = format!("{}:{}", classes.display(), deps.trim());
+    let out = Command::new("java")
+        .args(["-cp", &classpath, "interop.KafkaTables"])
+        .output()
+        .expect("java runs");
+    assert!(
+        out.status.success(),
+        "interop.KafkaTables failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = String::from_utf8(out.stdout).expect("UTF-8");
+    Some(
+        lines
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect(),
+    )
+}
+
+/// Kafka's `ApiKeys`: key -> (name, cluster action, listeners).
+fn api_keys(tables: &[Value]) -> BTreeMap<i16, (String, bool, Vec<String>)> {
+    tables
+        .iter()
+        .filter(|v| v.get("api_key").is_some())
+        .map(|v| {
+            let key = i16::try_from(v["api_key"].as_i64().unwrap()).unwrap();
+            let listeners = v["listeners"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_owned())
+                .collect();
+            (
+                key,
+                (
+                    v["name"].as_str().unwrap().to_owned(),
+                    v["cluster_action"].as_bool().unwrap(),
+                    listeners,
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Every key Kafka defines has a class in the guard's table, under Kafka's name, and the
+/// table names no key Kafka does not define.
+#[test]
+fn every_kafka_api_key_has_a_class() {
+    let Some(tables) = tables() else { return };
+    let kafka = api_keys(tables);
+    assert!(kafka.len() >= 90, "read {} API keys", kafka.len());
+    let mut missing = Vec::new();
+    for (key, (name, _, _)) in &kafka {
+        match door_of(*key) {
+            Some(door) => assert_eq!(door.name, name, "api key {key}"),
+            None => missing.push(format!("{key} {name}")),
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "API keys of kafka-clients without a class in crates/proxy/src/apis.rs (a request of \
+         one closes the connection until it has one): {missing:?}"
+    );
+    for door in &DOORS {
+        assert!(
+            kafka.contains_key(&door.key),
+            "{} ({}) is not in kafka-clients' ApiKeys",
+            door.name,
+            door.key
+        );
+    }
+}
+
+/// What Kafka itself takes only from brokers and controllers is closed: every cluster
+/// action, and every API no broker listener serves. The exceptions are APIs Kafka checks
+/// as a cluster action that an operator's Admin client sends, each with why.
+#[test]
+fn cluster_actions_and_controller_apis_are_closed() {
+    let Some(tables) = tables() else { return };
+    // DescribeQuorum and UpdateFeatures: cluster actions, forwarded to the controller for
+    // `kafka-metadata-quorum describe` and `kafka-features`; neither changes a leader or a
+    // record (see crates/proxy/src/apis.rs).
+    const ADMIN_CLUSTER_ACTIONS: [i16; 2] = [55, 57];
+    for (key, (name, cluster_action, listeners)) in api_keys(tables) {
+        let broker = listeners.iter().any(|l| l == "broker");
+        let Some(door) = door_of(key) else { continue };
+        if (cluster_action && !ADMIN_CLUSTER_ACTIONS.contains(&key)) || !broker {
+            assert_eq!(
+                door.class,
+                Class::Closed,
+                "{name} ({key}): cluster action {cluster_action}, listeners {listeners:?}"
+            );
+        }
+    }
+}
