@@ -265,6 +265,16 @@ export PROXY_LOG="$RUN/proxy.log"
 # on (tcpdump, $RUN/own-syn.pcap), and the guard runs under strace, which records each of
 # its TCP sockets' addresses (setsockopt TCP_NODELAY after its connect): the test matches
 # the two. Its metrics on a port of its own.
+# The allow-list guard of test_doors.py (issue 42): only client id doors-ops may change
+# leadership, in front of the brokers' client listeners (not the taps: its frames stay out of
+# the recordings the frames' check decodes).
+CLIENT_PORT_2="$(sed -n 's/^CLIENT_PORT_2=//p' "$E2E_DIR/cluster/state.env")"
+CLIENT_PORT_3="$(sed -n 's/^CLIENT_PORT_3=//p' "$E2E_DIR/cluster/state.env")"
+start_guard doors-guard \
+    --listen 127.0.0.1:0 --upstream "127.0.0.1:$CLIENT_PORT_2" --listen 127.0.0.1:0 --upstream "127.0.0.1:$CLIENT_PORT_3" \
+    --allow-client-id doors-ops --audit-log "$RUN/doors-guard-audit.jsonl"
+export DOORS_BOOTSTRAP="$GUARD_BOOTSTRAP" DOORS_AUDIT="$RUN/doors-guard-audit.jsonl"
+
 OWN_PORT_2="$(sed -n 's/^OWN_PORT_2=//p' "$E2E_DIR/cluster/state.env")"
 OWN_PORT_3="$(sed -n 's/^OWN_PORT_3=//p' "$E2E_DIR/cluster/state.env")"
 [[ -n "$OWN_PORT_2" && -n "$OWN_PORT_3" ]] || { say "the cluster has no OWN listeners"; exit 1; }

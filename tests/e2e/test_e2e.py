@@ -555,6 +555,10 @@ if os.environ.get("PROXY_BOOTSTRAP"):
     # The leadership-change policy (issue 35), on the same guard.
     import test_leadership
     TESTS.extend(test_leadership.TESTS)
+    # Every Kafka API decided, not a list of doors (issue 42), on the same guard and the
+    # allow-list guard.
+    import test_doors
+    TESTS.extend(test_doors.TESTS)
 
 # ---------------------------------------------------------------- TLS, SASL and mTLS guards (test_tls.py)
 

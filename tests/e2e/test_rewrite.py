@@ -34,6 +34,7 @@ import urllib.request
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
 
 import e2e_common as common
 from e2e_common import PREFERRED, UNCLEAN, Topics, admin_tool, registry
@@ -261,6 +262,123 @@ def unclean_refused():
     assert describe(topic) == before, (before, describe(topic))
 
 
+@test("rewrite: leaders move while all three clients produce and fetch; KIP-951 NodeEndpoints name the guard (issue 42) [java, confluent, kafka-python]")
+def leaders_move_during_produce_and_fetch():
+    """Produce (v10+) and Fetch (v16+) answers to a request sent to a former leader carry
+    the new leader's address (KIP-951 NodeEndpoints), which librdkafka connected to
+    directly at fc8327b. Here the leader of one partition moves from broker 2 to 3 and
+    back while each client produces and fetches; every record is delivered and read, and
+    `only_the_guard_connects` (next) proves no socket reached a broker but the guard's."""
+    import threading
+    topic = "rewrite-moving"
+    create(topic, [[2, 3]])
+    wait_partitions(topic, lambda p: p["leader"] == 2 and p["isr"] == [2, 3], "isr [2,3]", 1)
+    stop = threading.Event()
+    produced = collections.Counter()
+    errors = []
+
+    def confluent_producer():
+        p = Producer({"bootstrap.servers": GUARD, "client.id": cid("moving-producer-ck"), "acks": "all",
+                      "linger.ms": 5, "log_level": 3})
+        i = 0
+        while not stop.is_set():
+            p.produce(topic, value=b"ck%d" % i, partition=0,
+                      on_delivery=lambda e, m: errors.append(("confluent", e)) if e else
+                      produced.update(["confluent"]))
+            p.poll(0.02)
+            i += 1
+        if p.flush(60) != 0:
+            errors.append(("confluent", "not flushed"))
+
+    def kafka_python_producer():
+        p = KafkaProducer(bootstrap_servers=GUARD.split(","), client_id=cid("moving-producer-kp"), acks="all",
+                          retries=20)
+        try:
+            i = 0
+            while not stop.is_set():
+                p.send(topic, value=b"kp%d" % i, partition=0).get(timeout=60)
+                produced.update(["kafka-python"])
+                i += 1
+                time.sleep(0.02)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(("kafka-python", e))
+        finally:
+            p.close()
+
+    consumed = {}
+    # Consumers read until the producers are done and they have every record (or a minute).
+    target = {"n": None}
+
+    def reading(n):
+        return (target["n"] is None or n < target["n"]) and time.time() < reading_deadline[0]
+    reading_deadline = [time.time() + 180]
+
+    def confluent_consumer():
+        c = Consumer({"bootstrap.servers": GUARD, "group.id": PREFIX + "moving-ck", "client.id":
+                      cid("moving-consumer-ck"), "enable.auto.commit": False, "log_level": 3})
+        n = 0
+        try:
+            c.assign([TopicPartition(topic, 0, 0)])
+            while reading(n):
+                n += sum(1 for m in c.consume(num_messages=1000, timeout=0.5) if m.error() is None)
+        finally:
+            c.close()
+        consumed["confluent"] = n
+
+    def kafka_python_consumer():
+        c = KafkaConsumer(bootstrap_servers=GUARD.split(","), client_id=cid("moving-consumer-kp"),
+                          enable_auto_commit=False, auto_offset_reset="earliest")
+        n = 0
+        try:
+            c.assign([KafkaTopicPartition(topic, 0)])
+            c.seek_to_beginning()
+            while reading(n):
+                n += sum(len(r) for r in c.poll(timeout_ms=500).values())
+        finally:
+            c.close()
+        consumed["kafka-python"] = n
+
+    java_out = {}
+
+    def java_clients():
+        java_out["produce"] = java("produce", "--partition", topic + ":0", "--count", "250",
+                                   "--interval-ms", "30", client_id="moving-producer-java")
+        java_out["consume"] = java("consume", "--partition", topic + ":0", "--duration-ms", "3000",
+                                   client_id="moving-consumer-java")
+
+    threads = [threading.Thread(target=f) for f in
+               (confluent_producer, kafka_python_producer, confluent_consumer, kafka_python_consumer, java_clients)]
+    for t in threads:
+        t.start()
+    try:
+        # The leader moves to 3 and back to 2, each by a reassignment and a preferred election
+        # through the guard.
+        for replicas, leader in (("3,2", 3), ("2,3", 2)):
+            time.sleep(2.0)
+            java("reassign", "--partition", topic + ":0", "--replicas", replicas)
+            got = elect("java", PREFERRED, [(topic, 0)], "forwarded")
+            assert got["results"] == {(topic, 0): NONE}, got
+            wait_partitions(topic, lambda p, leader=leader: p["leader"] == leader, "leader %d" % leader, 1)
+        time.sleep(2.0)
+    finally:
+        threads[-1].join(timeout=120)
+        stop.set()
+        for t in threads[:2]:
+            t.join(timeout=120)
+        target["n"] = produced["confluent"] + produced["kafka-python"] + 250
+        reading_deadline[0] = min(reading_deadline[0], time.time() + 60)
+        for t in threads[2:4]:
+            t.join(timeout=120)
+    assert not errors, errors[:5]
+    assert produced["confluent"] > 0 and produced["kafka-python"] > 0, produced
+    assert java_out.get("produce", {}).get("count") == 250, java_out
+    for client in ("confluent", "kafka-python"):
+        assert (consumed.get(client) or 0) >= target["n"], (client, consumed, target)
+    assert java_out.get("consume", {}).get("count", 0) > 0, java_out
+    print("  leader 2 -> 3 -> 2 while producing (%s, java 250) and fetching (%s, java %d)" % (
+        dict(produced), consumed, java_out["consume"]["count"]))
+
+
 def tap_hits():
     """The tap recordings (the brokers' CLIENT and PROXY listeners) holding this module's
     client ids: requests from its clients that went to another listener."""
@@ -403,7 +521,10 @@ def metrics_match_decisions():
                for api in ("Metadata", "FindCoordinator", "DescribeCluster")}
     assert all(answers.values()), answers
     rewrites = one("address_rewrites_total")
-    assert answers["Metadata"] + answers["DescribeCluster"] <= rewrites <= sum(answers.values()), (rewrites, answers)
+    # Produce and Fetch answers that name a new leader (KIP-951) are rewritten too.
+    data = sum(one("frames_total", api=api, direction="response") for api in ("Produce", "Fetch"))
+    assert answers["Metadata"] + answers["DescribeCluster"] <= rewrites <= sum(answers.values()) + data, \
+        (rewrites, answers, data)
     closed = family(samples, g + "connections_closed_total", "reason")
     assert not set(closed) - {"client"}, "connections closed for other reasons: %r" % closed
     # The audit log: one line per decision, the same verdicts, per client.

@@ -19,6 +19,10 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.ElectLeadersOptions;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -28,6 +32,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
@@ -41,7 +46,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * AdminTool create   --bootstrap B --topic T --assignment 2,3[/3,2...] [--config k=v ...]
  * AdminTool reassign --bootstrap B --partition topic:N --replicas 3,2
  * AdminTool describe --bootstrap B --topic T ...
- * AdminTool produce  --bootstrap B --partition topic:N [--count N]
+ * AdminTool produce  --bootstrap B --partition topic:N [--count N] [--interval-ms N]
+ * AdminTool consume  --bootstrap B --partition topic:N --duration-ms N   (from the start; records counted)
+ * AdminTool producers --bootstrap B --partition topic:N   (describeProducers: ids, epochs, open transactions)
  * AdminTool delete   --bootstrap B --topic T ...
  * AdminTool cluster  --bootstrap B          (describeCluster: the nodes and the controller as told)
  * AdminTool alter    --bootstrap B --resource topic:T|broker:ID|broker: [--set k=v ...] [--delete k ...]
@@ -81,6 +88,8 @@ public final class AdminTool {
         int code;
         if (cmd.equals("produce")) {
             code = produce(bootstrap, clientId, extra, opts);
+        } else if (cmd.equals("consume")) {
+            code = consume(bootstrap, clientId, extra, opts);
         } else {
             Properties p = new Properties();
             p.putAll(extra);
@@ -99,6 +108,7 @@ public final class AdminTool {
                     case "alter": code = alter(admin, opts); break;
                     case "configs": code = configs(admin, opts); break;
                     case "try": code = attempt(admin, opts); break;
+                    case "producers": code = producers(admin, opts); break;
                     default: fail("unknown command " + cmd); code = 2;
                 }
             }
@@ -375,6 +385,7 @@ public final class AdminTool {
             throws Exception {
         TopicPartition t = tp(one(opts, "partition", null));
         int count = Integer.parseInt(one(opts, "count", "10"));
+        long interval = Long.parseLong(one(opts, "interval-ms", "0"));
         Properties p = new Properties();
         p.putAll(extra);
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -387,10 +398,58 @@ public final class AdminTool {
         try (KafkaProducer<String, String> prod = new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
             for (int i = 0; i < count; i++) {
                 prod.send(new ProducerRecord<>(t.topic(), t.partition(), "k" + i, "v" + i)).get(20, TimeUnit.SECONDS);
+                if (interval > 0) {
+                    Thread.sleep(interval);
+                }
             }
         }
         System.out.println("{\"op\":\"produce\",\"topic\":" + q(t.topic()) + ",\"partition\":" + t.partition()
                 + ",\"count\":" + count + "}");
+        return 0;
+    }
+
+    // consume: {"op":"consume","topic":..,"partition":N,"count":records read}
+    static int consume(String bootstrap, String clientId, Properties extra, Map<String, List<String>> opts)
+            throws Exception {
+        TopicPartition t = tp(one(opts, "partition", null));
+        long duration = Long.parseLong(one(opts, "duration-ms", "5000"));
+        Properties p = new Properties();
+        p.putAll(extra);
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        long count = 0;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+            c.assign(List.of(t));
+            c.seekToBeginning(List.of(t));
+            long end = System.currentTimeMillis() + duration;
+            while (System.currentTimeMillis() < end) {
+                ConsumerRecords<String, String> records = c.poll(java.time.Duration.ofMillis(200));
+                count += records.count();
+            }
+        }
+        System.out.println("{\"op\":\"consume\",\"topic\":" + q(t.topic()) + ",\"partition\":" + t.partition()
+                + ",\"count\":" + count + "}");
+        return 0;
+    }
+
+    // producers: {"op":"producers","producers":[{"producer_id","producer_epoch","coordinator_epoch",
+    // "txn_start_offset"}]} (-1 where the broker has none)
+    static int producers(Admin admin, Map<String, List<String>> opts) throws Exception {
+        TopicPartition t = tp(one(opts, "partition", null));
+        List<ProducerState> states = admin.describeProducers(List.of(t)).partitionResult(t)
+            .get(30, TimeUnit.SECONDS).activeProducers();
+        StringBuilder out = new StringBuilder("{\"op\":\"producers\",\"producers\":[");
+        for (int i = 0; i < states.size(); i++) {
+            ProducerState s = states.get(i);
+            out.append(i == 0 ? "" : ",").append("{\"producer_id\":").append(s.producerId())
+                .append(",\"producer_epoch\":").append(s.producerEpoch())
+                .append(",\"coordinator_epoch\":").append(s.coordinatorEpoch().orElse(-1))
+                .append(",\"txn_start_offset\":").append(s.currentTransactionStartOffset().orElse(-1L))
+                .append("}");
+        }
+        System.out.println(out.append("]}"));
         return 0;
     }
 
