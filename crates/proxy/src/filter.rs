@@ -699,6 +699,8 @@ mod tests {
         // WriteTxnMarkers (27), only brokers send it: the doors close it first.
         let markers: Vec<_> = filters.for_request(27).map(|f| f.name()).collect();
         assert_eq!(markers[0], "doors");
-        assert!(!filters.reads_response(0), "Produce answers pass untouched");
+        // Produce answers: their node endpoints (from v10), rewritten only when there.
+        let produce: Vec<_> = filters.for_response(0).map(|f| f.name()).collect();
+        assert_eq!(produce, ["addresses"]);
     }
 }

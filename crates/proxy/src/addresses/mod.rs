@@ -1,8 +1,17 @@
 //! Broker addresses rewritten in the answers that carry them, so that clients stay on the
 //! guard after bootstrap without the brokers advertising the guard's addresses.
 //!
-//! Three answers carry broker addresses: Metadata (its `brokers`), FindCoordinator (the
-//! coordinator, or `coordinators` from v4) and DescribeCluster (its `brokers`). The guard
+//! These answers carry broker addresses:
+//!
+//! - Metadata (its `brokers`), FindCoordinator (the coordinator, or `coordinators` from v4)
+//!   and DescribeCluster (its `brokers`): lists at the head of the answer;
+//! - Produce from v10 and Fetch from v16 (KIP-951: `node_endpoints`, a tagged field at the
+//!   answer's end, the new leaders of partitions that moved), ShareFetch and
+//!   ShareAcknowledge (`node_endpoints`, a field of every version): behind the topics and
+//!   their records. Older Produce and Fetch answers have none and are not read at all;
+//! - DescribeQuorum from v2 (`nodes`: each controller's `listeners`).
+//!
+//! For the first three, the guard
 //! decodes their entries one at a time with the `kafka-protocol` crate, replaces each
 //! address that is a route's [`upstream`](crate::Route::upstream) with that route's
 //! [`listen`](crate::Route::listen), and encodes the entry again; what follows the list
@@ -42,13 +51,46 @@
 //!   ([`crate::Config::forwarding_to_itself`]).
 //! - An answer that cannot be decoded (a version newer than the crate knows, bytes that do
 //!   not parse, bytes left over) is forwarded unchanged with a warning: failing open is
-//!   safe here, as it loses only the rewrite.
+//!   safe here, as it loses only the rewrite. For the answers read on every produce and
+//!   fetch, a version newer than the guard knows is said once per API and version, not
+//!   once per answer.
+//!
+//! Node endpoints ride on the data path, so they are read otherwise (`endpoints`). Each
+//! answer is first checked against its shape, field by field without decoding or
+//! allocating (`shapes`): it says where the node endpoints are, and that every count fits
+//! the bytes that remain, which kafka-protocol does not check before it reserves room for
+//! one. Most answers have none (Kafka sends them only with NOT_LEADER_OR_FOLLOWER and
+//! FENCED_LEADER_EPOCH): those go to the client as the broker sent them, not copied.
+//! Otherwise each endpoint is decoded with kafka-protocol and rewritten as a Metadata
+//! broker is (the same matching, `dynamic-listen`, warnings), and the answer is written
+//! whole: the broker's bytes before the list (the records byte for byte), the list, the
+//! broker's bytes after it. Not decoding the rest keeps what the guard holds to the answer
+//! itself: a Fetch answer's partitions decoded whole would take several times their bytes.
+//! The answer written whole replaces the broker's frame before the client is written to,
+//! under the share of the buffer budget that frame took, as a splice's head lives under
+//! the share of the answer it follows: it is no longer than the broker's but for the
+//! longer host names, and the two are not both held while the client reads.
+//!
+//! DescribeQuorum's listeners are the controllers', which the guard does not front: its
+//! routes lead to brokers. A listener at a route's upstream is given as the route's
+//! listener; every other is left out of the answer (its node kept, with fewer or no
+//! listeners), with one line per address. Leaving them with a warning, as for a broker
+//! with no route, would hand every client that asks a way around the guard to the
+//! controllers, which take admin requests directly (KIP-919), the leadership changes the
+//! guard polices among them; clients lose nothing they use, as Kafka's clients reach the
+//! controllers through the brokers and only show these listeners. No listener is opened
+//! for a controller (`dynamic-listen` numbers its listeners by node id, and a controller's
+//! id may be a broker's).
 //!
 //! The parts:
 //!
 //! - `rewrite`: the three answers read, their addresses replaced and the entries written
 //!   again ([`Addresses::rewrite`], [`Rewritten`]); it binds nothing, and asks the routes
 //!   what each broker's address becomes;
+//! - `shapes`: the shapes of the answers with node endpoints or controller listeners,
+//!   version by version, and the scan that checks an answer against its shape;
+//! - `endpoints`: their lists rewritten and the answer written whole
+//!   ([`Addresses::rewrite_endpoints`]);
 //! - `routes`: which of the guard's listeners fronts a broker ([`Addresses`]: the routes,
 //!   the guard's other listening addresses, the warnings for brokers left as they are);
 //! - `listeners`: the listeners [`Config::dynamic_listen`] opens for brokers with no route
@@ -60,11 +102,14 @@
 //! [`Config::dynamic_listen`]: crate::Config::dynamic_listen
 //! [`Config::max_connections`]: crate::Config::max_connections
 
+mod endpoints;
 mod listeners;
 mod rewrite;
 mod routes;
+mod shapes;
 
 pub use listeners::{DynamicListen, Opened};
 pub use rewrite::{Rewritten, DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA};
 pub(crate) use routes::same_host;
 pub use routes::Addresses;
+pub use shapes::{DESCRIBE_QUORUM, FETCH, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH};

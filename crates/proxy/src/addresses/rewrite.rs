@@ -4,7 +4,8 @@
 //! what follows the list goes to the client from the broker's frame ([`Rewritten`]).
 //!
 //! Not here: which listener fronts a broker (`routes`), nor opening one (`listeners`):
-//! this module binds nothing.
+//! this module binds nothing; nor the node endpoints and controller listeners of other
+//! answers (`endpoints`), which write their entries with [`Addresses::rewrite_entries`].
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_elect_leaders::api_name;
@@ -35,10 +36,10 @@ const BATCHED_FIND_COORDINATOR: i16 = 4;
 pub const DESCRIBE_CLUSTER: i16 = 60;
 
 /// A broker address found in an answer, and what the client is told instead.
-struct Found<'a> {
-    node: i32,
-    host: &'a mut StrBytes,
-    port: &'a mut i32,
+pub(super) struct Found<'a> {
+    pub(super) node: i32,
+    pub(super) host: &'a mut StrBytes,
+    pub(super) port: &'a mut i32,
 }
 
 /// An answer with broker addresses rewritten: a new `head` (size prefix included, which
@@ -76,9 +77,14 @@ impl Rewritten {
 }
 
 /// An entry of a list that carries a broker address, as kafka-protocol reads it.
-trait ListEntry: Decodable + Encodable + PartialEq {
+pub(super) trait ListEntry: Decodable + Encodable + PartialEq {
     /// Its address, if it has one.
     fn found(&mut self) -> Option<Found<'_>>;
+
+    /// Its addresses replaced by what the routes say clients are told; whether it changed.
+    fn rewrite(&mut self, addresses: &Addresses, conn: &ConnInfo) -> bool {
+        addresses.replace(self.found().into_iter(), conn)
+    }
 }
 
 impl ListEntry for MetadataResponseBroker {
@@ -113,14 +119,23 @@ impl ListEntry for Coordinator {
 }
 
 impl Addresses {
-    /// Whether an answer to this API carries broker addresses.
+    /// Whether an answer to this API may carry broker addresses (at some versions): the
+    /// three whose lists [`Addresses::rewrite`] rewrites, and those whose node endpoints
+    /// or controller listeners [`Addresses::rewrite_endpoints`] does.
     pub fn carries_addresses(api_key: i16) -> bool {
+        Addresses::lists_brokers(api_key) || Addresses::carries_endpoints(api_key)
+    }
+
+    /// Whether an answer to this API is one of the three [`Addresses::rewrite`] reads:
+    /// Metadata, FindCoordinator, DescribeCluster.
+    pub fn lists_brokers(api_key: i16) -> bool {
         matches!(api_key, METADATA | FIND_COORDINATOR | DESCRIBE_CLUSTER)
     }
 
     /// The answer `frame` (size prefix included) to a request of `api_key` at
     /// `api_version`, with broker addresses rewritten; None when it is not one of the three
-    /// or nothing in it changes, or when it cannot be decoded (then with a warning).
+    /// ([`Addresses::lists_brokers`]) or nothing in it changes, or when it cannot be
+    /// decoded (then with a warning).
     pub fn rewrite(
         &self,
         frame: &Bytes,
@@ -130,7 +145,7 @@ impl Addresses {
     ) -> Option<Rewritten> {
         // Without routes (a guard embedded without any, the conn fuzz target) nothing can
         // be rewritten: not even decoded.
-        if !Addresses::carries_addresses(api_key) || self.rewrites_nothing() {
+        if !Addresses::lists_brokers(api_key) || self.rewrites_nothing() {
             return None;
         }
         match self.try_rewrite(frame, api_key, api_version, conn) {
@@ -238,22 +253,36 @@ impl Addresses {
         let mut head = BytesMut::with_capacity(at + list_len + list_len / 8 + 64);
         head.put_slice(&frame[..at]);
         let mut buf = frame.slice(at..);
-        let mut changed = false;
-        for _ in 0..count {
-            let mut entry = T::decode(&mut buf, api_version).map_err(|e| e.to_string())?;
-            changed |= self.replace(entry.found().into_iter(), conn);
-            let start = head.len();
-            entry
-                .encode(&mut head, api_version)
-                .map_err(|e| format!("cannot encode it again: {e}"))?;
-            reads_back(&head[start..], api_version, &entry)?;
-        }
+        let changed = self.rewrite_entries::<T>(&mut buf, count, api_version, &mut head, conn)?;
         if !changed {
             return Ok(None);
         }
         let tail_from = frame.len() - buf.remaining();
         check_tail(&frame[tail_from..], api_key)?;
         Rewritten::new(head, tail_from, frame.len()).map(Some)
+    }
+
+    /// `count` entries read from `buf` one at a time (their strings slices of it), each
+    /// rewritten ([`ListEntry::rewrite`]) and written to `out`; whether any changed.
+    pub(super) fn rewrite_entries<T: ListEntry>(
+        &self,
+        buf: &mut Bytes,
+        count: usize,
+        api_version: i16,
+        out: &mut BytesMut,
+        conn: &ConnInfo,
+    ) -> Result<bool, String> {
+        let mut changed = false;
+        for _ in 0..count {
+            let mut entry = T::decode(buf, api_version).map_err(|e| e.to_string())?;
+            changed |= entry.rewrite(self, conn);
+            let start = out.len();
+            entry
+                .encode(out, api_version)
+                .map_err(|e| format!("cannot encode it again: {e}"))?;
+            reads_back(&out[start..], api_version, &entry)?;
+        }
+        Ok(changed)
     }
 
     /// FindCoordinator before v4: one coordinator at the top level (node -1: none, on an
@@ -289,7 +318,11 @@ impl Addresses {
     }
 
     /// Replaces each address found that the guard fronts; whether any changed.
-    fn replace<'a>(&self, found: impl Iterator<Item = Found<'a>>, conn: &ConnInfo) -> bool {
+    pub(super) fn replace<'a>(
+        &self,
+        found: impl Iterator<Item = Found<'a>>,
+        conn: &ConnInfo,
+    ) -> bool {
         let mut changed = false;
         for f in found {
             let (host, port) = (f.host.as_str().to_owned(), *f.port);

@@ -127,22 +127,14 @@ impl Addresses {
         port: i32,
         conn: &ConnInfo,
     ) -> Option<SocketAddr> {
-        let lower = host.to_ascii_lowercase();
-        let ip = lower
+        if let Some(listen) = self.route_for(host, port) {
+            return Some(listen);
+        }
+        let ip = host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .parse::<IpAddr>()
             .ok();
-        let is = |addr: SocketAddr, name: Option<&str>| {
-            i32::from(addr.port()) == port && (ip == Some(addr.ip()) || name == Some(&lower))
-        };
-        if let Some(pair) = self
-            .pairs
-            .iter()
-            .find(|p| is(p.upstream, p.name.as_deref()))
-        {
-            return Some(pair.listen);
-        }
         // One of the guard's own listening addresses: by its IP (names are not resolved
         // here), or by the name clients are told for the guard.
         let told = self
@@ -196,9 +188,42 @@ impl Addresses {
         None
     }
 
+    /// The listener of the route whose upstream is `host:port` (the host as written for
+    /// it, case aside, or its IP address), if there is one.
+    fn route_for(&self, host: &str, port: i32) -> Option<SocketAddr> {
+        let lower = host.to_ascii_lowercase();
+        let ip = lower
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .ok();
+        let is = |addr: SocketAddr, name: Option<&str>| {
+            i32::from(addr.port()) == port && (ip == Some(addr.ip()) || name == Some(&lower))
+        };
+        self.pairs
+            .iter()
+            .find(|p| is(p.upstream, p.name.as_deref()))
+            .map(|p| p.listen)
+    }
+
+    /// What clients are told for the address `host:port` when it is a route's upstream:
+    /// the host and port of that route's listener. Routes only: no listener is opened for
+    /// it and nothing is said when there is none (a controller's listener, which the guard
+    /// does not front).
+    pub(super) fn routed_address(
+        &self,
+        host: &str,
+        port: i32,
+        conn: &ConnInfo,
+    ) -> Option<(String, u16)> {
+        let listen = self.route_for(host, port)?;
+        Some((self.advertised_host(listen, conn), listen.port()))
+    }
+
     /// Whether the broker at `host:port` is warned about for the first time (at most
-    /// [`WARNED_MAX`] brokers are remembered).
-    fn first_warning(&self, host: &str, port: i32) -> bool {
+    /// [`WARNED_MAX`] brokers are remembered; the other things said once, the answers of a
+    /// version too new to read and the controllers' listeners left out, count among them).
+    pub(super) fn first_warning(&self, host: &str, port: i32) -> bool {
         let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
         warned.len() < WARNED_MAX && warned.insert((host.to_owned(), port))
     }
