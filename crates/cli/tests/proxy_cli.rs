@@ -1294,9 +1294,16 @@ fn check_config() {
         "the check created it"
     );
     // The options given count, as at a start.
-    let out = check(&["--max-partitions", "5", "--log-only"]);
+    let out = check(&[
+        "--max-partitions",
+        "5",
+        "--min-replication",
+        "3",
+        "--log-only",
+    ]);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("max-partitions 5, log-only, own rules"),
+        String::from_utf8_lossy(&out.stdout)
+            .contains("max-partitions 5, min-replication 3, log-only, own rules"),
         "{out:?}"
     );
 
@@ -1637,6 +1644,8 @@ fn usage_errors() {
             "--max-frame-size",
         ),
         (with(&["--max-partitions", "-1"]), "--max-partitions"),
+        (with(&["--min-replication", "0"]), "--min-replication"),
+        (with(&["--min-replication", "40000"]), "--min-replication"),
         (with(&["--idle-timeout", "soon"]), "--idle-timeout"),
         (with(&["--idle-timeout", "0s"]), "--idle-timeout"),
         (with(&["--frame-timeout", "30"]), "--frame-timeout"),

@@ -19,9 +19,10 @@ use kafka_elect_leaders_proxy::Policy;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, RequestHeader, ResponseHeader,
-    UnregisterBrokerRequest, UnregisterBrokerResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, RequestHeader, ResponseHeader, UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
 };
 use kafka_protocol::protocol::{Decodable, HeaderVersion};
 
@@ -142,11 +143,11 @@ fn request_names(request: &ChangeRequest<'_>) -> Names {
         .collect()
 }
 
-/// The names the answer's entries carry, one per request entry (AlterPartitionReassignments:
-/// one per partition, under its topic's name).
+/// The names the answer's entries carry, one per request entry (AlterPartitionReassignments,
+/// DeleteRecords: one per partition, under its topic's name).
 fn answer_names(request: &ChangeRequest<'_>) -> Names {
     match request.api {
-        Api::AlterPartitionReassignments => request
+        Api::AlterPartitionReassignments | Api::DeleteRecords => request
             .entries
             .iter()
             .flat_map(|e| e.partitions.iter().map(move |_| e.name.map(<[u8]>::to_vec)))
@@ -185,6 +186,11 @@ fn peer_request(api: Api, version: i16, bytes: &[u8]) -> Result<Names, String> {
                 r.topic_names.iter().map(|n| name_of(&n.0)).collect()
             }
         }
+        Api::DeleteRecords => decode::<DeleteRecordsRequest>(bytes, version)?
+            .topics
+            .iter()
+            .map(|t| name_of(&t.name.0))
+            .collect(),
         Api::AlterConfigs => decode::<AlterConfigsRequest>(bytes, version)?
             .resources
             .iter()
@@ -254,6 +260,19 @@ fn peer_answer(
                 .collect();
             let messages = r.responses.iter().map(|t| count(&t.error_message)).sum();
             (id, codes, names, messages)
+        }
+        Api::DeleteRecords => {
+            // Per partition, under its topic's name; the answer has no message.
+            let (id, r) = decode_answer::<DeleteRecordsResponse>(bytes, version)?;
+            let mut codes = Vec::new();
+            let mut names = Vec::new();
+            for t in &r.topics {
+                for p in &t.partitions {
+                    codes.push(p.error_code);
+                    names.push(name_of(&t.name.0));
+                }
+            }
+            (id, codes, names, 0)
         }
         Api::AlterConfigs => {
             let (id, r) = decode_answer::<AlterConfigsResponse>(bytes, version)?;
@@ -373,6 +392,19 @@ mod tests {
             ),
             // UnregisterBroker v0: broker 3.
             ("seed-unregister", seed(6, 0, true, &[0, 0, 0, 3, 0])),
+            // DeleteRecords v2: payments partition 0 up to offset 5.
+            (
+                "seed-delete-records",
+                seed(
+                    7,
+                    2,
+                    true,
+                    &[
+                        2, 9, b'p', b'a', b'y', b'm', b'e', b'n', b't', b's', 2, 0, 0, 0, 0, 0, 0,
+                        0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0x75, 0x30, 0,
+                    ],
+                ),
+            ),
         ]
     }
 

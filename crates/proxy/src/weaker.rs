@@ -3,8 +3,8 @@
 //!
 //! A policy is weaker than another when some request the other refuses could pass under it:
 //! `deny-unclean` turned off, a protected topic no longer protected, an allow-list emptied
-//! or given a name it did not have, `max-partitions` removed or raised, `log-only` turned
-//! on; and the same, for a principal, between the rules that decide for it under each
+//! or given a name it did not have, `max-partitions` removed or raised, `min-replication`
+//! removed or lowered, `log-only` turned on; and the same, for a principal, between the rules that decide for it under each
 //! policy (its own rules, or `[rules]` when it has none). The opposite changes (a rule
 //! added, a topic protected, a name taken off an allow-list) only refuse more, and pass.
 
@@ -60,6 +60,7 @@ fn rules_weakened(old: &Policy, new: &Policy, prefix: &str, dropped: &mut Vec<St
         allowed_client_ids,
         allowed_principals: _,
         max_partitions,
+        min_replication,
         log_only,
         principal_rules: _,
         forwarded_unknown_apis,
@@ -107,6 +108,15 @@ fn rules_weakened(old: &Policy, new: &Policy, prefix: &str, dropped: &mut Vec<St
             "{prefix}forward-unknown-api {} added",
             opened.join(", ")
         ));
+    }
+    match (*min_replication, new.min_replication) {
+        (Some(old_least), None) => {
+            dropped.push(format!("{prefix}min-replication {old_least} dropped"));
+        }
+        (Some(old_least), Some(new_least)) if new_least < old_least => dropped.push(format!(
+            "{prefix}min-replication lowered from {old_least} to {new_least}"
+        )),
+        _ => {}
     }
     if !*log_only && new.log_only {
         dropped.push(format!(
@@ -175,6 +185,7 @@ mod tests {
             allowed_client_ids: topics(&["admin"]),
             allowed_principals: ["alice", "ops"].into_iter().map(Into::into).collect(),
             max_partitions: Some(100),
+            min_replication: Some(3),
             log_only: false,
             principal_rules: Default::default(),
             forwarded_unknown_apis: [95].into_iter().collect(),
@@ -209,6 +220,7 @@ mod tests {
         stricter.protected_topics.insert(b"logs"[..].into());
         stricter.allowed_principals.remove("ops");
         stricter.max_partitions = Some(10);
+        stricter.min_replication = Some(4);
         // ops loses its own rules: [rules] decides for it, which refuses more.
         stricter.principal_rules.clear();
         assert_eq!(old.weakened_by(&stricter), Vec::<String>::new());
@@ -228,9 +240,11 @@ mod tests {
                 "protect-topic \"orders\", \"payments\" dropped",
                 "allow-client-id dropped (any client id could elect)",
                 "max-partitions 100 dropped",
+                "min-replication 3 dropped",
                 "principal \"ops\": protect-topic \"orders\", \"payments\" dropped",
                 "principal \"ops\": allow-client-id dropped (any client id could elect)",
                 "principal \"ops\": max-partitions 100 dropped",
+                "principal \"ops\": min-replication 3 dropped",
             ]
         );
         // One change at a time.
@@ -260,6 +274,10 @@ mod tests {
         assert_eq!(
             one(&|p| p.max_partitions = Some(1000)),
             ["max-partitions raised from 100 to 1000"]
+        );
+        assert_eq!(
+            one(&|p| p.min_replication = Some(2)),
+            ["min-replication lowered from 3 to 2"]
         );
         assert_eq!(
             one(&|p| p.log_only = true),

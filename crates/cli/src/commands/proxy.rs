@@ -294,6 +294,9 @@ fn override_rules(args: &ProxyArgs, policy: &mut Policy) {
     if let Some(max) = args.max_partitions {
         policy.max_partitions = Some(max);
     }
+    if let Some(least) = args.min_replication {
+        policy.min_replication = Some(least);
+    }
     if args.log_only {
         policy.log_only = true;
     }

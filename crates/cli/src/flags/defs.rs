@@ -643,6 +643,11 @@ pub struct ProxyArgs {
     /// partitions
     #[arg(long, value_name = "N", value_parser = values::count::<0>, allow_negative_numbers = true)]
     pub max_partitions: Option<usize>,
+    /// A protected topic (--protect-topic) is created with at least N replicas: a
+    /// CreateTopics of its name asking for fewer, or for the broker's default (-1, which
+    /// the guard cannot check), is refused
+    #[arg(long, value_name = "N", value_parser = values::replication, allow_negative_numbers = true)]
+    pub min_replication: Option<i16>,
     /// Forward everything unchanged; audit what would be refused
     #[arg(long)]
     pub log_only: bool,
@@ -723,7 +728,7 @@ pub struct ProxyArgs {
         hide = true,
         conflicts_with_all = [
             "deny_unclean", "protect_topic", "allow_client_id", "allow_principal", "max_partitions",
-            "log_only",
+            "min_replication", "log_only",
         ],
     )]
     pub plain: bool,

@@ -70,6 +70,15 @@ pub fn count<const MIN: usize>(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--min-replication`: 1 to 32767 (a replication factor is an int16).
+#[cfg(feature = "proxy")]
+pub fn replication(text: &str) -> Result<i16, String> {
+    match text.parse::<i16>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number from 1 to 32767".into()),
+    }
+}
+
 /// A frame size limit: at least the 8 bytes of a request header's first fields, at most
 /// what a size prefix (an int32) can say.
 #[cfg(feature = "proxy")]

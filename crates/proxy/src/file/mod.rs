@@ -28,6 +28,7 @@
 //! allow-principal = ["alice", "ops"]
 //! max-partitions = 1000
 //! forward-unknown-api = [95]     # a key newer than Kafka 4.4, forwarded all the same
+//! min-replication = 3            # a protected topic is created with 3 replicas or more
 //!
 //! [rules.principal.ops]          # ops's own rules: what it sets replaces [rules]' value
 //! deny-unclean = false
@@ -340,6 +341,9 @@ fn rules_summary(policy: &Policy) -> String {
     if let Some(max) = policy.max_partitions {
         rules.push(format!("max-partitions {max}"));
     }
+    if let Some(least) = policy.min_replication {
+        rules.push(format!("min-replication {least}"));
+    }
     if policy.log_only {
         rules.push("log-only".to_owned());
     }
@@ -443,6 +447,8 @@ struct RawRules {
     allow_principal: Vec<String>,
     #[serde(default, deserialize_with = "partition_cap")]
     max_partitions: Option<Cap>,
+    #[serde(default, deserialize_with = "replication_floor")]
+    min_replication: Option<Floor>,
     #[serde(default)]
     log_only: bool,
     #[serde(default, deserialize_with = "unknown_api_keys")]
@@ -460,12 +466,19 @@ struct RawPrincipalRules {
     allow_client_id: Option<Vec<String>>,
     #[serde(default, deserialize_with = "partition_cap")]
     max_partitions: Option<Cap>,
+    #[serde(default, deserialize_with = "replication_floor")]
+    min_replication: Option<Floor>,
     log_only: Option<bool>,
 }
 
 /// `max-partitions`: a number, or "none" (a principal's own rules lifting the cap).
 #[derive(Clone, Copy)]
 struct Cap(Option<usize>);
+
+/// `min-replication`: a number from 1 to 32767 (a replication factor is an int16), or
+/// "none" (a principal's own rules lifting the floor).
+#[derive(Clone, Copy)]
+struct Floor(Option<i16>);
 
 fn names(list: &[String]) -> HashSet<Box<[u8]>> {
     list.iter().map(|n| n.as_bytes().into()).collect()
@@ -485,6 +498,7 @@ impl Raw {
                 .map(|p| p.as_str().into())
                 .collect(),
             max_partitions: rules.max_partitions.and_then(|c| c.0),
+            min_replication: rules.min_replication.and_then(|f| f.0),
             log_only: rules.log_only,
             principal_rules: Default::default(),
             forwarded_unknown_apis: rules.forward_unknown_api.into_iter().collect(),
@@ -508,6 +522,9 @@ impl Raw {
                 }
                 if let Some(v) = own.max_partitions {
                     theirs.max_partitions = v.0;
+                }
+                if let Some(v) = own.min_replication {
+                    theirs.min_replication = v.0;
                 }
                 if let Some(v) = own.log_only {
                     theirs.log_only = v;
@@ -679,6 +696,18 @@ fn partition_cap<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cap>, D::Erro
             .map_err(|_| de::Error::custom("expected a whole number, or \"none\"")),
         Amount::Text(text) if text == "none" => Ok(Some(Cap(None))),
         Amount::Text(_) => Err(de::Error::custom("expected a whole number, or \"none\"")),
+    }
+}
+
+fn replication_floor<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Floor>, D::Error> {
+    let expected = || de::Error::custom("expected a whole number from 1 to 32767, or \"none\"");
+    match Amount::deserialize(d)? {
+        Amount::Number(n) => match i16::try_from(n) {
+            Ok(n) if n >= 1 => Ok(Some(Floor(Some(n)))),
+            _ => Err(expected()),
+        },
+        Amount::Text(text) if text == "none" => Ok(Some(Floor(None))),
+        Amount::Text(_) => Err(expected()),
     }
 }
 

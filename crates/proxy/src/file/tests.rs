@@ -40,10 +40,12 @@ deny-unclean = true
 protect-topic = ["payments"]
 allow-principal = ["alice", "ops"]
 max-partitions = 100
+min-replication = 3
 
 [rules.principal.ops]
 deny-unclean = false
 max-partitions = "none"
+min-replication = "none"
 
 [rules.principal."CN=bob,O=example"]
 log-only = true
@@ -80,8 +82,16 @@ log-only = true
     let ops = &policy.principal_rules["ops"];
     assert!(!ops.deny_unclean && ops.is_protected(b"payments"));
     assert_eq!(ops.max_partitions, None);
+    assert_eq!(policy.min_replication, Some(3));
+    assert_eq!(ops.min_replication, None);
     let bob = &policy.principal_rules["CN=bob,O=example"];
     assert!(bob.log_only && bob.deny_unclean && bob.max_partitions == Some(100));
+    assert_eq!(bob.min_replication, Some(3));
+    assert!(summary(&Config {
+        policy: policy.clone(),
+        ..Config::default()
+    })
+    .contains("min-replication 3"));
 
     let mut config = Config::default();
     file.apply(&mut config);
@@ -150,6 +160,8 @@ fn errors_say_where() {
             "a size prefix is an int32",
         ),
         ("[rules]\nmax-partitions = -1", 2, 18, "\"none\""),
+        ("[rules]\nmin-replication = 0", 2, 19, "from 1 to 32767"),
+        ("[rules]\nmin-replication = 40000", 2, 19, "from 1 to 32767"),
         (
             "[rules.principal.ops]\nallow-principal = []",
             2,

@@ -127,13 +127,18 @@ fn police_change(
 
 #[cfg(test)]
 mod tests {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
     use kafka_protocol::messages::{
-        IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+        CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse,
+        IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, RequestHeader, TopicName,
     };
-    use kafka_protocol::protocol::{Decodable, HeaderVersion, StrBytes};
+    use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
     use super::*;
     use crate::filter::testing::{kafka_request, kind, request, written, Conn};
@@ -141,8 +146,80 @@ mod tests {
     use crate::Config;
 
     const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+    const CREATE_TOPICS: i16 = 19;
+    const DELETE_RECORDS: i16 = 21;
     const TOPIC: i8 = 2;
+    const BROKER: i8 = 4;
     const SET: i8 = 0;
+
+    fn s(text: &str) -> StrBytes {
+        StrBytes::from_string(text.to_owned())
+    }
+
+    /// A request frame from client id `client_id` (correlation id 7).
+    fn request_as<M: Encodable + HeaderVersion>(
+        client_id: &str,
+        api_key: i16,
+        version: i16,
+        body: &M,
+    ) -> Vec<u8> {
+        let mut buf = bytes::BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(api_key)
+            .with_request_api_version(version)
+            .with_correlation_id(7)
+            .with_client_id(Some(s(client_id)))
+            .encode(&mut buf, M::header_version(version))
+            .unwrap();
+        body.encode(&mut buf, version).unwrap();
+        let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&buf);
+        frame
+    }
+
+    /// IncrementalAlterConfigs v1 from `client_id`, setting `config` to `value` on the
+    /// resource of type `resource_type` named `name`.
+    fn alter_as(
+        client_id: &str,
+        resource_type: i8,
+        name: &str,
+        config: &str,
+        value: &str,
+    ) -> Vec<u8> {
+        let body = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(resource_type)
+                .with_resource_name(s(name))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(s(config))
+                    .with_config_operation(SET)
+                    .with_value(Some(s(value)))]),
+        ]);
+        request_as(client_id, INCREMENTAL_ALTER_CONFIGS, 1, &body)
+    }
+
+    /// The body of the guard's answer, decoded by kafka-protocol (correlation id 7).
+    fn answered<M: Decodable + HeaderVersion>(decision: OnRequest, version: i16) -> M {
+        let respond = match decision {
+            OnRequest::Answer(respond) => respond,
+            other => panic!("{}", kind(&other)),
+        };
+        let reply = written(respond, None).unwrap();
+        let mut body = bytes::Bytes::copy_from_slice(&reply[4..]);
+        let header =
+            kafka_protocol::messages::ResponseHeader::decode(&mut body, M::header_version(version))
+                .unwrap();
+        assert_eq!(header.correlation_id, 7);
+        M::decode(&mut body, version).unwrap()
+    }
+
+    fn protect(topics: &[&str]) -> Policy {
+        let mut policy = Policy::default();
+        for topic in topics {
+            policy.protected_topics.insert(topic.as_bytes().into());
+        }
+        policy
+    }
 
     fn guard(policy: Policy) -> Conn {
         Conn::new(&Config {
@@ -186,7 +263,7 @@ mod tests {
 
     #[test]
     fn reads_the_apis_that_change_leadership_and_the_inter_broker_ones() {
-        let changes = [19, 20, 33, 37, 44, 45, 64];
+        let changes = [19, 20, 21, 33, 37, 44, 45, 64];
         let inter_broker = [4, 5, 6, 7, 52, 53, 54, 56, 58, 62, 63];
         for api_key in -1..200 {
             let reads = changes.contains(&api_key) || inter_broker.contains(&api_key);
@@ -283,6 +360,109 @@ mod tests {
                 "{close}"
             ),
             other => panic!("{}", kind(&other)),
+        }
+    }
+
+    /// Issue 42: DeleteRecords of a protected topic is answered by the guard, each
+    /// partition POLICY_VIOLATION; of another topic, forwarded.
+    #[test]
+    fn delete_records_of_a_protected_topic_is_answered() {
+        let conn = guard(protect(&["payments"]));
+        let body = |name: &str| {
+            DeleteRecordsRequest::default().with_topics(vec![DeleteRecordsTopic::default()
+                .with_name(TopicName(s(name)))
+                .with_partitions(vec![
+                    DeleteRecordsPartition::default()
+                        .with_partition_index(0)
+                        .with_offset(-1),
+                    DeleteRecordsPartition::default()
+                        .with_partition_index(1)
+                        .with_offset(-1),
+                ])])
+        };
+        for version in 0..=2 {
+            let frame = request_as("admin-1", DELETE_RECORDS, version, &body("payments"));
+            let answer: DeleteRecordsResponse = answered(decide(&conn, &frame), version);
+            assert_eq!(answer.topics.len(), 1);
+            assert_eq!(answer.topics[0].name.0.as_str(), "payments");
+            let partitions: Vec<(i32, i16)> = answer.topics[0]
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.error_code))
+                .collect();
+            assert_eq!(partitions, [(0, 44), (1, 44)], "v{version}");
+            let other = request_as("admin-1", DELETE_RECORDS, version, &body("logs"));
+            assert!(
+                matches!(decide(&conn, &other), OnRequest::Pass),
+                "v{version}"
+            );
+        }
+    }
+
+    /// Issue 42: with only allow-client-id, unclean election enabled through the config
+    /// route is refused for a client id not allowed (on a topic and on the cluster
+    /// default), and forwarded for one allowed.
+    #[test]
+    fn the_config_route_to_an_unclean_election_is_held_to_the_allowed_client_ids() {
+        let mut policy = Policy::default();
+        policy.allowed_client_ids.insert(b"ops"[..].into());
+        let conn = guard(policy);
+        let unclean = "unclean.leader.election.enable";
+        for (resource_type, name) in [(TOPIC, "payments"), (BROKER, "")] {
+            let mallory = alter_as("mallory", resource_type, name, unclean, "true");
+            let answer: IncrementalAlterConfigsResponse = answered(decide(&conn, &mallory), 1);
+            assert_eq!(answer.responses[0].error_code, leadership::POLICY_VIOLATION);
+            let message = answer.responses[0].error_message.as_deref().unwrap();
+            assert!(message.contains("client id may not"), "{message}");
+            let ops = alter_as("ops", resource_type, name, unclean, "true");
+            assert!(matches!(decide(&conn, &ops), OnRequest::Pass));
+        }
+    }
+
+    /// Issue 42: retention.ms of a protected topic refused, of another forwarded; the
+    /// broker default it inherits (log.retention.ms) refused while topics are protected.
+    #[test]
+    fn a_protected_topic_keeps_its_records() {
+        let conn = guard(protect(&["payments"]));
+        let refused = alter_as("admin-1", TOPIC, "payments", "retention.ms", "1");
+        let answer: IncrementalAlterConfigsResponse = answered(decide(&conn, &refused), 1);
+        assert_eq!(answer.responses[0].error_code, leadership::POLICY_VIOLATION);
+        let message = answer.responses[0].error_message.as_deref().unwrap();
+        assert!(message.contains("retention.ms"), "{message}");
+        let other = alter_as("admin-1", TOPIC, "logs", "retention.ms", "1");
+        assert!(matches!(decide(&conn, &other), OnRequest::Pass));
+        let default = alter_as("admin-1", BROKER, "", "log.retention.ms", "1");
+        let answer: IncrementalAlterConfigsResponse = answered(decide(&conn, &default), 1);
+        assert_eq!(answer.responses[0].error_code, leadership::POLICY_VIOLATION);
+        assert_eq!(answer.responses[0].resource_name.as_str(), "");
+        let unprotected = guard(deny_unclean());
+        assert!(matches!(decide(&unprotected, &default), OnRequest::Pass));
+    }
+
+    /// Issue 42: a protected name created with one replica under min-replication 3 is
+    /// refused; with three, forwarded.
+    #[test]
+    fn a_protected_topic_created_with_too_few_replicas_is_refused() {
+        let conn = guard(Policy {
+            min_replication: Some(3),
+            ..protect(&["payments"])
+        });
+        let body = |replication: i16| {
+            CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(s("payments")))
+                .with_num_partitions(1)
+                .with_replication_factor(replication)])
+        };
+        for version in 2..=7 {
+            let one = request_as("admin-1", CREATE_TOPICS, version, &body(1));
+            let answer: CreateTopicsResponse = answered(decide(&conn, &one), version);
+            assert_eq!(answer.topics[0].name.0.as_str(), "payments");
+            assert_eq!(answer.topics[0].error_code, leadership::POLICY_VIOLATION);
+            let three = request_as("admin-1", CREATE_TOPICS, version, &body(3));
+            assert!(
+                matches!(decide(&conn, &three), OnRequest::Pass),
+                "v{version}"
+            );
         }
     }
 }

@@ -9,6 +9,8 @@ pub enum Api {
     CreateTopics,
     /// DeleteTopics (20): a protected topic's partitions and their leaders gone.
     DeleteTopics,
+    /// DeleteRecords (21): a protected topic's records deleted, up to an offset.
+    DeleteRecords,
     /// AlterConfigs (33): a topic's or a broker's whole config, unclean election included.
     AlterConfigs,
     /// CreatePartitions (37): new partitions, and their replica assignment.
@@ -22,8 +24,9 @@ pub enum Api {
 }
 
 impl Api {
-    /// Every API the policy reads.
-    pub const ALL: [Api; 7] = [
+    /// Every API the policy reads. A new one goes last: the fuzz corpus picks an API by
+    /// its place here.
+    pub const ALL: [Api; 8] = [
         Api::CreateTopics,
         Api::DeleteTopics,
         Api::AlterConfigs,
@@ -31,6 +34,7 @@ impl Api {
         Api::IncrementalAlterConfigs,
         Api::AlterPartitionReassignments,
         Api::UnregisterBroker,
+        Api::DeleteRecords,
     ];
 
     /// The API of `api_key`, if the policy reads it.
@@ -43,6 +47,7 @@ impl Api {
         match self {
             Api::CreateTopics => 19,
             Api::DeleteTopics => 20,
+            Api::DeleteRecords => 21,
             Api::AlterConfigs => 33,
             Api::CreatePartitions => 37,
             Api::IncrementalAlterConfigs => 44,
@@ -56,6 +61,7 @@ impl Api {
         match self {
             Api::CreateTopics => "CreateTopics",
             Api::DeleteTopics => "DeleteTopics",
+            Api::DeleteRecords => "DeleteRecords",
             Api::AlterConfigs => "AlterConfigs",
             Api::CreatePartitions => "CreatePartitions",
             Api::IncrementalAlterConfigs => "IncrementalAlterConfigs",
@@ -70,6 +76,7 @@ impl Api {
         match self {
             Api::CreateTopics => 7,
             Api::DeleteTopics => 6,
+            Api::DeleteRecords => 2,
             Api::AlterConfigs => 2,
             Api::CreatePartitions => 3,
             Api::IncrementalAlterConfigs => 1,
@@ -83,6 +90,7 @@ impl Api {
         match self {
             Api::CreateTopics => 5,
             Api::DeleteTopics => 4,
+            Api::DeleteRecords => 2,
             Api::AlterConfigs => 2,
             Api::CreatePartitions => 2,
             Api::IncrementalAlterConfigs => 1,

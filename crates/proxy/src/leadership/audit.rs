@@ -3,7 +3,8 @@
 //! rules decided), `api_key`, `api_name`, `version`, `correlation_id`, `validate_only`,
 //! `entries` (how many the request has), `changes` (its entries, at most
 //! `SHOWN_ENTRIES`: `{"resource_type", "name", "changes": ["KEY=VALUE" | "KEY deleted"
-//! | ...], "partitions"}`), `verdict`, `rules`, and for a refusal `refused` (`[{"entry",
+//! | ...], "partitions", "replication_factor", "fewest_assigned"}`: the changes are those
+//! of configs the policy reads, and allows on no protected topic), `verdict`, `rules`, and for a refusal `refused` (`[{"entry",
 //! "rule", "message"}]`, at most `SHOWN_ENTRIES`) and `message` for a whole refusal.
 //! Names the guard cannot show as UTF-8 are `{"hex": ...}`, as in ElectLeaders' lines.
 
@@ -18,8 +19,8 @@ use crate::audit::{rfc3339_now, ConnInfo, Name, RuleList, Shown};
 pub const SHOWN_ENTRIES: usize = 100;
 /// Changes of one entry written, at most.
 const SHOWN_CHANGES: usize = 8;
-/// Bytes of a config value written, at most (the two configs the policy reads hold a
-/// boolean and a number).
+/// Bytes of a config name or value written, at most (the configs the policy reads hold
+/// booleans, numbers and short words; a name the guard does not know is the client's).
 const SHOWN_VALUE: usize = 64;
 
 /// One line of JSON, with its newline.
@@ -134,22 +135,31 @@ impl Serialize for ShownEntry<'_, '_> {
                 .changes
                 .iter()
                 .take(SHOWN_CHANGES)
-                .map(|c| match c.op {
-                    Op::Set(Some(v)) => {
-                        let shown = &v[..v.len().min(SHOWN_VALUE)];
-                        format!("{}={}", c.key.name(), String::from_utf8_lossy(shown))
+                .map(|c| {
+                    let name = String::from_utf8_lossy(&c.name[..c.name.len().min(SHOWN_VALUE)]);
+                    match c.op {
+                        Op::Set(Some(v)) => {
+                            let shown = &v[..v.len().min(SHOWN_VALUE)];
+                            format!("{name}={}", String::from_utf8_lossy(shown))
+                        }
+                        Op::Set(None) => format!("{name}=null"),
+                        Op::Delete => format!("{name} deleted"),
+                        Op::ListOp(op) => format!("{name} list operation {op}"),
+                        Op::Omitted => format!("{name} reset (not in the replacing set)"),
+                        Op::Unknown(op) => format!("{name} unknown operation {op}"),
                     }
-                    Op::Set(None) => format!("{}=null", c.key.name()),
-                    Op::Delete => format!("{} deleted", c.key.name()),
-                    Op::ListOp(op) => format!("{} list operation {op}", c.key.name()),
-                    Op::Omitted => format!("{} reset (not in the replacing set)", c.key.name()),
-                    Op::Unknown(op) => format!("{} unknown operation {op}", c.key.name()),
                 })
                 .collect();
             map.serialize_entry("changes", &changes)?;
         }
         if !entry.partitions.is_empty() {
             map.serialize_entry("partitions", &entry.partitions)?;
+        }
+        if entry.replication_factor != -1 {
+            map.serialize_entry("replication_factor", &entry.replication_factor)?;
+        }
+        if let Some(fewest) = entry.fewest_assigned {
+            map.serialize_entry("fewest_assigned", &fewest)?;
         }
         map.end()
     }

@@ -1,23 +1,30 @@
 //! The leadership-change policy: every request other than ElectLeaders that can change who
-//! leads a partition, or let the controller elect a replica out of sync by itself, held to
-//! the same rules as ElectLeaders.
+//! leads a partition, let the controller elect a replica out of sync by itself, or take a
+//! protected topic's records, held to the same rules as ElectLeaders.
 //!
 //! A guard that refuses an UNCLEAN election but forwards the config change that makes the
-//! controller hold one by itself protects nothing. So, whenever the policy has a rule that
+//! controller hold one by itself protects nothing; nor does one that protects a topic's
+//! leaders and forwards `retention.ms=1` on it. So, whenever the policy has a rule that
 //! concerns leadership ([`Policy::deny_unclean`], [`Policy::protected_topics`],
 //! [`Policy::allowed_client_ids`], [`Policy::allowed_principals`]), these requests are read
 //! and decided on:
 //!
 //! | API (key) | refused when |
 //! |---|---|
-//! | IncrementalAlterConfigs (44) | a topic, broker or cluster-default `unclean.leader.election.enable` set to anything but `false`, deleted, or changed by an operation the guard does not know (deny-unclean; for a protected topic always); `min.insync.replicas` changed on a protected topic, or on a broker or the cluster default while topics are protected (their inherited value); a resource type the guard does not know |
-//! | AlterConfigs (33) | the same; and since it replaces a resource's whole set, a resource whose set does not say `unclean.leader.election.enable=false` (deny-unclean), and any set for a protected topic, a broker or the cluster default while topics are protected (it resets `min.insync.replicas`) |
-//! | CreateTopics (19) | a topic created with `unclean.leader.election.enable` other than `false` (deny-unclean; for a protected name always) |
+//! | IncrementalAlterConfigs (44) | a topic, broker or cluster-default `unclean.leader.election.enable` set to anything but `false`, deleted, or changed by an operation the guard does not know (deny-unclean; for a protected topic always; and, as an UNCLEAN election, for a client id or principal not allowed to elect: allow-client-id, allow-principal); on a protected topic, a config the table of [`topic_configs`] refuses (retention, cleanup, compaction, tiered storage, `min.insync.replicas`, ...) or one the guard does not know; on a broker or the cluster default while topics are protected, the broker synonym of such a config (`log.retention.ms`, `log.cleanup.policy`, `min.insync.replicas`, ...: their inherited value); a resource type the guard does not know |
+//! | AlterConfigs (33) | the same; and since it replaces a resource's whole set, a resource whose set does not say `unclean.leader.election.enable=false` (deny-unclean, allow-client-id, allow-principal), and any set for a protected topic, a broker or the cluster default while topics are protected (it resets their retention, `min.insync.replicas`, ...) |
+//! | CreateTopics (19) | a topic created with `unclean.leader.election.enable` other than `false` (deny-unclean, allow-client-id, allow-principal; for a protected name always); a protected name created with a config the table refuses (a record produced to a topic created with `retention.ms=1` is lost as surely), or, under [`Policy::min_replication`], with fewer replicas, with the broker's default (-1: the guard cannot check it), or with an assignment giving a partition fewer |
+//! | DeleteRecords (21) | records of a protected topic (each partition answered `POLICY_VIOLATION`) |
 //! | AlterPartitionReassignments (45) | a protected topic's partitions, moved or their move cancelled; the client id or principal not allowed to elect |
 //! | CreatePartitions (37) | partitions added to a protected topic |
 //! | DeleteTopics (20) | a protected topic; a topic named only by its id while topics are protected (the guard cannot tell which it is) |
 //! | UnregisterBroker (64) | while topics are protected (its partitions' leadership moves); the client id or principal not allowed to elect |
 //! | LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6), ControlledShutdown (7), Vote, BeginQuorumEpoch, EndQuorumEpoch (52-54), AlterPartition (56), Envelope (58), BrokerRegistration (62), BrokerHeartbeat (63) | always: brokers and controllers send these to each other, never a client, and Kafka's brokers do not take them on a client listener; the guard closes the connection, as Kafka does |
+//!
+//! A client id is chosen by the client, in every request's header: it is no identity, and
+//! `allow-client-id` only keeps well-meaning tools apart. A client that means harm writes
+//! the id it is allowed; against it, use `allow-principal` (the principal the broker
+//! authenticated: a SASL user, a client certificate's subject).
 //!
 //! Checked and left out, with why:
 //! - ListPartitionReassignments, DescribeConfigs, DescribeTopicPartitions, Metadata: they
@@ -28,8 +35,8 @@
 //!   keeps the ELR, not whether it may elect a replica out of sync.
 //! - AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter (80-82): the controllers' own quorum,
 //!   not a partition's leader.
-//! - DeleteRecords, CreateAcls, DeleteAcls, the quotas and SCRAM credentials: no effect on
-//!   leadership.
+//! - CreateAcls, DeleteAcls, the quotas and SCRAM credentials: no effect on leadership or
+//!   on records (a quota slows a client, it deletes nothing).
 //!
 //! A whole request is refused when one of its entries is: each entry is answered
 //! `POLICY_VIOLATION` (44), the ones at fault with why, the others as refused with the rest
@@ -44,6 +51,7 @@ mod api;
 mod decision;
 mod read;
 mod refuse;
+pub mod topic_configs;
 
 pub use api::{inter_broker, Api, INTER_BROKER};
 pub use decision::{ChangeDecision, Why};
@@ -53,6 +61,7 @@ pub use read::{
     RESOURCE_TOPIC,
 };
 pub use refuse::{encode_refusal, MESSAGES, POLICY_VIOLATION};
+pub use topic_configs::{BrokerSynonym, OnProtected, TopicConfig, BROKER_SYNONYMS, TOPIC_CONFIGS};
 
 use crate::policy::{Policy, Rule, Rules, Verdict};
 
@@ -63,12 +72,25 @@ const REPLACES_UNCLEAN: &str = "refused by the elect-leaders proxy: AlterConfigs
                                 config of the resource and would reset \
                                 unclean.leader.election.enable; set it to false in the same \
                                 request, or use IncrementalAlterConfigs";
-const MIN_ISR: &str = "refused by the elect-leaders proxy: min.insync.replicas of a protected \
-                       topic, or the broker default it inherits, may not be changed through the \
-                       guard";
+const UNCLEAN_CLIENT_ID: &str = "refused by the elect-leaders proxy: this client id may not let \
+                                 the controller elect a replica out of sync \
+                                 (unclean.leader.election.enable set to anything but false, \
+                                 deleted, or reset by AlterConfigs)";
+const UNCLEAN_PRINCIPAL: &str = "refused by the elect-leaders proxy: this principal may not let \
+                                 the controller elect a replica out of sync \
+                                 (unclean.leader.election.enable set to anything but false, \
+                                 deleted, or reset by AlterConfigs)";
+const UNCLEAN_UNKNOWN_PRINCIPAL: &str = "refused by the elect-leaders proxy: the principal is \
+                                         unknown, and only some may let the controller elect a \
+                                         replica out of sync (unclean.leader.election.enable set \
+                                         to anything but false, deleted, or reset by \
+                                         AlterConfigs)";
 const REPLACES_PROTECTED: &str = "refused by the elect-leaders proxy: AlterConfigs replaces every \
-                                  config of the resource and would reset min.insync.replicas of \
-                                  a protected topic; use IncrementalAlterConfigs";
+                                  config of the resource and would reset those of a protected \
+                                  topic, or the defaults it inherits (retention, \
+                                  min.insync.replicas, ...); use IncrementalAlterConfigs";
+const UNKNOWN_CONFIG: &str = "refused by the elect-leaders proxy: the topic is protected, and the \
+                              request sets a config on it that the guard does not know";
 const UNKNOWN_RESOURCE: &str = "refused by the elect-leaders proxy: a config resource of a type \
                                 the guard does not know";
 const UNKNOWN_OP: &str = "refused by the elect-leaders proxy: a config operation the guard does \
@@ -81,8 +103,32 @@ const DELETE: &str = "refused by the elect-leaders proxy: the topic is protected
                       deleted through the guard";
 const DELETE_BY_ID: &str = "refused by the elect-leaders proxy: a topic named only by its id \
                             cannot be checked against the protected topics; name it";
+const DELETE_RECORDS: &str = "refused by the elect-leaders proxy: the topic is protected; its \
+                              records may not be deleted through the guard";
 const UNREGISTER: &str = "refused by the elect-leaders proxy: unregistering a broker moves the \
                           leadership of its partitions, protected topics' included";
+const REPLICATION_BELOW: &str = "refused by the elect-leaders proxy: the topic is protected, and \
+                                 the replication factor asked for is below the least the guard \
+                                 allows it";
+const REPLICATION_DEFAULT: &str =
+    "refused by the elect-leaders proxy: the topic is protected, and \
+                                   its replication factor is left to the broker's default (-1), \
+                                   which the guard cannot check; name it";
+const ASSIGNED_BELOW: &str = "refused by the elect-leaders proxy: the topic is protected, and the \
+                              assignment gives a partition fewer replicas than the guard allows \
+                              it";
+
+/// Which of the rules of who may change leadership (elect, move partitions, let the
+/// controller elect a replica out of sync) refuse this client.
+#[derive(Clone, Copy)]
+struct NotAllowed {
+    /// Its client id is not in [`Policy::allowed_client_ids`].
+    client_id: bool,
+    /// Its principal is not in [`Policy::allowed_principals`] (or unknown).
+    principal: bool,
+    /// Its principal is known.
+    principal_known: bool,
+}
 
 impl Policy {
     /// Whether this policy (or a principal's own) has a rule that concerns leadership, so
@@ -127,25 +173,28 @@ impl Policy {
     ) -> ChangeDecision {
         let mut rules = Rules::default();
         let mut whole = None;
+        let who = NotAllowed {
+            client_id: !self.allowed_client_ids.is_empty()
+                && !request
+                    .client_id
+                    .is_some_and(|id| self.allowed_client_ids.contains(id)),
+            principal: !allowed_principals.is_empty()
+                && !principal.is_some_and(|p| allowed_principals.contains(p)),
+            principal_known: principal.is_some(),
+        };
         // Who may move leaders: the rules of who may elect.
         if matches!(
             request.api,
             Api::AlterPartitionReassignments | Api::UnregisterBroker
         ) {
             let mut reasons = Vec::new();
-            if !self.allowed_client_ids.is_empty()
-                && !request
-                    .client_id
-                    .is_some_and(|id| self.allowed_client_ids.contains(id))
-            {
+            if who.client_id {
                 rules.insert(Rule::AllowClientId);
                 reasons.push("this client id may not change partition leadership");
             }
-            if !allowed_principals.is_empty()
-                && !principal.is_some_and(|p| allowed_principals.contains(p))
-            {
+            if who.principal {
                 rules.insert(Rule::AllowPrincipal);
-                reasons.push(if principal.is_some() {
+                reasons.push(if who.principal_known {
                     "this principal may not change partition leadership"
                 } else {
                     "the principal is unknown, and only some may change partition leadership"
@@ -160,8 +209,7 @@ impl Policy {
         }
         let mut refused = Vec::new();
         for (i, entry) in request.entries.iter().enumerate() {
-            if let Some(why) = self.refuses_change(request, entry) {
-                rules.insert(why.rule);
+            if let Some(why) = self.refuses_change(request, entry, who, &mut rules) {
                 refused.push((i, why));
             }
         }
@@ -190,13 +238,23 @@ impl Policy {
         }
     }
 
-    /// Why this entry of the request is refused, if it is.
-    fn refuses_change(&self, request: &ChangeRequest<'_>, entry: &Entry<'_>) -> Option<Why> {
+    /// Why this entry of the request is refused, if it is: the first reason; every rule
+    /// that refuses it goes into `rules`.
+    fn refuses_change(
+        &self,
+        request: &ChangeRequest<'_>,
+        entry: &Entry<'_>,
+        who: NotAllowed,
+        rules: &mut Rules,
+    ) -> Option<Why> {
         let protected = entry
             .name
             .is_some_and(|name| entry.resource_type == RESOURCE_TOPIC && self.is_protected(name));
         let topics_protected = !self.protected_topics.is_empty();
-        let why = |rule, message| Some(Why { rule, message });
+        let mut why = |rule, message| {
+            rules.insert(rule);
+            Some(Why { rule, message })
+        };
         match request.api {
             Api::AlterPartitionReassignments if protected => why(Rule::ProtectTopic, REASSIGN),
             Api::CreatePartitions if protected => why(Rule::ProtectTopic, ADD_PARTITIONS),
@@ -204,80 +262,124 @@ impl Policy {
             Api::DeleteTopics if entry.name.is_none() && topics_protected => {
                 why(Rule::ProtectTopic, DELETE_BY_ID)
             }
-            Api::CreateTopics => {
-                let enables = entry
-                    .changes
-                    .iter()
-                    .any(|c| c.key == Key::UncleanLeaderElection && !c.op.sets_false());
-                if enables && protected {
-                    why(Rule::ProtectTopic, UNCLEAN)
-                } else if enables && self.deny_unclean {
-                    why(Rule::DenyUnclean, UNCLEAN)
-                } else {
-                    None
-                }
-            }
-            Api::AlterConfigs | Api::IncrementalAlterConfigs => {
-                self.refuses_config(entry, protected)
+            Api::DeleteRecords if protected => why(Rule::ProtectTopic, DELETE_RECORDS),
+            Api::CreateTopics | Api::AlterConfigs | Api::IncrementalAlterConfigs => {
+                self.refuses_config(request.api, entry, protected, who, rules)
             }
             _ => None,
         }
     }
 
-    fn refuses_config(&self, entry: &Entry<'_>, protected: bool) -> Option<Why> {
+    /// Why a config resource (or a topic CreateTopics creates) is refused, if it is.
+    fn refuses_config(
+        &self,
+        api: Api,
+        entry: &Entry<'_>,
+        protected: bool,
+        who: NotAllowed,
+        rules: &mut Rules,
+    ) -> Option<Why> {
         let topics_protected = !self.protected_topics.is_empty();
-        // Whether this resource's `min.insync.replicas` is one a protected topic has or
-        // inherits, and whether its unclean setting is one a protected topic has or inherits.
-        let (guards_isr, guards_unclean) = match entry.resource_type {
-            RESOURCE_TOPIC => (protected, protected || self.deny_unclean),
-            RESOURCE_BROKER => (topics_protected, topics_protected || self.deny_unclean),
-            RESOURCE_BROKER_LOGGER | RESOURCE_CLIENT_METRICS | RESOURCE_GROUP => return None,
-            _ if self.deny_unclean || topics_protected => {
-                let rule = if self.deny_unclean {
-                    Rule::DenyUnclean
-                } else {
-                    Rule::ProtectTopic
-                };
-                return Some(Why {
-                    rule,
-                    message: UNKNOWN_RESOURCE,
-                });
-            }
-            _ => return None,
+        let mut first = None;
+        let mut refuse = |rule, message| {
+            rules.insert(rule);
+            first.get_or_insert(Why { rule, message });
         };
+        // Whether this resource's configs are those a protected topic has or inherits.
+        let guards_records = match entry.resource_type {
+            RESOURCE_TOPIC => protected,
+            RESOURCE_BROKER => topics_protected,
+            RESOURCE_BROKER_LOGGER | RESOURCE_CLIENT_METRICS | RESOURCE_GROUP => return None,
+            _ => {
+                // A type the guard does not know could hold the unclean setting.
+                let rule = if self.deny_unclean {
+                    Some(Rule::DenyUnclean)
+                } else if topics_protected {
+                    Some(Rule::ProtectTopic)
+                } else if who.client_id {
+                    Some(Rule::AllowClientId)
+                } else if who.principal {
+                    Some(Rule::AllowPrincipal)
+                } else {
+                    None
+                };
+                if let Some(rule) = rule {
+                    refuse(rule, UNKNOWN_RESOURCE);
+                }
+                return first;
+            }
+        };
+        let guards_unclean = guards_records || self.deny_unclean;
         let unclean_rule = if self.deny_unclean {
             Rule::DenyUnclean
         } else {
             Rule::ProtectTopic
         };
         for change in &entry.changes {
-            match change.key {
-                Key::UncleanLeaderElection if guards_unclean && !change.op.sets_false() => {
+            if change.key.is_unclean() {
+                if change.op.sets_false() {
+                    continue;
+                }
+                // It may let the controller elect a replica out of sync: held to the rules
+                // of an UNCLEAN election.
+                if guards_unclean {
                     let message = match change.op {
                         Op::Omitted => REPLACES_UNCLEAN,
                         Op::Unknown(_) => UNKNOWN_OP,
                         _ => UNCLEAN,
                     };
-                    return Some(Why {
-                        rule: unclean_rule,
-                        message,
-                    });
+                    refuse(unclean_rule, message);
                 }
-                Key::MinInsyncReplicas if guards_isr => {
-                    let message = match change.op {
-                        Op::Omitted => REPLACES_PROTECTED,
-                        Op::Unknown(_) => UNKNOWN_OP,
-                        _ => MIN_ISR,
+                if who.client_id {
+                    refuse(Rule::AllowClientId, UNCLEAN_CLIENT_ID);
+                }
+                if who.principal {
+                    let message = if who.principal_known {
+                        UNCLEAN_PRINCIPAL
+                    } else {
+                        UNCLEAN_UNKNOWN_PRINCIPAL
                     };
-                    return Some(Why {
-                        rule: Rule::ProtectTopic,
-                        message,
-                    });
+                    refuse(Rule::AllowPrincipal, message);
                 }
+                continue;
+            }
+            if !guards_records {
+                continue;
+            }
+            match change.key {
+                Key::Topic(config) if config.decision == OnProtected::Refused => {
+                    refuse(Rule::ProtectTopic, config.refusal);
+                }
+                Key::Broker(synonym) if synonym.topic_config().decision == OnProtected::Refused => {
+                    refuse(Rule::ProtectTopic, synonym.refusal);
+                }
+                Key::Unknown => refuse(Rule::ProtectTopic, UNKNOWN_CONFIG),
                 _ => {}
             }
         }
-        None
+        if api == Api::AlterConfigs && guards_records {
+            refuse(Rule::ProtectTopic, REPLACES_PROTECTED);
+        }
+        if api == Api::CreateTopics && protected {
+            if let Some(short) = self.short_of_replicas(entry) {
+                refuse(Rule::MinReplication, short);
+            }
+        }
+        first
+    }
+
+    /// Why a protected topic CreateTopics creates has too few replicas, if it has
+    /// ([`Policy::min_replication`]).
+    fn short_of_replicas(&self, entry: &Entry<'_>) -> Option<&'static str> {
+        let least = self.min_replication?;
+        match entry.fewest_assigned {
+            Some(replicas) => {
+                (replicas < usize::try_from(least).unwrap_or(0)).then_some(ASSIGNED_BELOW)
+            }
+            // No assignment: the replication factor says, unless it leaves it to the broker.
+            None if entry.replication_factor == -1 => Some(REPLICATION_DEFAULT),
+            None => (entry.replication_factor < least).then_some(REPLICATION_BELOW),
+        }
     }
 }
 

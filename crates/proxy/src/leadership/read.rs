@@ -23,6 +23,9 @@
 //! DeleteTopics (20) v0-6, flexible 4+
 //!   v0-5: TopicNames [string]     v6+: Topics [Name string?, TopicId uuid]
 //!   TimeoutMs i32
+//! DeleteRecords (21) v0-2, flexible 2+
+//!   Topics [Name string, Partitions [PartitionIndex i32, Offset i64]]
+//!   TimeoutMs i32
 //! AlterConfigs (33) v0-2, flexible 2+
 //!   Resources [ResourceType i8, ResourceName string, Configs [Name string, Value string?]]
 //!   ValidateOnly bool
@@ -44,10 +47,9 @@ use std::fmt;
 
 use super::api::Api;
 
-/// `unclean.leader.election.enable`: whether a replica out of sync may be elected.
-pub const UNCLEAN_LEADER_ELECTION: &[u8] = b"unclean.leader.election.enable";
-/// `min.insync.replicas`: how many replicas must have a write before it is acknowledged.
-pub const MIN_INSYNC_REPLICAS: &[u8] = b"min.insync.replicas";
+use super::topic_configs::{
+    self, BrokerSynonym, OnProtected, TopicConfig, UNCLEAN_LEADER_ELECTION,
+};
 
 /// ConfigResource types (`org.apache.kafka.common.config.ConfigResource.Type`).
 /// A topic's configs.
@@ -104,36 +106,59 @@ impl fmt::Display for ReadError {
 /// A config change that matters to the policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConfigChange<'a> {
-    /// The config.
+    /// The config's name, as the request has it.
+    pub name: &'a [u8],
+    /// What the guard knows of it.
     pub key: Key,
     /// What is done to it.
     pub op: Op<'a>,
 }
 
-/// The configs the policy looks at.
+/// What the guard knows of a config that matters to the policy: its line in the topic
+/// configs' table ([`topic_configs`]). Configs the table allows are not kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Key {
-    /// `unclean.leader.election.enable`.
-    UncleanLeaderElection,
-    /// `min.insync.replicas`.
-    MinInsyncReplicas,
+    /// A topic config (on a topic, or in CreateTopics).
+    Topic(&'static TopicConfig),
+    /// A broker config that is a topic config's default (on a broker, or the cluster
+    /// default).
+    Broker(&'static BrokerSynonym),
+    /// A topic config the guard does not know: only the first of an entry is kept, one
+    /// being enough to refuse it on a protected topic.
+    Unknown,
 }
 
 impl Key {
-    /// The config's name, as Kafka writes it.
-    pub fn name(self) -> &'static str {
+    /// What the key of a topic config (`topic`) or of a broker config is to the policy;
+    /// None: it does not matter (allowed on a protected topic, or a broker config that no
+    /// topic inherits).
+    fn of(name: &[u8], topic: bool) -> Option<Key> {
+        let (key, config) = if topic {
+            match topic_configs::topic_config(name) {
+                Some(config) => (Key::Topic(config), config),
+                None => return Some(Key::Unknown),
+            }
+        } else {
+            let synonym = topic_configs::broker_synonym(name)?;
+            (Key::Broker(synonym), synonym.topic_config())
+        };
+        (config.decision != OnProtected::Allowed).then_some(key)
+    }
+
+    /// The topic config (its own, or the one a broker config is the default of); None for
+    /// one the guard does not know.
+    pub fn topic_config(self) -> Option<&'static TopicConfig> {
         match self {
-            Key::UncleanLeaderElection => "unclean.leader.election.enable",
-            Key::MinInsyncReplicas => "min.insync.replicas",
+            Key::Topic(config) => Some(config),
+            Key::Broker(synonym) => Some(synonym.topic_config()),
+            Key::Unknown => None,
         }
     }
 
-    fn of(name: &[u8]) -> Option<Key> {
-        match name {
-            UNCLEAN_LEADER_ELECTION => Some(Key::UncleanLeaderElection),
-            MIN_INSYNC_REPLICAS => Some(Key::MinInsyncReplicas),
-            _ => None,
-        }
+    /// Whether it is `unclean.leader.election.enable`, of a topic or a broker.
+    pub fn is_unclean(self) -> bool {
+        self.topic_config()
+            .is_some_and(|c| c.key == UNCLEAN_LEADER_ELECTION)
     }
 }
 
@@ -174,8 +199,15 @@ pub struct Entry<'a> {
     pub topic_id: [u8; 16],
     /// The changes to the configs the policy looks at, in request order.
     pub changes: Vec<ConfigChange<'a>>,
-    /// AlterPartitionReassignments: the partitions named, in order.
+    /// AlterPartitionReassignments, DeleteRecords: the partitions named, in order.
     pub partitions: Vec<i32>,
+    /// CreateTopics: the replication factor asked for (-1: the broker's default, or an
+    /// explicit assignment).
+    pub replication_factor: i16,
+    /// CreateTopics with explicit assignments: the fewest replicas a partition is given.
+    pub fewest_assigned: Option<usize>,
+    /// Whether `changes` holds a topic config the guard does not know (the first only).
+    pub unknown_config: bool,
 }
 
 impl<'a> Entry<'a> {
@@ -186,7 +218,29 @@ impl<'a> Entry<'a> {
             topic_id: [0; 16],
             changes: Vec::new(),
             partitions: Vec::new(),
+            replication_factor: -1,
+            fewest_assigned: None,
+            unknown_config: false,
         }
+    }
+
+    /// Keeps a config change of this entry when it matters to the policy (see [`Key`]).
+    fn change(&mut self, name: &'a [u8], op: Op<'a>) {
+        let topic = match self.resource_type {
+            RESOURCE_TOPIC => true,
+            RESOURCE_BROKER => false,
+            _ => return,
+        };
+        let Some(key) = Key::of(name, topic) else {
+            return;
+        };
+        if key == Key::Unknown {
+            if self.unknown_config {
+                return;
+            }
+            self.unknown_config = true;
+        }
+        self.changes.push(ConfigChange { name, key, op });
     }
 }
 
@@ -240,6 +294,7 @@ pub fn read_request(api: Api, version: i16, frame: &[u8]) -> Result<ChangeReques
     match api {
         Api::CreateTopics => create_topics(&mut r, &mut request)?,
         Api::DeleteTopics => delete_topics(&mut r, &mut request)?,
+        Api::DeleteRecords => delete_records(&mut r, &mut request)?,
         Api::AlterConfigs => alter_configs(&mut r, &mut request, false)?,
         Api::IncrementalAlterConfigs => alter_configs(&mut r, &mut request, true)?,
         Api::CreatePartitions => create_partitions(&mut r, &mut request)?,
@@ -261,25 +316,23 @@ fn create_topics<'a>(r: &mut Wire<'a>, request: &mut ChangeRequest<'a>) -> Resul
     let topics = r.array("topics", 6)?;
     for _ in 0..topics {
         let name = r.string("topics: name")?;
-        r.skip(4 + 2, "topics: num_partitions, replication_factor")?;
+        r.skip(4, "topics: num_partitions")?;
         let mut entry = Entry::topic(Some(name));
+        entry.replication_factor = r.int16("topics: replication_factor")?;
         let assignments = r.array("topics: assignments", 5)?;
         for _ in 0..assignments {
             r.skip(4, "assignments: partition_index")?;
-            r.int32_array("assignments: broker_ids")?;
+            let replicas = r.int32_array("assignments: broker_ids")?;
             r.struct_end("assignments: tagged fields")?;
+            entry.fewest_assigned =
+                Some(entry.fewest_assigned.map_or(replicas, |n| n.min(replicas)));
         }
         let configs = r.array("topics: configs", 2)?;
         for _ in 0..configs {
             let name = r.string("configs: name")?;
             let value = r.nullable_string("configs: value")?;
             r.struct_end("configs: tagged fields")?;
-            if let Some(key) = Key::of(name) {
-                entry.changes.push(ConfigChange {
-                    key,
-                    op: Op::Set(value),
-                });
-            }
+            entry.change(name, Op::Set(value));
         }
         r.struct_end("topics: tagged fields")?;
         request.entries.push(entry);
@@ -313,6 +366,26 @@ fn delete_topics<'a>(r: &mut Wire<'a>, request: &mut ChangeRequest<'a>) -> Resul
     Ok(())
 }
 
+fn delete_records<'a>(r: &mut Wire<'a>, request: &mut ChangeRequest<'a>) -> Result<(), ReadError> {
+    let topics = r.array("topics", 3)?;
+    for _ in 0..topics {
+        let name = r.string("topics: name")?;
+        let mut entry = Entry::topic(Some(name));
+        let partitions = r.array("topics: partitions", 12)?;
+        for _ in 0..partitions {
+            entry
+                .partitions
+                .push(r.int32("partitions: partition_index")?);
+            r.skip(8, "partitions: offset")?;
+            r.struct_end("partitions: tagged fields")?;
+        }
+        r.struct_end("topics: tagged fields")?;
+        request.entries.push(entry);
+    }
+    r.skip(4, "timeout_ms")?;
+    Ok(())
+}
+
 fn alter_configs<'a>(
     r: &mut Wire<'a>,
     request: &mut ChangeRequest<'a>,
@@ -324,7 +397,7 @@ fn alter_configs<'a>(
         let name = r.string("resources: resource_name")?;
         let mut entry = Entry::topic(Some(name));
         entry.resource_type = resource_type;
-        let mut named = [false; 2];
+        let mut names_unclean = false;
         let configs = r.array("resources: configs", if incremental { 3 } else { 2 })?;
         for _ in 0..configs {
             let config = r.string("configs: name")?;
@@ -335,28 +408,22 @@ fn alter_configs<'a>(
             };
             let value = r.nullable_string("configs: value")?;
             r.struct_end("configs: tagged fields")?;
-            let Some(key) = Key::of(config) else { continue };
-            named[key as usize] = true;
+            names_unclean |= config == UNCLEAN_LEADER_ELECTION.as_bytes();
             let op = match op {
                 0 => Op::Set(value),
                 1 => Op::Delete,
                 2 | 3 => Op::ListOp(op),
                 other => Op::Unknown(other),
             };
-            entry.changes.push(ConfigChange { key, op });
+            entry.change(config, op);
         }
         r.struct_end("resources: tagged fields")?;
-        if !incremental {
+        if !incremental && !names_unclean {
             // The set replaces every config of the resource: one not named goes back to
-            // what the resource inherits.
-            for key in [Key::UncleanLeaderElection, Key::MinInsyncReplicas] {
-                if !named[key as usize] {
-                    entry.changes.push(ConfigChange {
-                        key,
-                        op: Op::Omitted,
-                    });
-                }
-            }
+            // what the resource inherits. Only the unclean setting is kept so: every other
+            // config that matters is one of a protected topic or of the defaults it
+            // inherits, and the policy refuses AlterConfigs on those whole.
+            entry.change(UNCLEAN_LEADER_ELECTION.as_bytes(), Op::Omitted);
         }
         request.entries.push(entry);
     }
@@ -568,9 +635,11 @@ impl<'a> Wire<'a> {
         }
     }
 
-    fn int32_array(&mut self, field: &'static str) -> Result<(), ReadError> {
+    /// An array of int32, skipped: its count.
+    fn int32_array(&mut self, field: &'static str) -> Result<usize, ReadError> {
         let n = self.array(field, 4)?;
-        self.skip(n * 4, field)
+        self.skip(n * 4, field)?;
+        Ok(n)
     }
 
     fn tagged_fields(&mut self, field: &'static str) -> Result<(), ReadError> {

@@ -14,6 +14,8 @@
 //!   ErrorMessage? (1+), NumPartitions i32 (5+), ReplicationFactor i16 (5+), Configs []? (5+)]
 //! DeleteTopics: ThrottleTimeMs (1+), Responses [Name (nullable 6+), TopicId (6+), ErrorCode,
 //!   ErrorMessage? (5+)]
+//! DeleteRecords: ThrottleTimeMs, Topics [Name, Partitions [PartitionIndex, LowWatermark i64,
+//!   ErrorCode]] (no message: the audit line has it)
 //! AlterConfigs, IncrementalAlterConfigs: ThrottleTimeMs, Responses [ErrorCode, ErrorMessage?,
 //!   ResourceType i8, ResourceName]
 //! CreatePartitions: ThrottleTimeMs, Results [Name, ErrorCode, ErrorMessage?]
@@ -87,6 +89,21 @@ pub fn encode_refusal(request: &ChangeRequest<'_>, decision: &ChangeDecision, ou
                 w.out.put_i16(POLICY_VIOLATION);
                 if v >= 5 {
                     w.message(message(i));
+                }
+                w.struct_end();
+            }
+        }
+        Api::DeleteRecords => {
+            w.out.put_i32(0);
+            w.array(request.entries.len());
+            for entry in &request.entries {
+                w.string(entry.name.unwrap_or_default());
+                w.array(entry.partitions.len());
+                for &partition in &entry.partitions {
+                    w.out.put_i32(partition);
+                    w.out.put_i64(-1); // no low watermark: nothing was deleted
+                    w.out.put_i16(POLICY_VIOLATION);
+                    w.struct_end();
                 }
                 w.struct_end();
             }

@@ -129,18 +129,32 @@ fn incremental_alter_configs_at_every_version() {
         assert_eq!(request.client_id, Some(&b"admin-1"[..]));
         assert_eq!(request.entries.len(), 2);
         assert_eq!(request.entries[0].name, Some(&b"payments"[..]));
+        // The configs the table refuses on a protected topic are kept, by their line.
+        let retention = topic_configs::topic_config(b"retention.ms").unwrap();
+        let unclean = topic_configs::topic_config(b"unclean.leader.election.enable").unwrap();
         assert_eq!(
             request.entries[0].changes,
-            [ConfigChange {
-                key: Key::UncleanLeaderElection,
-                op: Op::Set(Some(b"true"))
-            }]
+            [
+                ConfigChange {
+                    name: b"retention.ms",
+                    key: Key::Topic(retention),
+                    op: Op::Set(Some(b"1000"))
+                },
+                ConfigChange {
+                    name: b"unclean.leader.election.enable",
+                    key: Key::Topic(unclean),
+                    op: Op::Set(Some(b"true"))
+                }
+            ]
         );
+        assert!(request.entries[0].changes[1].key.is_unclean());
         assert_eq!(request.entries[1].resource_type, RESOURCE_BROKER);
+        let isr = topic_configs::broker_synonym(b"min.insync.replicas").unwrap();
         assert_eq!(
             request.entries[1].changes,
             [ConfigChange {
-                key: Key::MinInsyncReplicas,
+                name: b"min.insync.replicas",
+                key: Key::Broker(isr),
                 op: Op::Delete
             }]
         );
@@ -226,6 +240,7 @@ fn config_rules() {
         deny_unclean: true,
         ..protect(&["payments"])
     };
+    let deny = deny_unclean();
     use Verdict::{Forwarded, Refused};
     let cases: &[Case<'_>] = &[
         // deny-unclean: any topic, any broker, the cluster default.
@@ -307,11 +322,112 @@ fn config_rules() {
         ),
         (&both, RESOURCE_TOPIC, "payments", isr, 1, None, Refused),
         (&both, RESOURCE_BROKER, "", isr, 0, Some("1"), Refused),
+        // Issue 42: a protected topic keeps its records, and so do the defaults it inherits.
         (
             &both,
             RESOURCE_TOPIC,
             "payments",
             "retention.ms",
+            0,
+            Some("1"),
+            Refused,
+        ),
+        (
+            &both,
+            RESOURCE_TOPIC,
+            "payments",
+            "retention.bytes",
+            0,
+            Some("0"),
+            Refused,
+        ),
+        (
+            &both,
+            RESOURCE_TOPIC,
+            "logs",
+            "retention.ms",
+            0,
+            Some("1"),
+            Forwarded,
+        ),
+        (
+            &both,
+            RESOURCE_TOPIC,
+            "payments",
+            "compression.type",
+            0,
+            Some("zstd"),
+            Forwarded,
+        ),
+        // A topic config the guard does not know: refused on a protected topic only.
+        (
+            &both,
+            RESOURCE_TOPIC,
+            "payments",
+            "message.format.version",
+            0,
+            Some("3.0"),
+            Refused,
+        ),
+        (
+            &both,
+            RESOURCE_TOPIC,
+            "logs",
+            "message.format.version",
+            0,
+            Some("3.0"),
+            Forwarded,
+        ),
+        (
+            &both,
+            RESOURCE_BROKER,
+            "",
+            "log.retention.ms",
+            0,
+            Some("1"),
+            Refused,
+        ),
+        (
+            &both,
+            RESOURCE_BROKER,
+            "1",
+            "log.retention.hours",
+            1,
+            None,
+            Refused,
+        ),
+        (
+            &both,
+            RESOURCE_BROKER,
+            "",
+            "log.cleanup.policy",
+            0,
+            Some("compact"),
+            Refused,
+        ),
+        (
+            &both,
+            RESOURCE_BROKER,
+            "",
+            "compression.type",
+            0,
+            Some("lz4"),
+            Forwarded,
+        ),
+        (
+            &both,
+            RESOURCE_BROKER,
+            "",
+            "num.io.threads",
+            0,
+            Some("8"),
+            Forwarded,
+        ),
+        (
+            &deny,
+            RESOURCE_BROKER,
+            "",
+            "log.retention.ms",
             0,
             Some("1"),
             Forwarded,
@@ -588,4 +704,541 @@ fn inter_broker_apis_are_named() {
         assert_eq!(Api::of(api.key()), Some(api));
         assert!(inter_broker(api.key()).is_none());
     }
+}
+
+/// A request frame as `frame` writes it, from another client id.
+fn frame_as<M: Encodable + HeaderVersion>(
+    client_id: &str,
+    api: Api,
+    version: i16,
+    body: &M,
+) -> Vec<u8> {
+    let mut bytes = frame(api, version, body);
+    // The header as `frame` writes it: size, api key, version, correlation id, then the
+    // client id "admin-1"; written again with this one.
+    let at = 4 + 2 + 2 + 4;
+    let mut out = bytes[..at].to_vec();
+    out.extend_from_slice(&(client_id.len() as i16).to_be_bytes());
+    out.extend_from_slice(client_id.as_bytes());
+    out.extend_from_slice(&bytes[at + 2 + "admin-1".len()..]);
+    let size = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    bytes.clear();
+    out
+}
+
+fn create_topic(name: &str, replication: i16, configs: &[(&str, &str)]) -> CreatableTopic {
+    CreatableTopic::default()
+        .with_name(topic(name))
+        .with_num_partitions(if replication == -1 { -1 } else { 1 })
+        .with_replication_factor(replication)
+        .with_configs(
+            configs
+                .iter()
+                .map(|(k, v)| {
+                    CreatableTopicConfig::default()
+                        .with_name(s(k))
+                        .with_value(Some(s(v)))
+                })
+                .collect(),
+        )
+}
+
+/// Issue 42: every topic config of the table, on a protected topic and on another, and
+/// every broker synonym on the cluster default while topics are protected: the policy is
+/// the table's.
+#[test]
+fn the_table_decides_each_config_of_a_protected_topic() {
+    let policy = protect(&["payments"]);
+    let incremental_verdict = |t: i8, name: &str, key: &str, op: i8, value: Option<&str>| {
+        let bytes = frame(
+            Api::IncrementalAlterConfigs,
+            1,
+            &incremental(&[(t, name, &[(key, op, value)])]),
+        );
+        let request = read_request(Api::IncrementalAlterConfigs, 1, &bytes).unwrap();
+        policy.decide_change(&request, None)
+    };
+    for config in TOPIC_CONFIGS {
+        let refused = config.decision != OnProtected::Allowed;
+        let expected = if refused {
+            Verdict::Refused
+        } else {
+            Verdict::Forwarded
+        };
+        for (op, value) in [(0, Some("1")), (1, None)] {
+            let decision = incremental_verdict(RESOURCE_TOPIC, "payments", config.key, op, value);
+            assert_eq!(decision.verdict, expected, "{} op {op}", config.key);
+            if config.decision == OnProtected::Refused {
+                assert_eq!(
+                    decision.rules.iter().collect::<Vec<_>>(),
+                    [Rule::ProtectTopic]
+                );
+                let message = decision.refused[0].1.message;
+                assert!(message.contains(config.key), "{message}");
+                assert!(message.contains(config.reason), "{message}");
+            }
+            let other = incremental_verdict(RESOURCE_TOPIC, "logs", config.key, op, value);
+            assert_eq!(other.verdict, Verdict::Forwarded, "{} on logs", config.key);
+        }
+        // A protected name created with it: refused as surely.
+        let body = CreateTopicsRequest::default().with_topics(vec![create_topic(
+            "payments",
+            3,
+            &[(config.key, "1")],
+        )]);
+        let bytes = frame(Api::CreateTopics, 7, &body);
+        let request = read_request(Api::CreateTopics, 7, &bytes).unwrap();
+        assert_eq!(
+            policy.decide_change(&request, None).verdict,
+            expected,
+            "CreateTopics {}",
+            config.key
+        );
+    }
+    // unclean.leader.election.enable: false passes.
+    let unclean = incremental_verdict(
+        RESOURCE_TOPIC,
+        "payments",
+        "unclean.leader.election.enable",
+        0,
+        Some("false"),
+    );
+    assert_eq!(unclean.verdict, Verdict::Forwarded);
+    for synonym in BROKER_SYNONYMS {
+        let refused = synonym.topic_config().decision != OnProtected::Allowed;
+        for broker in ["", "1"] {
+            let decision =
+                incremental_verdict(RESOURCE_BROKER, broker, synonym.broker_key, 0, Some("1"));
+            let expected = if refused {
+                Verdict::Refused
+            } else {
+                Verdict::Forwarded
+            };
+            assert_eq!(decision.verdict, expected, "{}", synonym.broker_key);
+            if synonym.topic_config().decision == OnProtected::Refused {
+                let message = decision.refused[0].1.message;
+                assert!(message.contains(synonym.broker_key), "{message}");
+            }
+        }
+        // No topic protected: the defaults are the operator's.
+        let bytes = frame(
+            Api::IncrementalAlterConfigs,
+            1,
+            &incremental(&[(RESOURCE_BROKER, "", &[(synonym.broker_key, 0, Some("1"))])]),
+        );
+        let request = read_request(Api::IncrementalAlterConfigs, 1, &bytes).unwrap();
+        let expected = if synonym.topic_key == "unclean.leader.election.enable" {
+            Verdict::Refused
+        } else {
+            Verdict::Forwarded
+        };
+        assert_eq!(
+            deny_unclean().decide_change(&request, None).verdict,
+            expected,
+            "{} under deny-unclean only",
+            synonym.broker_key
+        );
+    }
+    // Under log-only: would refuse, forwarded.
+    let log_only = Policy {
+        log_only: true,
+        ..protect(&["payments"])
+    };
+    let bytes = frame(
+        Api::IncrementalAlterConfigs,
+        0,
+        &incremental(&[(
+            RESOURCE_TOPIC,
+            "payments",
+            &[("retention.ms", 0, Some("1"))],
+        )]),
+    );
+    let request = read_request(Api::IncrementalAlterConfigs, 0, &bytes).unwrap();
+    assert_eq!(
+        log_only.decide_change(&request, None).verdict,
+        Verdict::WouldRefuse
+    );
+}
+
+/// A request of a million configs the guard does not know keeps one of them.
+#[test]
+fn an_entry_keeps_one_config_the_guard_does_not_know() {
+    let configs: Vec<(String, i8, Option<&str>)> =
+        (0..1000).map(|i| (format!("x{i}"), 0, Some("1"))).collect();
+    let configs: Vec<(&str, i8, Option<&str>)> = configs
+        .iter()
+        .map(|(k, op, v)| (k.as_str(), *op, *v))
+        .collect();
+    let bytes = frame(
+        Api::IncrementalAlterConfigs,
+        1,
+        &incremental(&[(RESOURCE_TOPIC, "payments", &configs)]),
+    );
+    let request = read_request(Api::IncrementalAlterConfigs, 1, &bytes).unwrap();
+    assert_eq!(request.entries[0].changes.len(), 1);
+    assert_eq!(request.entries[0].changes[0].name, b"x0");
+    assert!(request.entries[0].unknown_config);
+    let decision = protect(&["payments"]).decide_change(&request, None);
+    assert_eq!(decision.verdict, Verdict::Refused);
+    assert!(decision.refused[0].1.message.contains("does not know"));
+}
+
+/// Issue 42: with only `allow-client-id`, the config route to an unclean election (on a
+/// topic, a broker, the cluster default; set, deleted, reset by AlterConfigs; a topic
+/// created with it) is held to who may elect, as an UNCLEAN ElectLeaders is.
+#[test]
+fn enabling_unclean_election_is_held_to_who_may_elect() {
+    let mut ops_only = Policy::default();
+    ops_only.allowed_client_ids.insert(b"ops"[..].into());
+    let unclean = "unclean.leader.election.enable";
+    let incremental_as = |client: &str, resources: Resources<'_>| {
+        let bytes = frame_as(
+            client,
+            Api::IncrementalAlterConfigs,
+            1,
+            &incremental(resources),
+        );
+        let request = read_request(Api::IncrementalAlterConfigs, 1, &bytes).unwrap();
+        assert_eq!(request.client_id, Some(client.as_bytes()));
+        ops_only.decide_change(&request, None)
+    };
+    let topic_true: Resources<'_> = &[(RESOURCE_TOPIC, "logs", &[(unclean, 0, Some("true"))])];
+    let default_true: Resources<'_> = &[(RESOURCE_BROKER, "", &[(unclean, 0, Some("true"))])];
+    let deleted: Resources<'_> = &[(RESOURCE_TOPIC, "logs", &[(unclean, 1, None)])];
+    let set_false: Resources<'_> = &[(RESOURCE_TOPIC, "logs", &[(unclean, 0, Some("false"))])];
+    let retention: Resources<'_> = &[(RESOURCE_TOPIC, "logs", &[("retention.ms", 0, Some("1"))])];
+    for resources in [topic_true, default_true, deleted] {
+        let mallory = incremental_as("mallory", resources);
+        assert_eq!(mallory.verdict, Verdict::Refused);
+        assert_eq!(
+            mallory.rules.iter().collect::<Vec<_>>(),
+            [Rule::AllowClientId]
+        );
+        assert_eq!(mallory.refused[0].1.rule, Rule::AllowClientId);
+        let message = mallory.refused[0].1.message;
+        assert!(message.contains("this client id may not"), "{message}");
+        assert!(
+            !message.contains("ops"),
+            "the allow-list is not shown: {message}"
+        );
+        assert_eq!(incremental_as("ops", resources).verdict, Verdict::Forwarded);
+    }
+    assert_eq!(
+        incremental_as("mallory", set_false).verdict,
+        Verdict::Forwarded
+    );
+    assert_eq!(
+        incremental_as("mallory", retention).verdict,
+        Verdict::Forwarded
+    );
+
+    // AlterConfigs replaces the set: without unclean=false it resets the setting.
+    let alter = |configs: &[(&str, &str)]| {
+        AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+            .with_resource_type(RESOURCE_TOPIC)
+            .with_resource_name(s("logs"))
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(k, v)| {
+                        AlterableConfig::default()
+                            .with_name(s(k))
+                            .with_value(Some(s(v)))
+                    })
+                    .collect(),
+            )])
+    };
+    for (configs, mallory_verdict) in [
+        (&[("retention.ms", "1")][..], Verdict::Refused),
+        (&[(unclean, "false")][..], Verdict::Forwarded),
+    ] {
+        let bytes = frame_as("mallory", Api::AlterConfigs, 2, &alter(configs));
+        let request = read_request(Api::AlterConfigs, 2, &bytes).unwrap();
+        assert_eq!(
+            ops_only.decide_change(&request, None).verdict,
+            mallory_verdict,
+            "{configs:?}"
+        );
+    }
+
+    // A topic created with unclean election enabled.
+    let body = CreateTopicsRequest::default().with_topics(vec![create_topic(
+        "logs",
+        3,
+        &[(unclean, "true")],
+    )]);
+    for (client, expected) in [("mallory", Verdict::Refused), ("ops", Verdict::Forwarded)] {
+        let bytes = frame_as(client, Api::CreateTopics, 5, &body);
+        let request = read_request(Api::CreateTopics, 5, &bytes).unwrap();
+        assert_eq!(
+            ops_only.decide_change(&request, None).verdict,
+            expected,
+            "{client}"
+        );
+    }
+
+    // allow-principal: the principal the broker authenticated; an unknown one refused.
+    let mut alice_only = Policy::default();
+    alice_only.allowed_principals.insert("alice".into());
+    let bytes = frame(Api::IncrementalAlterConfigs, 1, &incremental(default_true));
+    let request = read_request(Api::IncrementalAlterConfigs, 1, &bytes).unwrap();
+    assert_eq!(
+        alice_only.decide_change(&request, Some("alice")).verdict,
+        Verdict::Forwarded
+    );
+    for principal in [Some("bob"), None] {
+        let decision = alice_only.decide_change(&request, principal);
+        assert_eq!(decision.verdict, Verdict::Refused, "{principal:?}");
+        assert_eq!(decision.refused[0].1.rule, Rule::AllowPrincipal);
+    }
+    // Both lists, and deny-unclean: the audit names every rule; the first refuses.
+    let strict = Policy {
+        deny_unclean: true,
+        allowed_principals: alice_only.allowed_principals.clone(),
+        ..ops_only.clone()
+    };
+    let decision = strict.decide_change(&request, Some("bob"));
+    assert_eq!(
+        decision.rules.iter().collect::<Vec<_>>(),
+        [Rule::AllowClientId, Rule::AllowPrincipal, Rule::DenyUnclean]
+    );
+    assert_eq!(decision.refused[0].1.rule, Rule::DenyUnclean);
+    // Log-only: would refuse, forwarded.
+    let log_only = Policy {
+        log_only: true,
+        ..ops_only.clone()
+    };
+    assert_eq!(
+        log_only.decide_change(&request, None).verdict,
+        Verdict::WouldRefuse
+    );
+}
+
+/// Issue 42: DeleteRecords of a protected topic refused, every partition answered
+/// POLICY_VIOLATION; another topic's forwarded.
+#[test]
+fn delete_records_at_every_version() {
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    let body = DeleteRecordsRequest::default()
+        .with_timeout_ms(1000)
+        .with_topics(vec![
+            DeleteRecordsTopic::default()
+                .with_name(topic("payments"))
+                .with_partitions(vec![
+                    DeleteRecordsPartition::default()
+                        .with_partition_index(0)
+                        .with_offset(-1),
+                    DeleteRecordsPartition::default()
+                        .with_partition_index(1)
+                        .with_offset(500),
+                ]),
+            DeleteRecordsTopic::default()
+                .with_name(topic("logs"))
+                .with_partitions(vec![DeleteRecordsPartition::default()
+                    .with_partition_index(4)
+                    .with_offset(7)]),
+        ]);
+    for version in Api::DeleteRecords.min_version()..=Api::DeleteRecords.max_version() {
+        let bytes = frame(Api::DeleteRecords, version, &body);
+        let request = read_request(Api::DeleteRecords, version, &bytes).unwrap();
+        assert_eq!(request.entries.len(), 2);
+        assert_eq!(request.entries[0].partitions, [0, 1]);
+        assert_eq!(request.entries[1].partitions, [4]);
+        assert_eq!(
+            protect(&["other"]).decide_change(&request, None).verdict,
+            Verdict::Forwarded
+        );
+        let decision = protect(&["payments"]).decide_change(&request, None);
+        assert_eq!(decision.verdict, Verdict::Refused);
+        assert_eq!(decision.refused.len(), 1);
+        assert_eq!(decision.refused[0].1.rule, Rule::ProtectTopic);
+        assert!(decision.refused[0].1.message.contains("records"));
+        let answer: DeleteRecordsResponse = answer(&refusal(&request, &decision), version);
+        let partitions: Vec<(String, i32, i64, i16)> = answer
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| {
+                    (
+                        t.name.0.to_string(),
+                        p.partition_index,
+                        p.low_watermark,
+                        p.error_code,
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(
+            partitions,
+            [
+                ("payments".to_owned(), 0, -1, 44),
+                ("payments".to_owned(), 1, -1, 44),
+                ("logs".to_owned(), 4, -1, 44)
+            ]
+        );
+        let log_only = Policy {
+            log_only: true,
+            ..protect(&["payments"])
+        };
+        assert_eq!(
+            log_only.decide_change(&request, None).verdict,
+            Verdict::WouldRefuse
+        );
+        for cut in 0..bytes.len() {
+            assert!(read_request(Api::DeleteRecords, version, &bytes[..cut]).is_err());
+        }
+    }
+    // A count of two billion partitions in a few bytes: refused before anything is kept.
+    let one = DeleteRecordsRequest::default().with_topics(vec![DeleteRecordsTopic::default()
+        .with_name(topic("t"))
+        .with_partitions(vec![DeleteRecordsPartition::default()])]);
+    let mut huge = frame(Api::DeleteRecords, 0, &one);
+    let at = huge.len() - 4 - 12 - 4; // the partitions count, one partition, timeout_ms
+    huge[at..at + 4].copy_from_slice(&i32::MAX.to_be_bytes());
+    let e = read_request(Api::DeleteRecords, 0, &huge).unwrap_err();
+    assert_eq!(
+        (e.field, e.kind, e.offset),
+        ("topics: partitions", ReadErrorKind::Count, at)
+    );
+}
+
+/// Issue 42: a protected name created with too few replicas (`min-replication`), with the
+/// broker's default, or with an assignment of too few; and with a config that deletes.
+#[test]
+fn create_topics_of_a_protected_name() {
+    use kafka_protocol::messages::create_topics_request::CreatableReplicaAssignment;
+    let policy = Policy {
+        min_replication: Some(3),
+        ..protect(&["payments"])
+    };
+    let assigned = |name: &str, replicas: &[&[i32]]| {
+        CreatableTopic::default()
+            .with_name(topic(name))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_assignments(
+                replicas
+                    .iter()
+                    .enumerate()
+                    .map(|(i, brokers)| {
+                        CreatableReplicaAssignment::default()
+                            .with_partition_index(i as i32)
+                            .with_broker_ids(brokers.iter().map(|b| BrokerId(*b)).collect())
+                    })
+                    .collect(),
+            )
+    };
+    let cases: Vec<(CreatableTopic, Verdict, Option<Rule>)> = vec![
+        (
+            create_topic("payments", 1, &[]),
+            Verdict::Refused,
+            Some(Rule::MinReplication),
+        ),
+        (
+            create_topic("payments", 2, &[]),
+            Verdict::Refused,
+            Some(Rule::MinReplication),
+        ),
+        (create_topic("payments", 3, &[]), Verdict::Forwarded, None),
+        (
+            create_topic("payments", -1, &[]),
+            Verdict::Refused,
+            Some(Rule::MinReplication),
+        ),
+        (
+            assigned("payments", &[&[1, 2, 3], &[2, 3]]),
+            Verdict::Refused,
+            Some(Rule::MinReplication),
+        ),
+        (
+            assigned("payments", &[&[1, 2, 3], &[2, 3, 1]]),
+            Verdict::Forwarded,
+            None,
+        ),
+        (create_topic("logs", 1, &[]), Verdict::Forwarded, None),
+        (create_topic("logs", -1, &[]), Verdict::Forwarded, None),
+        (
+            create_topic("payments", 3, &[("retention.ms", "1")]),
+            Verdict::Refused,
+            Some(Rule::ProtectTopic),
+        ),
+        (
+            create_topic("payments", 3, &[("min.insync.replicas", "1")]),
+            Verdict::Refused,
+            Some(Rule::ProtectTopic),
+        ),
+        (
+            create_topic("logs", 1, &[("retention.ms", "1")]),
+            Verdict::Forwarded,
+            None,
+        ),
+    ];
+    for version in Api::CreateTopics.min_version()..=Api::CreateTopics.max_version() {
+        for (topic, expected, rule) in &cases {
+            let body = CreateTopicsRequest::default().with_topics(vec![topic.clone()]);
+            let bytes = frame(Api::CreateTopics, version, &body);
+            let request = read_request(Api::CreateTopics, version, &bytes).unwrap();
+            let decision = policy.decide_change(&request, None);
+            let what = format!("v{version} {topic:?}");
+            assert_eq!(decision.verdict, *expected, "{what}");
+            assert_eq!(
+                decision.refused.first().map(|(_, why)| why.rule),
+                *rule,
+                "{what}"
+            );
+            if decision.verdict == Verdict::Refused {
+                let answer: CreateTopicsResponse = answer(&refusal(&request, &decision), version);
+                assert_eq!(answer.topics[0].error_code, POLICY_VIOLATION);
+                if version >= 1 {
+                    let message = answer.topics[0].error_message.as_deref().unwrap();
+                    assert!(!message.contains('3'), "the floor is not shown: {message}");
+                }
+            }
+        }
+    }
+    // The broker's default: named in the refusal, which says to name it.
+    let body = CreateTopicsRequest::default().with_topics(vec![create_topic("payments", -1, &[])]);
+    let bytes = frame(Api::CreateTopics, 7, &body);
+    let request = read_request(Api::CreateTopics, 7, &bytes).unwrap();
+    let decision = policy.decide_change(&request, None);
+    assert!(decision.refused[0].1.message.contains("name it"));
+    // Without min-replication: any replication factor.
+    let body = CreateTopicsRequest::default().with_topics(vec![create_topic("payments", 1, &[])]);
+    let bytes = frame(Api::CreateTopics, 7, &body);
+    let request = read_request(Api::CreateTopics, 7, &bytes).unwrap();
+    assert_eq!(
+        protect(&["payments"]).decide_change(&request, None).verdict,
+        Verdict::Forwarded
+    );
+    // A principal's own rules: ops may create it with one replica, others may not.
+    let mut with_ops = policy.clone();
+    with_ops.principal_rules.insert(
+        "ops".into(),
+        Policy {
+            min_replication: None,
+            ..policy.clone()
+        },
+    );
+    assert_eq!(
+        with_ops.decide_change(&request, Some("ops")).verdict,
+        Verdict::Forwarded
+    );
+    let decision = with_ops.decide_change(&request, Some("bob"));
+    assert_eq!(decision.verdict, Verdict::Refused);
+    assert_eq!(
+        decision.rules.iter().collect::<Vec<_>>(),
+        [Rule::MinReplication]
+    );
+    // Log-only.
+    let log_only = Policy {
+        log_only: true,
+        ..policy.clone()
+    };
+    assert_eq!(
+        log_only.decide_change(&request, None).verdict,
+        Verdict::WouldRefuse
+    );
 }

@@ -43,15 +43,26 @@ pub struct Policy {
     pub deny_unclean: bool,
     /// No election for these topics' partitions (`rules.protect-topic`).
     pub protected_topics: HashSet<Box<[u8]>>,
-    /// When not empty, only these client ids may elect (`rules.allow-client-id`).
+    /// When not empty, only these client ids may elect, move partitions or let the
+    /// controller elect a replica out of sync (`rules.allow-client-id`).
+    ///
+    /// A client id is chosen by the client, in every request's header: it is no identity,
+    /// and a client that wants to pass as `ops` writes `ops`. This list keeps well-meaning
+    /// tools apart (a script that should not elect); against a client that means harm, use
+    /// [`Policy::allowed_principals`], which the broker authenticated.
     pub allowed_client_ids: HashSet<Box<[u8]>>,
-    /// When not empty, only these principals may elect (a SASL user name the broker
-    /// accepted, or a client certificate's subject); an unknown principal is refused
+    /// When not empty, only these principals may elect, move partitions or let the
+    /// controller elect a replica out of sync (a SASL user name the broker accepted, or a
+    /// client certificate's subject); an unknown principal is refused
     /// (`rules.allow-principal`).
     pub allowed_principals: HashSet<Box<str>>,
     /// A request naming more partitions (or all of them) is refused
     /// (`rules.max-partitions`).
     pub max_partitions: Option<usize>,
+    /// A protected topic is created with at least this many replicas
+    /// (`rules.min-replication`): CreateTopics of a protected name asking for fewer, or for
+    /// the broker's default (-1, which the guard cannot check), is refused.
+    pub min_replication: Option<i16>,
     /// Nothing refused, what would be is audited (`rules.log-only`).
     pub log_only: bool,
     /// Rules for one principal (the config file's `[rules.principal."NAME"]`): a request
@@ -82,16 +93,19 @@ pub enum Rule {
     ProtectTopic,
     /// The decision could not be written to the audit log: refused, failing closed.
     AuditLog,
+    /// A protected topic is created with at least [`Policy::min_replication`] replicas.
+    MinReplication,
 }
 
 impl Rule {
-    const ALL: [Rule; 6] = [
+    const ALL: [Rule; 7] = [
         Rule::AllowClientId,
         Rule::AllowPrincipal,
         Rule::MaxPartitions,
         Rule::DenyUnclean,
         Rule::ProtectTopic,
         Rule::AuditLog,
+        Rule::MinReplication,
     ];
 
     /// The rule's name, as the configuration file names its setting (`deny-unclean`,
@@ -104,6 +118,7 @@ impl Rule {
             Rule::DenyUnclean => "deny-unclean",
             Rule::ProtectTopic => "protect-topic",
             Rule::AuditLog => "audit-log",
+            Rule::MinReplication => "min-replication",
         }
     }
 
