@@ -9,7 +9,7 @@ use bytes::BytesMut;
 use kafka_elect_leaders::{parse_request, peek_request, split_frame_with_max, API_KEY};
 use kafka_elect_leaders_proxy::answer::encode_refusal;
 use kafka_elect_leaders_proxy::audit::AuditError;
-use kafka_elect_leaders_proxy::leadership;
+use kafka_elect_leaders_proxy::{apis, leadership};
 use kafka_elect_leaders_proxy::{Decision, Policy, Verdict};
 
 use super::limits::MAX_FRAME_SIZE;
@@ -28,17 +28,23 @@ pub struct Sent<'a> {
     pub change_refused: Option<Vec<u8>>,
 }
 
-/// What the leadership-change policy makes of a request of another API: None when it does
-/// not read it (or no rule concerns leadership); `Err(())` when the guard closes the
-/// connection on it (an inter-broker API, a version it does not read, a request it cannot
-/// read); else its refusal, if refused.
+/// What the guard makes of a request of another API: `Err(())` when it closes the
+/// connection on it (under any rule, an API only brokers send or a key its table of APIs
+/// does not know and the policy does not forward; under a leadership rule, a version the
+/// leadership-change policy does not read, a request it cannot read); None when the
+/// leadership-change policy does not read it (or no rule concerns leadership); else its
+/// refusal, if refused.
 fn police_change(frame: &[u8], policy: &Policy) -> Option<Result<Option<Vec<u8>>, ()>> {
+    let peek = peek_request(frame).ok()?;
+    let closed = match apis::class_of(peek.api_key) {
+        Some(class) => class == apis::Class::Closed,
+        None => !policy.forwarded_unknown_apis.contains(&peek.api_key),
+    };
+    if policy.has_rules() && closed {
+        return Some(Err(()));
+    }
     if !policy.polices_leadership() {
         return None;
-    }
-    let peek = peek_request(frame).ok()?;
-    if leadership::inter_broker(peek.api_key).is_some() {
-        return Some(Err(()));
     }
     let api = leadership::Api::of(peek.api_key)?;
     if !api.reads(peek.api_version) {

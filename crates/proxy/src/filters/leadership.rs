@@ -2,8 +2,9 @@
 //! leads a protected partition or enable unclean election (see `crate::leadership`, which
 //! reads them, decides and writes the refusals): each such request is read and decided
 //! whenever the policy has a rule about leadership, audited, and forwarded or answered
-//! with the API's own refusal; an inter-broker API, a version the guard does not read or
-//! a request it cannot read closes the connection.
+//! with the API's own refusal; a version the guard does not read or a request it cannot
+//! read closes the connection. (The APIs only brokers send are closed before, by the
+//! doors: `crate::apis`.)
 
 use kafka_elect_leaders::RequestPeek;
 
@@ -22,7 +23,7 @@ impl Filter for Leadership {
     }
 
     fn reads_request(&self, api_key: i16) -> bool {
-        Api::of(api_key).is_some() || leadership::inter_broker(api_key).is_some()
+        Api::of(api_key).is_some()
     }
 
     /// Its own audit lines fill the client's share of the audit queue: wait for them to be
@@ -55,11 +56,9 @@ fn police_change(
     peek: RequestPeek,
 ) -> Result<Option<bytes::Bytes>, Close> {
     let conn = session.conn;
-    let api = Api::of(peek.api_key);
-    let inter_broker = leadership::inter_broker(peek.api_key);
-    if api.is_none() && inter_broker.is_none() {
+    let Some(api) = Api::of(peek.api_key) else {
         return Ok(None);
-    }
+    };
     let policy = session.policy();
     if !policy.polices_leadership() {
         return Ok(None);
@@ -73,14 +72,6 @@ fn police_change(
                 peek.correlation_id
             ),
         )
-    };
-    let Some(api) = api else {
-        let name = inter_broker.unwrap_or("an inter-broker API");
-        return Err(refused(format!(
-            "the client sent {name} (api key {}), which only brokers and controllers send \
-             each other",
-            peek.api_key
-        )));
     };
     if !api.reads(peek.api_version) {
         return Err(refused(format!(
@@ -251,22 +242,15 @@ mod tests {
         kafka_request(INCREMENTAL_ALTER_CONFIGS, version, 7, &body)
     }
 
-    /// A request header of an API no client sends (LeaderAndIsr v0), correlation id 9,
-    /// null client id, no body: the filter decides on the header alone.
-    fn leader_and_isr() -> Vec<u8> {
-        vec![0, 0, 0, 10, 0, 4, 0, 0, 0, 0, 0, 9, 0xff, 0xff]
-    }
-
     fn decide(conn: &Conn, frame: &[u8]) -> OnRequest {
         Leadership.request(&conn.session(), &mut request(frame))
     }
 
     #[test]
-    fn reads_the_apis_that_change_leadership_and_the_inter_broker_ones() {
+    fn reads_the_apis_that_change_leadership() {
         let changes = [19, 20, 21, 33, 37, 44, 45, 64];
-        let inter_broker = [4, 5, 6, 7, 52, 53, 54, 56, 58, 62, 63];
         for api_key in -1..200 {
-            let reads = changes.contains(&api_key) || inter_broker.contains(&api_key);
+            let reads = changes.contains(&api_key);
             assert_eq!(
                 Leadership.reads_request(api_key),
                 reads,
@@ -320,28 +304,6 @@ mod tests {
         let unclean = alter(1, "payments", "unclean.leader.election.enable", "true");
         assert!(matches!(
             decide(&guard(Policy::default()), &unclean),
-            OnRequest::Pass
-        ));
-    }
-
-    /// An API only brokers send each other closes the connection while leadership is
-    /// policed (and passes when it is not: the guard then reads none of this).
-    #[test]
-    fn an_inter_broker_api_closes_the_connection() {
-        match decide(&guard(deny_unclean()), &leader_and_isr()) {
-            OnRequest::Close(close) => {
-                assert_eq!(close.reason(), CloseReason::Malformed);
-                assert_eq!(
-                    close.to_string(),
-                    "the client sent LeaderAndIsr (api key 4), which only brokers and \
-                     controllers send each other (correlation id 9): never forwarded while \
-                     the guard polices leadership changes"
-                );
-            }
-            other => panic!("{}", kind(&other)),
-        }
-        assert!(matches!(
-            decide(&guard(Policy::default()), &leader_and_isr()),
             OnRequest::Pass
         ));
     }

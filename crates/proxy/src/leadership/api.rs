@@ -1,6 +1,6 @@
 //! The APIs the leadership-change policy reads ([`Api`]: their keys, names and the
-//! versions the guard reads), and the inter-broker APIs it never forwards: the bottom of
-//! the policy, which everything else in it names.
+//! versions the guard reads): the bottom of the policy, which everything else in it names.
+//! (The APIs only brokers send, which the guard never forwards, are `crate::apis`'.)
 
 /// The APIs the policy reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -112,28 +112,4 @@ impl Api {
     pub fn reads(self, version: i16) -> bool {
         (self.min_version()..=self.max_version()).contains(&version)
     }
-}
-
-/// The APIs brokers and controllers send each other and no client does, with their names:
-/// the guard closes a connection that sends one while leadership is policed.
-pub const INTER_BROKER: [(i16, &str); 11] = [
-    (4, "LeaderAndIsr"),
-    (5, "StopReplica"),
-    (6, "UpdateMetadata"),
-    (7, "ControlledShutdown"),
-    (52, "Vote"),
-    (53, "BeginQuorumEpoch"),
-    (54, "EndQuorumEpoch"),
-    (56, "AlterPartition"),
-    (58, "Envelope"),
-    (62, "BrokerRegistration"),
-    (63, "BrokerHeartbeat"),
-];
-
-/// The name of an inter-broker API the guard never forwards while it polices leadership.
-pub fn inter_broker(api_key: i16) -> Option<&'static str> {
-    INTER_BROKER
-        .iter()
-        .find(|(key, _)| *key == api_key)
-        .map(|(_, name)| *name)
 }

@@ -19,7 +19,6 @@
 //! | CreatePartitions (37) | partitions added to a protected topic |
 //! | DeleteTopics (20) | a protected topic; a topic named only by its id while topics are protected (the guard cannot tell which it is) |
 //! | UnregisterBroker (64) | while topics are protected (its partitions' leadership moves); the client id or principal not allowed to elect |
-//! | LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6), ControlledShutdown (7), Vote, BeginQuorumEpoch, EndQuorumEpoch (52-54), AlterPartition (56), Envelope (58), BrokerRegistration (62), BrokerHeartbeat (63) | always: brokers and controllers send these to each other, never a client, and Kafka's brokers do not take them on a client listener; the guard closes the connection, as Kafka does |
 //!
 //! A client id is chosen by the client, in every request's header: it is no identity, and
 //! `allow-client-id` only keeps well-meaning tools apart. A client that means harm writes
@@ -53,7 +52,7 @@ mod read;
 mod refuse;
 pub mod topic_configs;
 
-pub use api::{inter_broker, Api, INTER_BROKER};
+pub use api::Api;
 pub use decision::{ChangeDecision, Why};
 pub use read::{
     read_request, ChangeRequest, ConfigChange, Entry, Key, Op, ReadError, ReadErrorKind,

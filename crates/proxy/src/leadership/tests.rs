@@ -695,14 +695,13 @@ fn a_refusal_of_many_entries_carries_a_bounded_number_of_messages() {
 }
 
 #[test]
-fn inter_broker_apis_are_named() {
-    assert_eq!(inter_broker(56), Some("AlterPartition"));
-    assert_eq!(inter_broker(63), Some("BrokerHeartbeat"));
-    assert_eq!(inter_broker(3), None);
-    assert_eq!(inter_broker(43), None);
+fn every_api_is_found_by_its_key() {
     for api in Api::ALL {
         assert_eq!(Api::of(api.key()), Some(api));
-        assert!(inter_broker(api.key()).is_none());
+        assert_eq!(
+            crate::apis::door_of(api.key()).map(|door| door.name),
+            Some(api.name())
+        );
     }
 }
 
