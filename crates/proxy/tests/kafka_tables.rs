@@ -154,3 +154,29 @@ fn cluster_actions_and_controller_apis_are_closed() {
         }
     }
 }
+
+/// Every topic config of Kafka's `TopicConfig` has a decision in the guard's table (what
+/// it does on a protected topic, and why), and the table names none that Kafka lacks.
+#[test]
+fn every_topic_config_has_a_decision() {
+    use kafka_elect_leaders_proxy::leadership::topic_configs::TOPIC_CONFIGS;
+    let Some(tables) = tables() else { return };
+    let kafka: std::collections::BTreeSet<&str> = tables
+        .iter()
+        .filter_map(|v| v.get("topic_config").and_then(Value::as_str))
+        .collect();
+    assert!(kafka.len() >= 30, "read {} topic configs", kafka.len());
+    let ours: std::collections::BTreeSet<&str> = TOPIC_CONFIGS.iter().map(|c| c.key).collect();
+    let missing: Vec<_> = kafka.difference(&ours).collect();
+    assert!(
+        missing.is_empty(),
+        "topic configs of kafka-clients without a decision in \
+         crates/proxy/src/leadership/topic_configs.rs (refused on protected topics until they \
+         have one): {missing:?}"
+    );
+    let gone: Vec<_> = ours.difference(&kafka).collect();
+    assert!(
+        gone.is_empty(),
+        "in the guard's table, not in kafka-clients' TopicConfig: {gone:?}"
+    );
+}

@@ -43,10 +43,10 @@ fn police_change(frame: &[u8], policy: &Policy) -> Option<Result<Option<Vec<u8>>
     if policy.has_rules() && closed {
         return Some(Err(()));
     }
-    if !policy.polices_leadership() {
+    let api = leadership::Api::of(peek.api_key)?;
+    if !policy.reads_change(api) {
         return None;
     }
-    let api = leadership::Api::of(peek.api_key)?;
     if !api.reads(peek.api_version) {
         return Some(Err(()));
     }
@@ -72,7 +72,8 @@ pub(super) fn unaudited_change_refusals(frame: &[u8], policy: &Policy) -> Vec<Ve
     let Ok(peek) = peek_request(frame) else {
         return Vec::new();
     };
-    let Some(api) = leadership::Api::of(peek.api_key) else {
+    let Some(api) = leadership::Api::of(peek.api_key).filter(|api| policy.reads_change(*api))
+    else {
         return Vec::new();
     };
     let Ok(request) = leadership::read_request(api, peek.api_version, frame) else {

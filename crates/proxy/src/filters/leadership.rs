@@ -27,11 +27,12 @@ impl Filter for Leadership {
     }
 
     /// Its own audit lines fill the client's share of the audit queue: wait for them to be
-    /// written (not under `rules.log-only`, which never holds a request back).
+    /// written (not under `rules.log-only`, which never holds a request back, nor for a
+    /// request the policy in force does not read).
     fn ready<'a>(&'a self, session: &'a Session<'a>, request: &RequestPeek) -> Option<Wait<'a>> {
-        if Api::of(request.api_key).is_none()
-            || log_only(&session.policy(), session.principal().as_deref())
-        {
+        let api = Api::of(request.api_key)?;
+        let policy = session.policy();
+        if !policy.reads_change(api) || log_only(&policy, session.principal().as_deref()) {
             return None;
         }
         Some(Box::pin(session.audit.ready()))
@@ -60,7 +61,7 @@ fn police_change(
         return Ok(None);
     };
     let policy = session.policy();
-    if !policy.polices_leadership() {
+    if !policy.reads_change(api) {
         return Ok(None);
     }
     let refused = |what: String| {
@@ -359,6 +360,34 @@ mod tests {
                 "v{version}"
             );
         }
+    }
+
+    /// Without a protected topic no rule concerns DeleteRecords: it is not read (Kafka
+    /// Streams sends one per commit), so even one the guard could not read is forwarded;
+    /// with one, such a request closes the connection.
+    #[test]
+    fn delete_records_is_read_only_while_topics_are_protected() {
+        let truncated = {
+            let mut frame = request_as(
+                "streams-1",
+                DELETE_RECORDS,
+                2,
+                &DeleteRecordsRequest::default(),
+            );
+            frame.truncate(frame.len() - 2);
+            let size = (frame.len() - 4) as u32;
+            frame[..4].copy_from_slice(&size.to_be_bytes());
+            frame
+        };
+        assert!(matches!(
+            decide(&guard(deny_unclean()), &truncated),
+            OnRequest::Pass
+        ));
+        assert!(!deny_unclean().reads_change(Api::DeleteRecords));
+        assert!(matches!(
+            decide(&guard(protect(&["payments"])), &truncated),
+            OnRequest::Close(_)
+        ));
     }
 
     /// Issue 42: with only allow-client-id, unclean election enabled through the config

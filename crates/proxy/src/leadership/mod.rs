@@ -140,6 +140,25 @@ impl Policy {
                 .any(Policy::concerns_leadership)
     }
 
+    /// Whether this policy (or a principal's own) protects any topic: only then is
+    /// DeleteRecords read, since no other rule concerns it (Kafka Streams deletes the
+    /// records of its repartition topics on every commit: unread, they cost nothing).
+    pub fn protects_topics(&self) -> bool {
+        !self.protected_topics.is_empty()
+            || self
+                .principal_rules
+                .values()
+                .any(|own| !own.protected_topics.is_empty())
+    }
+
+    /// Whether a request of `api` is read and decided on under this policy.
+    pub fn reads_change(&self, api: Api) -> bool {
+        match api {
+            Api::DeleteRecords => self.protects_topics(),
+            _ => self.polices_leadership(),
+        }
+    }
+
     fn concerns_leadership(&self) -> bool {
         self.deny_unclean
             || !self.protected_topics.is_empty()

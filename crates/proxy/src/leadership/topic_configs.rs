@@ -105,10 +105,16 @@ topic_configs! {
         "tiered storage deletes the local copies of the oldest records past this size";
     "remote.log.copy.disable": Refused,
         "tiered storage can delete copies: records stop being copied, a step to disabling it";
+    "remote.copy.lag.ms": Refused,
+        "tiered storage can delete copies: when records are copied moves when local ones may go";
+    "remote.copy.lag.bytes": Refused,
+        "tiered storage can delete copies: when records are copied moves when local ones may go";
     "remote.log.delete.on.disable": Refused,
         "tiered storage can delete copies: the remote ones, once tiered storage is disabled";
     "max.message.bytes": Allowed,
         "the largest batch accepted; a batch it refuses was never acknowledged";
+    "max.decompressed.message.bytes": Allowed,
+        "the largest decompressed batch accepted; a batch it refuses was never acknowledged";
     "index.interval.bytes": Refused,
         "a denser index fills and rolls its segment sooner, so retention reaches records sooner";
     "file.delete.delay.ms": Allowed,
@@ -145,6 +151,8 @@ topic_configs! {
         "later producer timestamps keep records longer, never shorter";
     "message.downconversion.enable": Allowed,
         "a no-op since Kafka 4.0, which has no down-conversion";
+    "errors.deadletterqueue.group.enable": Allowed,
+        "whether groups may send records they fail on to this topic; the records stay";
 }
 
 /// One line per broker config: its name, then the topic config it is the default of.
@@ -252,12 +260,15 @@ mod tests {
                 synonym.broker_key
             );
         }
-        // Every topic config with a default on the broker has its synonyms listed, but
-        // tiered storage's own switches, which have none.
+        // Every refused topic config has its broker synonyms listed, but tiered storage's
+        // own switches, which have none (an allowed one's synonym is forwarded anyway).
         for config in TOPIC_CONFIGS {
             let has_synonym = BROKER_SYNONYMS.iter().any(|s| s.topic_key == config.key);
-            let tiered = config.key.starts_with("remote.");
-            assert_eq!(has_synonym, !tiered, "{}", config.key);
+            if config.key.starts_with("remote.") {
+                assert!(!has_synonym, "{}", config.key);
+            } else if config.decision != OnProtected::Allowed {
+                assert!(has_synonym, "{}", config.key);
+            }
         }
     }
 
