@@ -5,7 +5,8 @@
 //! guard does would send it, and the guard, unable to read it, would close the connection
 //! (it fails closed). So in the broker's answer, ElectLeaders' max version is lowered to
 //! the newest this crate's codec reads, and so is the max version of each API the
-//! leadership-change policy reads (`leadership::Api`), in place: the two bytes of those
+//! leadership-change policy reads (`leadership::Api`) and of each whose answer carries
+//! broker addresses (`addresses::newest_rewritten`), in place: the two bytes of those
 //! fields change, nothing else, and the frame keeps its size. The client then negotiates down, as it
 //! would with an older broker.
 //!
@@ -27,14 +28,18 @@ const FIRST_FLEXIBLE: i16 = 3;
 const UNSUPPORTED_VERSION: i16 = 35;
 
 /// The newest version of `api_key` the guard reads, for the APIs it reads: ElectLeaders
-/// (the codec's), and those of the leadership-change policy (a newer one of those would
+/// (the codec's), those of the leadership-change policy (a newer one of those would
 /// close the connection: the guard never forwards what it cannot read while it polices
-/// leadership). Other APIs are forwarded unread, whatever their version.
+/// leadership), and those whose answers carry broker addresses (a newer answer would keep
+/// its addresses unrewritten: `addresses::newest_rewritten`). Other APIs are forwarded
+/// unread, whatever their version.
 fn newest_read(api_key: i16) -> Option<i16> {
     if api_key == API_KEY {
         return Some(LATEST_VERSION);
     }
-    crate::leadership::Api::of(api_key).map(crate::leadership::Api::max_version)
+    crate::leadership::Api::of(api_key)
+        .map(crate::leadership::Api::max_version)
+        .or_else(|| crate::addresses::newest_rewritten(api_key))
 }
 
 /// What capping did to one answer.

@@ -113,3 +113,21 @@ pub use rewrite::{Rewritten, DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA};
 pub(crate) use routes::same_host;
 pub use routes::Addresses;
 pub use shapes::{DESCRIBE_QUORUM, FETCH, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH};
+
+/// The newest version of `api_key` whose answer the rewrite reads, for every answer that
+/// carries addresses: an answer of a newer version would be forwarded with its addresses
+/// unread, so the broker's ApiVersions answer is capped to it (`crate::versions`) and a
+/// client negotiates down instead of being led around the guard. The kafka-protocol
+/// crate's newest for the lists it decodes, the known shapes' for the others.
+pub fn newest_rewritten(api_key: i16) -> Option<i16> {
+    use kafka_protocol::messages::{
+        DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse,
+    };
+    use kafka_protocol::protocol::Message;
+    match api_key {
+        METADATA => Some(MetadataResponse::VERSIONS.max),
+        FIND_COORDINATOR => Some(FindCoordinatorResponse::VERSIONS.max),
+        DESCRIBE_CLUSTER => Some(DescribeClusterResponse::VERSIONS.max),
+        _ => shapes::newest_shape(api_key),
+    }
+}

@@ -264,6 +264,18 @@ pub(super) enum Carried {
     In(&'static Shape),
 }
 
+/// The newest version of `api_key` whose answer's shape is known here, for the answers
+/// read here: a newer one would carry its addresses unread.
+pub(super) fn newest_shape(api_key: i16) -> Option<i16> {
+    match api_key {
+        PRODUCE => Some(PRODUCE_NEWEST),
+        FETCH => Some(FETCH_NEWEST),
+        SHARE_FETCH | SHARE_ACKNOWLEDGE => Some(SHARE_KNOWN),
+        DESCRIBE_QUORUM => Some(QUORUM_NEWEST),
+        _ => None,
+    }
+}
+
 /// What an answer of `api_key` at `api_version` carries.
 pub(super) fn carried(api_key: i16, api_version: i16) -> Carried {
     let (first, newest) = match api_key {

@@ -115,6 +115,38 @@ mod tests {
         }
     }
 
+    /// Issue 42: the APIs whose answers carry broker addresses are capped to the newest
+    /// version the rewrite reads (a newer Produce, Fetch or ShareFetch answer would carry
+    /// its KIP-951 node endpoints unread); Kafka 4.4's own versions stay as they are.
+    #[test]
+    fn the_address_carrying_apis_are_capped_to_what_the_rewrite_reads() {
+        let conn = Conn::new(&Config::default());
+        let entry = |api_key, max_version| {
+            ApiVersion::default()
+                .with_api_key(api_key)
+                .with_min_version(0)
+                .with_max_version(max_version)
+        };
+        let keys = [
+            (0, 13),
+            (1, 18),
+            (3, 13),
+            (10, 6),
+            (55, 2),
+            (60, 2),
+            (78, 1),
+            (79, 1),
+        ];
+        let body = ApiVersionsResponse::default()
+            .with_api_keys(keys.iter().map(|&(key, max)| entry(key, max + 5)).collect());
+        let capped = read(&conn, 3, &kafka_response(3, 9, &body));
+        assert_eq!(max_versions(&capped, 3), keys);
+        let body = ApiVersionsResponse::default()
+            .with_api_keys(keys.iter().map(|&(key, max)| entry(key, max)).collect());
+        let frame = kafka_response(3, 9, &body);
+        assert_eq!(read(&conn, 3, &frame), frame);
+    }
+
     /// An answer cut short goes to the client unchanged.
     #[test]
     fn an_answer_it_cannot_read_passes_unchanged() {
