@@ -346,6 +346,17 @@ def leaders_move_during_produce_and_fetch():
         java_out["consume"] = java("consume", "--partition", topic + ":0", "--duration-ms", "3000",
                                    client_id="moving-consumer-java")
 
+    def rewrites_beyond_lists():
+        """Rewrites counted, less the Metadata, FindCoordinator and DescribeCluster answers
+        (each rewritten at most once): what remains are data-path answers rewritten."""
+        samples = scrape()
+        count = samples.get(("elect_leaders_guard_address_rewrites_total", ()), 0)
+        lists = sum(samples.get(("elect_leaders_guard_frames_total",
+                                 (("api", api), ("direction", "response"))), 0)
+                    for api in ("Metadata", "FindCoordinator", "DescribeCluster"))
+        return count - lists
+
+    beyond_before = rewrites_beyond_lists()
     threads = [threading.Thread(target=f) for f in
                (confluent_producer, kafka_python_producer, confluent_consumer, kafka_python_consumer, java_clients)]
     for t in threads:
@@ -375,8 +386,13 @@ def leaders_move_during_produce_and_fetch():
     for client in ("confluent", "kafka-python"):
         assert (consumed.get(client) or 0) >= target["n"], (client, consumed, target)
     assert java_out.get("consume", {}).get("count", 0) > 0, java_out
-    print("  leader 2 -> 3 -> 2 while producing (%s, java 250) and fetching (%s, java %d)" % (
-        dict(produced), consumed, java_out["consume"]["count"]))
+    # The brokers did name the new leader in Produce or Fetch answers, and the guard
+    # rewrote them: more rewrites than the lists of brokers it rewrote meanwhile.
+    data_rewrites = rewrites_beyond_lists() - beyond_before
+    assert data_rewrites > 0, "no Produce or Fetch answer with NodeEndpoints was rewritten"
+    print("  leader 2 -> 3 -> 2 while producing (%s, java 250) and fetching (%s, java %d); at least %d"
+          " Produce/Fetch answers' NodeEndpoints rewritten" % (
+              dict(produced), consumed, java_out["consume"]["count"], data_rewrites))
 
 
 def tap_hits():
