@@ -1,5 +1,6 @@
 //! addresses: the guard's rewrite of the broker addresses in Metadata, FindCoordinator and
-//! DescribeCluster answers (crates/proxy/src/addresses/rewrite.rs), which decodes what a broker
+//! DescribeCluster answers (and, through `crate::endpoints`, Produce and Fetch answers'
+//! node endpoints) (crates/proxy/src/addresses/rewrite.rs), which decodes what a broker
 //! sends with the kafka-protocol crate.
 //!
 //! The input either builds an answer (kafka-protocol's own structures, encoded by it: its
@@ -21,7 +22,7 @@ use std::net::SocketAddr;
 use arbitrary::Unstructured;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_elect_leaders_proxy::addresses::{
-    Addresses, DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA,
+    Addresses, DESCRIBE_CLUSTER, FETCH, FIND_COORDINATOR, METADATA, PRODUCE,
 };
 use kafka_elect_leaders_proxy::testing::ConnInfo;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -47,11 +48,14 @@ type Entry = (i32, String, i32);
 pub fn check_addresses(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(api_key) = u
-        .choose(&[METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER])
+        .choose(&[METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER, PRODUCE, FETCH])
         .copied()
     else {
         return;
     };
+    if api_key == PRODUCE || api_key == FETCH {
+        return crate::endpoints::check_endpoints(&mut u, api_key);
+    }
     let max = match api_key {
         METADATA => MetadataResponse::VERSIONS.max,
         FIND_COORDINATOR => FindCoordinatorResponse::VERSIONS.max,
@@ -250,7 +254,7 @@ fn build(
 
 /// Maybe damages the built frame: cut short, a byte changed, or four bytes replaced (a
 /// count or length that lies); whether it did.
-fn damage(u: &mut Unstructured<'_>, frame: &mut Vec<u8>) -> bool {
+pub(crate) fn damage(u: &mut Unstructured<'_>, frame: &mut Vec<u8>) -> bool {
     let Ok(how) = u.int_in_range(0u8..=3) else {
         return false;
     };

@@ -27,6 +27,7 @@ mod capture;
 mod conn;
 mod differential;
 mod edit;
+mod endpoints;
 mod error_response;
 mod generators;
 mod leadership;
