@@ -31,7 +31,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
-use crate::addresses::damage;
+use crate::damage::damage;
 
 const UPSTREAM: &str = "10.0.0.1:9092";
 const LISTEN: &str = "127.0.0.1:19092";
@@ -239,7 +239,11 @@ pub fn check_endpoints(u: &mut Unstructured<'_>, api_key: i16) {
         Ok(answer) => answer.split(),
         Err(e) => {
             let now = decode(api_key, version, &out).err();
-            assert_eq!(now.as_deref(), Some(e.as_str()), "an answer refused is refused alike");
+            assert_eq!(
+                now.as_deref(),
+                Some(e.as_str()),
+                "an answer refused is refused alike"
+            );
             return;
         }
     };

@@ -25,6 +25,7 @@ mod addresses;
 mod canonical;
 mod capture;
 mod conn;
+mod damage;
 mod differential;
 mod edit;
 mod endpoints;

@@ -22,6 +22,8 @@
 //! serves on no broker listener that is not closed: a Kafka upgrade cannot add a door the
 //! guard forwards without anyone deciding it. The README lists this table.
 
+use crate::owed::Reader;
+
 /// What the guard does with a request of an API key while a policy is active.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
@@ -111,7 +113,8 @@ pub const DOORS: [Door; 95] = [
         1,
         "Fetch",
         Rewritten,
-        "the data path; KIP-951 NodeEndpoints in answers (v16+) rewritten",
+        "the data path; KIP-951 NodeEndpoints in answers (v16+) rewritten; one sent as a \
+         follower replica (replica id >= 0: the leader would count it in sync) is closed",
     ),
     door(2, "ListOffsets", Forwarded, READS),
     door(3, "Metadata", Rewritten, ADDRESSES),
@@ -384,6 +387,86 @@ pub fn door_of(api_key: i16) -> Option<&'static Door> {
 /// The class of `api_key`, if Kafka 4.4 defines it.
 pub fn class_of(api_key: i16) -> Option<Class> {
     door_of(api_key).map(|door| door.class)
+}
+
+/// The first flexible Fetch version (header v2, compact encodings, tagged fields).
+const FETCH_FLEXIBLE: i16 = 12;
+/// The first version that names topics by id (a UUID) rather than by name.
+const FETCH_TOPIC_IDS: i16 = 13;
+/// The first version with the replica id in the `ReplicaState` tagged field.
+const FETCH_REPLICA_STATE: i16 = 15;
+/// `ReplicaState`'s tag in the request's tagged fields.
+const FETCH_REPLICA_STATE_TAG: u32 = 1;
+
+/// The replica id of the Fetch request in `frame` (size prefix included) at `version`: -1
+/// for a consumer (v15+: no `ReplicaState`), a broker id for a follower (which no client
+/// is: `filters/follower.rs` closes it); None when the request cannot be read that far.
+///
+/// Read by hand: a Fetch is on every consumer's hot path, and from v15 the field is a
+/// tagged field at the request's end, after the topics; the request is stepped over
+/// without decoding or allocating anything, every count checked against the bytes that
+/// remain.
+pub fn fetch_replica_id(frame: &[u8], version: i16) -> Option<i32> {
+    let mut r = Reader::new(frame);
+    r.skip(4 + 2 + 2 + 4)?; // size, api key, api version, correlation id
+    r.skip_string()?; // client id
+    if version >= FETCH_FLEXIBLE {
+        r.skip_tagged_fields()?;
+    }
+    if version < FETCH_REPLICA_STATE {
+        return r.int32();
+    }
+    // MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch.
+    r.skip(4 + 4 + 4 + 1 + 4 + 4)?;
+    let topic_name_or_id = |r: &mut Reader<'_>| {
+        if version >= FETCH_TOPIC_IDS {
+            r.skip(16)
+        } else {
+            compact_skip(r)
+        }
+    };
+    // Topics [TopicId, Partitions [Partition, CurrentLeaderEpoch, FetchOffset,
+    // LastFetchedEpoch, LogStartOffset, PartitionMaxBytes; tagged]; tagged].
+    for _ in 0..count(&mut r, 2)? {
+        topic_name_or_id(&mut r)?;
+        for _ in 0..count(&mut r, 4 + 4 + 8 + 4 + 8 + 4 + 1)? {
+            r.skip(4 + 4 + 8 + 4 + 8 + 4)?;
+            r.skip_tagged_fields()?;
+        }
+        r.skip_tagged_fields()?;
+    }
+    // ForgottenTopicsData [TopicId, Partitions [int32]; tagged].
+    for _ in 0..count(&mut r, 2)? {
+        topic_name_or_id(&mut r)?;
+        let partitions = count(&mut r, 4)?;
+        r.skip(partitions.checked_mul(4)?)?;
+        r.skip_tagged_fields()?;
+    }
+    compact_skip(&mut r)?; // RackId
+    let mut id = -1;
+    for _ in 0..r.uvarint()? {
+        let tag = r.uvarint()?;
+        let size = usize::try_from(r.uvarint()?).ok()?;
+        let data = r.take(size)?;
+        if tag == FETCH_REPLICA_STATE_TAG {
+            // ReplicaState: ReplicaId int32, ReplicaEpoch int64; tagged.
+            id = i32::from_be_bytes(data.get(..4)?.try_into().ok()?);
+        }
+    }
+    Some(id)
+}
+
+/// A compact array's count (its length plus one; 0, null, counts as empty), refused when
+/// its entries, each `least` bytes at the least, cannot fit in what remains.
+fn count(r: &mut Reader<'_>, least: usize) -> Option<usize> {
+    let n = usize::try_from(r.uvarint()?.saturating_sub(1)).ok()?;
+    (n.checked_mul(least)? <= r.remaining()).then_some(n)
+}
+
+/// A compact string or bytes: its length plus one (0: null), then its bytes.
+fn compact_skip(r: &mut Reader<'_>) -> Option<()> {
+    let len = usize::try_from(r.uvarint()?.saturating_sub(1)).ok()?;
+    r.skip(len)
 }
 
 #[cfg(test)]

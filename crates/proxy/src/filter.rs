@@ -677,6 +677,7 @@ mod tests {
             filters.names(),
             [
                 "doors",
+                "follower-fetch",
                 "sasl",
                 "leadership",
                 "elect-leaders",

@@ -30,7 +30,7 @@ pub struct Sent<'a> {
 
 /// What the guard makes of a request of another API: `Err(())` when it closes the
 /// connection on it (under any rule, an API only brokers send or a key its table of APIs
-/// does not know and the policy does not forward; under a leadership rule, a version the
+/// does not know and the policy does not forward, or a Fetch sent as a follower; under a leadership rule, a version the
 /// leadership-change policy does not read, a request it cannot read); None when the
 /// leadership-change policy does not read it (or no rule concerns leadership); else its
 /// refusal, if refused.
@@ -41,6 +41,13 @@ fn police_change(frame: &[u8], policy: &Policy) -> Option<Result<Option<Vec<u8>>
         None => !policy.forwarded_unknown_apis.contains(&peek.api_key),
     };
     if policy.has_rules() && closed {
+        return Some(Err(()));
+    }
+    // A Fetch as a follower replica, or one not readable to its replica id.
+    if policy.has_rules()
+        && peek.api_key == 1
+        && !matches!(apis::fetch_replica_id(frame, peek.api_version), Some(id) if id < 0)
+    {
         return Some(Err(()));
     }
     let api = leadership::Api::of(peek.api_key)?;

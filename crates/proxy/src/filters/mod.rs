@@ -5,6 +5,7 @@ mod addresses;
 mod api_versions;
 mod doors;
 mod elect;
+mod follower;
 mod leadership;
 mod sasl;
 
@@ -14,7 +15,8 @@ use crate::filter::{Filter, Filters};
 
 impl Filters {
     /// The guard's own filters, in the order they read: the closed doors (APIs only
-    /// brokers send, keys without a decision: `crate::apis`), the SASL principal (every rule
+    /// brokers send, keys without a decision: `crate::apis`; a Fetch sent as a follower
+    /// replica), the SASL principal (every rule
     /// after it may name one), the leadership-change policy, the ElectLeaders policy
     /// (disjoint API keys), the ApiVersions cap and the broker-address rewrite (what
     /// changes the broker's answers). Defined here, with the filters, so that
@@ -22,6 +24,7 @@ impl Filters {
     pub fn builtin() -> Filters {
         let builtin: Vec<Arc<dyn Filter>> = vec![
             Arc::new(doors::Doors),
+            Arc::new(follower::FollowerFetch),
             Arc::new(sasl::Sasl),
             Arc::new(leadership::Leadership),
             Arc::new(elect::ElectLeaders),
