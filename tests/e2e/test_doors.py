@@ -128,6 +128,15 @@ def write_txn_markers_abort(producer_id, epoch, coordinator_epoch, topic, partit
     return frame(27, 1, 4242, "doors-mallory", uvarint(2) + marker + b"\x00", flexible=True)
 
 
+def fetch_v11(replica_id, topic, partition, offset):
+    """Fetch v11 (classic), as a follower (replica_id >= 0) or a consumer (-1) sends it."""
+    body = (struct.pack(">iiiibii", replica_id, 100, 1, 1 << 20, 0, 0, -1)
+            + struct.pack(">i", 1) + string(topic) + struct.pack(">i", 1)
+            + struct.pack(">iiqqi", partition, -1, offset, -1, 1 << 20)
+            + struct.pack(">i", 0) + string(""))
+    return frame(1, 11, 99, "doors-follower", body, flexible=False)
+
+
 def incremental_alter_configs(client_id, resource_type, name, key, value):
     """IncrementalAlterConfigs v0 (classic): SET key=value on one resource."""
     body = (struct.pack(">i", 1) + struct.pack(">b", resource_type) + string(name)
@@ -201,6 +210,19 @@ def write_txn_markers_closed():
     assert all(a["verdict"] == "closed" and a["client_id"] == "doors-mallory" for a in closed), closed
     print("  producer %d epoch %d: the ABORT marker closed %d connections, audited; the commit read"
           " back whole (10 of 10, read_committed)" % (pid, epoch, len(closed)))
+
+
+@test("a Fetch sent as a follower replica closes the connection; the same Fetch as a consumer is answered")
+def follower_fetch_closed():
+    topic = "doors-txn"
+    ensure(topic)
+    leader = direct("describe", "--topic", topic)["topics"][topic][0]["leader"]
+    # The guard's first listener is in front of broker 2, the second of broker 3 (run.sh).
+    address = PROXY.split(",")[leader - 2]
+    consumer = exchange(address, fetch_v11(-1, topic, 0, 0))
+    assert consumer is not None and len(consumer) > 8, "a consumer's Fetch v11 was not answered"
+    follower = exchange(address, fetch_v11(3 if leader == 2 else 2, topic, 0, 1 << 40))
+    assert follower is None, "the guard answered a Fetch sent as a replica: %r" % follower[:64]
 
 
 @test("an allow-list covers the config route: doors-mallory's unclean.leader.election.enable=true "
