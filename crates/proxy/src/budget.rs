@@ -89,19 +89,37 @@ impl Budget {
     /// the general part (from the reserve when the budget is no larger than one frame),
     /// all of that part if `len` is larger; waits while it is spent, as a reader does.
     pub async fn hold(&self, len: usize) -> Share {
+        let (part, n) = self.part_for(len);
+        match part.clone().acquire_many_owned(n).await {
+            Ok(permit) => self.share_of(permit),
+            // The budget's semaphores are never closed.
+            Err(_) => unreachable!("the budget is never closed"),
+        }
+    }
+
+    /// The part [`Budget::hold`] takes from, and the permits it takes for `len` bytes.
+    fn part_for(&self, len: usize) -> (&Arc<Semaphore>, u32) {
         let (part, total) = if self.general_total > 0 {
             (&self.general, self.general_total)
         } else {
             (&self.reserve, self.reserve_total)
         };
-        let n = u32::try_from(len.min(total)).unwrap_or(u32::MAX);
-        match part.clone().acquire_many_owned(n).await {
-            Ok(permit) => Share {
+        (part, u32::try_from(len.min(total)).unwrap_or(u32::MAX))
+    }
+
+    /// A share of what [`Budget::part_for`] gave: kept with the permits of its own part, so
+    /// that shares can be merged ([`Share::merge`]).
+    fn share_of(&self, permit: OwnedSemaphorePermit) -> Share {
+        if self.general_total > 0 {
+            Share {
                 general: Some(permit),
                 reserve: None,
-            },
-            // The budget's semaphores are never closed.
-            Err(_) => unreachable!("the budget is never closed"),
+            }
+        } else {
+            Share {
+                general: None,
+                reserve: Some(permit),
+            }
         }
     }
 }
@@ -109,17 +127,9 @@ impl Budget {
 impl Budget {
     /// [`Budget::hold`] without waiting: `None` when the part it takes from has no room now.
     pub fn try_hold(&self, len: usize) -> Option<Share> {
-        let (part, total) = if self.general_total > 0 {
-            (&self.general, self.general_total)
-        } else {
-            (&self.reserve, self.reserve_total)
-        };
-        let n = u32::try_from(len.min(total)).unwrap_or(u32::MAX);
+        let (part, n) = self.part_for(len);
         let permit = part.clone().try_acquire_many_owned(n).ok()?;
-        Some(Share {
-            general: Some(permit),
-            reserve: None,
-        })
+        Some(self.share_of(permit))
     }
 }
 
@@ -143,6 +153,21 @@ impl Share {
         match &mut self.general {
             Some(held) => held.merge(permit),
             None => self.general = Some(permit),
+        }
+    }
+
+    /// Adds what `other` holds to this share (both of one budget): given back together.
+    /// An answer the guard writes later thus holds the request it answers and its own
+    /// bytes as one share.
+    pub fn merge(&mut self, other: Share) {
+        if let Some(permit) = other.general {
+            self.add_general(permit);
+        }
+        if let Some(permit) = other.reserve {
+            match &mut self.reserve {
+                Some(held) => held.merge(permit),
+                None => self.reserve = Some(permit),
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use bytes::BytesMut;
-use futures_util::{FutureExt, SinkExt, StreamExt};
+use futures_util::{FutureExt, StreamExt};
 use kafka_elect_leaders::{peek_response, CodecError, InFlight};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -41,11 +41,10 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     let mut waiting: VecDeque<Slot> = VecDeque::new();
     let mut in_flight = InFlight::<MAX_IN_FLIGHT>::new();
     let mut requests_open = true;
-    let mut scratch = BytesMut::new();
     loop {
         while waiting.front().is_some_and(Slot::is_local) {
             if let Some(slot) = waiting.pop_front() {
-                write_answer(&mut to_client, slot, None, &mut scratch).await?;
+                write_answer(&mut to_client, slot, None).await?;
             }
         }
         if !requests_open && waiting.is_empty() {
@@ -140,7 +139,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 // answered, and Kafka answers in order, so none of them will be answered.
                 in_flight.clear();
                 while let Some(slot) = waiting.pop_front() {
-                    write_answer(&mut to_client, slot, None, &mut scratch).await?;
+                    write_answer(&mut to_client, slot, None).await?;
                 }
             }
             match slots.try_recv() {
@@ -170,7 +169,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
             };
             match slot {
                 Slot::Local(_) => {
-                    write_answer(&mut to_client, slot, None, &mut scratch).await?;
+                    write_answer(&mut to_client, slot, None).await?;
                 }
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
@@ -187,7 +186,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                     shared.metrics.round_trip(pending.api_key, sent.elapsed());
                     if let Some(merge) = merge {
                         let slot = Slot::Local(merge);
-                        write_answer(&mut to_client, slot, Some(&frame), &mut scratch).await?;
+                        write_answer(&mut to_client, slot, Some(frame)).await?;
                         break;
                     }
                     let mut answer = Answer::new(frame);
@@ -246,27 +245,30 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
 }
 
 /// Writes the answer a filter kept for a `Local` slot: the frame it wrote, or the one it
-/// writes now (from the broker's answer, for a request it forwarded in another form).
+/// writes now (from the broker's answer, for a request it forwarded in another form), in a
+/// buffer of its own sized once to the answer and dropped once written (a buffer kept for
+/// the connection would keep the largest answer's allocation outside the budget).
 async fn write_answer<W: AsyncWrite + Unpin>(
     to_client: &mut ToPeer<W>,
     slot: Slot,
-    broker: Option<&[u8]>,
-    scratch: &mut BytesMut,
+    broker: Option<BytesMut>,
 ) -> Result<(), Close> {
     let Slot::Local(kept) = slot else {
         return Ok(());
     };
-    match kept.write {
-        Answered::Frame(frame) => forward(to_client, frame)
-            .await
-            .map_err(Close::write("client")),
-        Answered::Later(write) => {
-            scratch.clear();
-            write(broker, scratch)?;
-            to_client
-                .feed(scratch.split())
+    let answer = match kept.write {
+        Answered::Frame(frame) => {
+            return forward(to_client, frame)
                 .await
                 .map_err(Close::write("client"))
         }
-    }
+        Answered::Later(write) => {
+            let mut out = BytesMut::new();
+            write(broker.as_deref(), &mut out)?;
+            out
+        }
+    };
+    forward(to_client, answer)
+        .await
+        .map_err(Close::write("client"))
 }
