@@ -248,6 +248,14 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
 /// writes now (from the broker's answer, for a request it forwarded in another form), in a
 /// buffer of its own sized once to the answer and dropped once written (a buffer kept for
 /// the connection would keep the largest answer's allocation outside the budget).
+///
+/// A heavy answer (its request, the answer or the broker's answer larger than a small
+/// frame) is written on the runtime's blocking pool: writing the refusal of a 16 MiB
+/// request on the worker held up every other connection on its thread (issue 42, item 5:
+/// another client's Metadata p50 went from 0.6 ms to 177-304 ms). The pump waits for it,
+/// so answers still go out in the order of the requests. A current-thread runtime (a
+/// connection thread's, `threads`) has a blocking pool too, where `block_in_place` would
+/// panic.
 async fn write_answer<W: AsyncWrite + Unpin>(
     to_client: &mut ToPeer<W>,
     slot: Slot,
@@ -263,9 +271,18 @@ async fn write_answer<W: AsyncWrite + Unpin>(
                 .map_err(Close::write("client"))
         }
         Answered::Later(write) => {
-            let mut out = BytesMut::new();
-            write(broker.as_deref(), &mut out)?;
-            out
+            let heavy = kept.heavy || broker.as_ref().is_some_and(|b| b.len() > SMALL_FRAME);
+            let job = move || {
+                let mut out = BytesMut::new();
+                write(broker.as_deref(), &mut out).map(|()| out)
+            };
+            if heavy {
+                tokio::task::spawn_blocking(job)
+                    .await
+                    .map_err(|e| Close::new(format!("writing the answer failed: {e}")))??
+            } else {
+                job()?
+            }
         }
     };
     forward(to_client, answer)

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 
 use super::frames::{flush, ToPeer};
-use crate::budget::Share;
+use crate::budget::{Share, SMALL_FRAME};
 use crate::close::Close;
 use crate::filter::{Answered, Respond};
 use crate::shared::Shared;
@@ -40,6 +40,9 @@ pub(super) enum Slot {
 /// An answer a filter will write, and what it holds of the budgets until then.
 pub(super) struct Kept {
     pub(super) write: Answered,
+    /// The request it answers, or the answer, is larger than a small frame: the answer is
+    /// written off the runtime's worker (see `responses`).
+    pub(super) heavy: bool,
     _held: OwnedSemaphorePermit,
     _share: Share,
 }
@@ -117,7 +120,7 @@ pub(super) async fn hold<W: AsyncWrite + Unpin>(
 /// is built, with the request's (issue 42, item 5: refusals of large requests, about
 /// twice their size, were built outside the budget, and 40 clients aborted a guard with a
 /// 256 MiB budget under a 3 GiB limit). A request that held nothing of the budget (at most
-/// [`SMALL_FRAME`](crate::budget::SMALL_FRAME) bytes) waits for both together, as any frame does. One that holds its
+/// [`SMALL_FRAME`] bytes) waits for both together, as any frame does. One that holds its
 /// read share does not wait for more: connections that each hold a request and wait for
 /// room for its answer could wait on one another for ever. It takes the answer's bytes at
 /// once or, when the budget has no room for them now, its answer is the short one the
@@ -137,6 +140,7 @@ pub(super) async fn keep<W: AsyncWrite + Unpin>(
         answer: answer_len,
         bounded,
     } = answer;
+    let heavy = holds > SMALL_FRAME || answer_len > SMALL_FRAME;
     let later = matches!(write, Answered::Later(_));
     let (share, write) = match (read_share, bounded) {
         (Some(mut share), Some(bounded)) if later => match shared.budget.try_hold(answer_len) {
@@ -154,6 +158,7 @@ pub(super) async fn keep<W: AsyncWrite + Unpin>(
     };
     Ok(Kept {
         write,
+        heavy,
         _held: kept,
         _share: share,
     })
