@@ -15,6 +15,13 @@ At the same time, for --seconds:
   - normal: one client, one request at a time, alternating ElectLeaders v2 and ApiVersions
     v0, timing each answer.
 Then 1,000 idle connections are opened and the guard's RSS measured before and after.
+
+`--attacks issue42` runs instead the attacks of issue 42, item 5 (with `--deny-unclean` and
+`--max-buffered-bytes --budget`): --refused clients each sending, one after the other, an
+UNCLEAN ElectLeaders request of --refused-mib MiB that the guard refuses whole (reading each
+answer), and --stalled clients each announcing a 64 MiB frame, sending --stalled-mib MiB of
+it and stalling until the guard's frame timeout closes it (then again); `--attacks none`
+runs the normal client alone, the baseline. `--no-idle` skips the RSS per idle connection.
 And, on a fresh guard each (no soak before: nothing the allocator kept to reuse), 1,000
 connections that send nothing, and 1,000 that each make one ApiVersions round trip and
 then idle (their buffers touched, as a real client's are): the RSS per connection of each.
@@ -48,6 +55,23 @@ def elect_leaders_v2(correlation_id: int) -> bytes:
     topic = bytes([7]) + b"orders" + bytes([4]) + struct.pack(">iii", 0, 1, 2) + b"\x00"
     body = b"\x00" + bytes([2]) + topic + struct.pack(">i", 60000) + b"\x00"
     return frame(header + body)
+
+
+def unclean_election_v2(correlation_id: int, mib: int) -> bytes:
+    """An UNCLEAN ElectLeaders v2 request of about `mib` MiB: one topic, its partitions."""
+    n = (mib << 20) // 4
+    header = struct.pack(">hhi", 43, 2, correlation_id) + struct.pack(">h", 4) + b"soak" + b"\x00"
+    topic = bytes([7]) + b"orders" + varint(n + 1) + struct.pack(f">{n}i", *range(n)) + b"\x00"
+    body = b"\x01" + bytes([2]) + topic + struct.pack(">i", 60000) + b"\x00"
+    return frame(header + body)
+
+
+def varint(v: int) -> bytes:
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
 
 
 def api_versions_v0(correlation_id: int) -> bytes:
@@ -126,12 +150,19 @@ async def main():
     ap.add_argument("--bin", default="target/release/elect-leaders")
     ap.add_argument("--idle-only", action="store_true",
                     help="only the RSS per idle connection on fresh guards")
+    ap.add_argument("--no-idle", action="store_true", help="skip the RSS per idle connection")
+    ap.add_argument("--attacks", choices=["issue23", "issue42", "none"], default="issue23")
+    ap.add_argument("--budget", default="256MiB", help="--max-buffered-bytes (issue42, none)")
+    ap.add_argument("--refused", type=int, default=2, help="clients sending refused requests")
+    ap.add_argument("--refused-mib", type=int, default=16)
+    ap.add_argument("--stalled", type=int, default=4, help="clients stalling large frames")
+    ap.add_argument("--stalled-mib", type=int, default=8)
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     server, broker_port = await fake_broker()
-    for round_trip in (False, True):
+    for round_trip in (() if args.no_idle else (False, True)):
         kib = await idle_on_a_fresh_guard(args.bin, broker_port, round_trip)
         what = "after one ApiVersions round trip each" if round_trip else "that sent nothing"
         print(f"fresh guard: RSS per idle connection {kib:.1f} KiB (1,000 connections {what})")
@@ -140,15 +171,18 @@ async def main():
         return
 
     audit = f"/tmp/guard-soak-audit-{os.getpid()}.jsonl"
+    extra = [] if args.attacks == "issue23" else [
+        "--deny-unclean", "--max-buffered-bytes", args.budget]
     guard = subprocess.Popen(
         [args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{broker_port}",
-         "--protect-topic", "payments", "--audit-log", audit],
+         "--protect-topic", "payments", "--audit-log", audit] + extra,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = guard.stdout.readline()
         port = int(line.split()[1].rsplit(":", 1)[1])
         end = time.monotonic() + args.seconds
         stats = {"churn": 0, "slow_closed": 0, "large_closed": 0, "refused": 0,
+                 "refusals": 0, "refusal_bytes": 0, "stalled_closed": 0, "peak_rss_kb": 0,
                  "peak_fds": 0, "latencies": {"elect": [], "api_versions": []}, "errors": 0}
 
         async def connect():
@@ -215,15 +249,66 @@ async def main():
                 stats["peak_fds"] = max(stats["peak_fds"], fd_count(guard.pid))
                 await asyncio.sleep(0.2)
 
+        async def refused(request: bytes):
+            # One large refused request after the other, each answer read whole.
+            while time.monotonic() < end:
+                try:
+                    r, w = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+                    while time.monotonic() < end:
+                        w.write(request)
+                        await w.drain()
+                        size = struct.unpack(">i", await r.readexactly(4))[0]
+                        await r.readexactly(size)
+                        stats["refusals"] += 1
+                        stats["refusal_bytes"] += size + 4
+                    w.close()
+                except (OSError, asyncio.IncompleteReadError, ConnectionError):
+                    await asyncio.sleep(0.05)
+
+        async def stalled(part: bytes):
+            # A 64 MiB frame announced, part of it sent, then nothing until the guard closes.
+            while time.monotonic() < end:
+                try:
+                    r, w = await connect()
+                    w.write(part)
+                    await w.drain()
+                    got = await asyncio.wait_for(r.read(1), timeout=max(0.1, end - time.monotonic()))
+                    if got == b"":
+                        stats["stalled_closed"] += 1
+                    w.close()
+                except (OSError, asyncio.TimeoutError, ConnectionError):
+                    await asyncio.sleep(0.05)
+
         slow_frame = elect_leaders_v2(1)
         large = struct.pack(">i", 100_000_000) + struct.pack(">hhi", 0, 3, 1)
-        tasks = [churn(), normal(), sample()]
-        tasks += [trickle(slow_frame, "slow_closed", 1.0) for _ in range(500)]
-        tasks += [trickle(large, "large_closed", 0) for _ in range(100)]
+        tasks = [normal(), sample()]
+        if args.attacks == "issue23":
+            tasks.append(churn())
+            tasks += [trickle(slow_frame, "slow_closed", 1.0) for _ in range(500)]
+            tasks += [trickle(large, "large_closed", 0) for _ in range(100)]
+        elif args.attacks == "issue42":
+            refusal = unclean_election_v2(1, args.refused_mib)
+            head = struct.pack(">i", 64 << 20) + struct.pack(">hhi", 0, 3, 1)
+            part = head + bytes((args.stalled_mib << 20) - len(head))
+            tasks += [refused(refusal) for _ in range(args.refused)]
+            tasks += [stalled(part) for _ in range(args.stalled)]
         started = time.monotonic()
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - started
         peak_rss = proc_status(guard.pid, "VmHWM")
+        if args.no_idle:
+            def pct(xs, p):
+                xs = sorted(xs)
+                return xs[min(len(xs) - 1, int(len(xs) * p))] * 1000 if xs else float("nan")
+            print(f"soak ({args.attacks}): {elapsed:.0f} s; refused requests answered "
+                  f"{stats['refusals']} ({stats['refusal_bytes'] / 1e6:.0f} MB); stalled "
+                  f"frames closed {stats['stalled_closed']} times")
+            for kind, xs in stats["latencies"].items():
+                print(f"normal client, {kind}: {len(xs)} answers, p50 {pct(xs, 0.5):.2f} ms, "
+                      f"p99 {pct(xs, 0.99):.2f} ms, max {max(xs) * 1000 if xs else float('nan'):.2f} ms")
+            print(f"normal client: {stats['errors']} answers out of order")
+            print(f"guard: peak RSS {peak_rss / 1024:.1f} MiB (budget {args.budget})")
+            return
 
         # RSS per idle connection: 1,000 connections that send nothing.
         await asyncio.sleep(1)

@@ -5,9 +5,10 @@
 
 use bytes::BytesMut;
 use kafka_elect_leaders::{
-    ElectLeadersRequest, ElectLeadersResponse, ElectLeadersResponseData, EncodeError,
-    EncodeRequestExt, EncodeResponseExt, ErrorCode, PartitionResultData, ReplicaElectionResultData,
-    TaggedFieldData, TaggedFields, TopicPartitions,
+    has_top_level_error_code, ElectLeadersRequest, ElectLeadersResponse, ElectLeadersResponseData,
+    EncodeError, EncodePartitionResult, EncodeReplicaElectionResult, EncodeRequestExt,
+    EncodeResponse, EncodeResponseExt, ErrorCode, ErrorResponse, PartitionResult,
+    ReplicaElectionResult, TaggedFields, TopicPartitions,
 };
 
 use crate::policy::{Decision, Policy, Refusal};
@@ -37,7 +38,9 @@ pub fn encode_trimmed(
 /// Appends the proxy's answer to a refused request to `out`: for a whole refusal Kafka's
 /// error response; for per-partition refusals, each refused partition answered with
 /// `POLICY_VIOLATION`, merged with `broker` (the broker's answer to the trimmed request)
-/// when there is one.
+/// when there is one. Measured first, then written into room reserved once at its exact
+/// length: a large answer is never grown by doubling, nor built as a list of its entries
+/// (a refusal of 4 million partitions was built as 160 MB of entries, issue 42 item 5).
 pub fn encode_refusal(
     policy: &Policy,
     decision: &Decision,
@@ -45,127 +48,249 @@ pub fn encode_refusal(
     broker: Option<&ElectLeadersResponse<'_>>,
     out: &mut BytesMut,
 ) -> Result<usize, EncodeError> {
+    let version = request.version();
     if let (Refusal::Whole { message }, None) = (&decision.refusal, broker) {
-        // At v0, which has no top-level ErrorCode, a request for all partitions gets an
-        // empty result list: what Kafka's own getErrorResponse gives at v0. The message is
-        // in every partition's answer, so a request of more than MESSAGES partitions gets
-        // none (see MESSAGES).
-        let message =
-            Some(message.as_bytes()).filter(|_| decision.requested.unwrap_or(0) <= MESSAGES);
-        return request
-            .error_response(ErrorCode::POLICY_VIOLATION, message)
-            .encode_buf(request.version(), out);
+        let refusal = whole_refusal(decision, request, message);
+        let len = refusal.encoded_len(version)?;
+        return refusal.encode_with_len(version, len, out);
     }
-    encode_partition_refusals(policy, decision, request, broker, out)
+    let refusals = PartitionRefusals {
+        policy,
+        decision,
+        request,
+        broker,
+    };
+    let len = refusals.encoded_len(version)?;
+    refusals.encode_with_len(version, len, out)
 }
 
-/// Tagged fields as the writer takes them, collected from a view.
-fn collect_tags<'a>(
-    fields: TaggedFields<'a>,
-    into: &mut Vec<TaggedFieldData<'a>>,
-) -> (usize, usize) {
-    let start = into.len();
-    into.extend(
-        fields
-            .iter()
-            .map(|f| TaggedFieldData::new(f.tag(), f.data())),
-    );
-    (start, into.len())
-}
-
-/// Where `[start, end)` of a topic result's partitions and tagged fields lie in the flat
-/// vectors.
-type Span = (usize, usize);
-
-/// A topic result, before the slices it takes can be borrowed.
-type ResultSpan<'a> = (&'a [u8], Span, Span);
-
-fn encode_partition_refusals(
+/// The exact length of the guard's own part of its answer to `request`: the whole answer
+/// when the request is refused whole, the refused partitions' results (with a header) when
+/// it is trimmed, which the broker's results are merged into. What the answer takes from
+/// the buffer budget before it is written (issue 42, item 5: a refusal's answer, about
+/// twice its request, was built outside the budget). Walks the request once, as writing
+/// the answer does.
+pub fn refusal_len(
     policy: &Policy,
     decision: &Decision,
+    request: &ElectLeadersRequest<'_>,
+) -> Result<usize, EncodeError> {
+    let version = request.version();
+    if let Refusal::Whole { message } = &decision.refusal {
+        return whole_refusal(decision, request, message).encoded_len(version);
+    }
+    PartitionRefusals {
+        policy,
+        decision,
+        request,
+        broker: None,
+    }
+    .encoded_len(version)
+}
+
+/// Appends the short answer that refuses `request` when its whole answer could not be
+/// given room in the buffer budget: one top-level `POLICY_VIOLATION` and no partition
+/// results, or, for a request forwarded trimmed, the broker's results under that error.
+/// Kafka's clients fail every partition of a request whose answer has a top-level error.
+///
+/// Version 0 has no top-level error code: there the answer is the broker's results alone,
+/// or an empty list, as Kafka's own error response to a request for all partitions is; a
+/// partition left out of an answer is not elected, and Kafka's clients report it so.
+/// Its length is a header and the broker's answer, which holds its own share.
+pub fn encode_bounded(
     request: &ElectLeadersRequest<'_>,
     broker: Option<&ElectLeadersResponse<'_>>,
     out: &mut BytesMut,
 ) -> Result<usize, EncodeError> {
-    // The writer takes borrowed slices, two levels deep: the broker's tagged fields first,
-    // then every partition result, then the topic results that slice them.
-    let mut tags: Vec<TaggedFieldData<'_>> = Vec::new();
-    let mut partition_tags = Vec::new();
-    let mut result_tags = Vec::new();
-    let (header_tags, body_tags) = match broker {
-        Some(b) => (
-            collect_tags(b.header().tagged_fields(), &mut tags),
-            collect_tags(b.tagged_fields(), &mut tags),
-        ),
-        None => ((0, 0), (0, 0)),
+    let version = request.version();
+    let error_code = if has_top_level_error_code(version) {
+        ErrorCode::POLICY_VIOLATION
+    } else {
+        ErrorCode::NONE
     };
-    if let Some(b) = broker {
-        for result in b.replica_election_results() {
-            for p in result.partition_result() {
-                partition_tags.push(collect_tags(p.tagged_fields(), &mut tags));
-            }
-            result_tags.push(collect_tags(result.tagged_fields(), &mut tags));
+    match broker {
+        Some(broker) => {
+            let edit = broker
+                .edit()
+                .correlation_id(request.correlation_id())
+                .error_code(error_code);
+            let len = edit.encoded_len(version)?;
+            edit.encode_with_len(version, len, out)
+        }
+        None => {
+            let answer = ElectLeadersResponseData {
+                correlation_id: request.correlation_id(),
+                error_code,
+                ..Default::default()
+            };
+            let len = answer.encoded_len(version)?;
+            answer.encode_with_len(version, len, out)
         }
     }
+}
 
-    let mut partitions: Vec<PartitionResultData<'_>> = Vec::new();
-    let mut results: Vec<ResultSpan<'_>> = Vec::new();
-    let mut messages = MESSAGES;
-    if let Some(b) = broker {
-        let mut next_tags = partition_tags.iter();
-        for (result, &rtags) in b.replica_election_results().iter().zip(&result_tags) {
-            let start = partitions.len();
-            for p in result.partition_result() {
-                let (ts, te) = next_tags.next().copied().unwrap_or((0, 0));
-                partitions.push(PartitionResultData {
-                    partition_id: p.partition_id(),
-                    error_code: p.error_code(),
-                    error_message: p.error_message(),
-                    tagged_fields: &tags[ts..te],
-                });
-            }
-            results.push((result.topic(), (start, partitions.len()), rtags));
+/// Kafka's error response to a request refused whole. At v0, which has no top-level
+/// ErrorCode, a request for all partitions gets an empty result list: what Kafka's own
+/// getErrorResponse gives at v0. The message is in every partition's answer, so a request
+/// of more than MESSAGES partitions gets none (see MESSAGES).
+fn whole_refusal<'a>(
+    decision: &Decision,
+    request: &ElectLeadersRequest<'a>,
+    message: &'a str,
+) -> ErrorResponse<'a> {
+    let message = Some(message.as_bytes()).filter(|_| decision.requested.unwrap_or(0) <= MESSAGES);
+    request.error_response(ErrorCode::POLICY_VIOLATION, message)
+}
+
+/// Per-partition refusals as the writer reads them, walked where they lie: the broker's
+/// results first (when it answered the trimmed request), then every partition of each
+/// refused topic of the request, answered `POLICY_VIOLATION`, the first [`MESSAGES`] of
+/// them with the refusal's message. Nothing is collected: each pass of the writer (the
+/// measure, then the write) walks the request and the broker's answer again.
+struct PartitionRefusals<'p, 'a> {
+    policy: &'p Policy,
+    decision: &'p Decision,
+    request: &'p ElectLeadersRequest<'a>,
+    broker: Option<&'p ElectLeadersResponse<'a>>,
+}
+
+/// One topic's results: the broker's, or a refused topic of the request with the number
+/// of refused partitions before it (which of its partitions still carry the message).
+enum TopicResult<'a> {
+    Broker(ReplicaElectionResult<'a>),
+    Refused {
+        entry: TopicPartitions<'a>,
+        message: &'static str,
+        before: usize,
+    },
+}
+
+/// One partition's result: the broker's, or a refused one.
+enum PartitionEntry<'a> {
+    Broker(PartitionResult<'a>),
+    Refused {
+        partition_id: i32,
+        message: Option<&'static [u8]>,
+    },
+}
+
+/// A view's tagged fields as the writer takes them.
+fn tag_pairs<'a>(fields: TaggedFields<'a>) -> impl Iterator<Item = (u32, &'a [u8])> + 'a {
+    fields.iter().map(|f| (f.tag(), f.data()))
+}
+
+impl EncodeResponse for PartitionRefusals<'_, '_> {
+    fn correlation_id(&self) -> i32 {
+        self.request.correlation_id()
+    }
+    fn header_tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        self.broker
+            .into_iter()
+            .flat_map(|b| tag_pairs(b.header().tagged_fields()))
+    }
+    fn throttle_time_ms(&self) -> i32 {
+        self.broker.map_or(0, |b| b.throttle_time_ms())
+    }
+    fn error_code(&self) -> ErrorCode {
+        self.broker.map_or(ErrorCode::NONE, |b| b.error_code())
+    }
+    fn replica_election_results(
+        &self,
+    ) -> impl Iterator<Item = impl EncodeReplicaElectionResult + '_> + '_ {
+        let broker = self
+            .broker
+            .into_iter()
+            .flat_map(|b| b.replica_election_results().iter())
+            .map(TopicResult::Broker);
+        let (policy, decision) = (self.policy, self.decision);
+        let refused = self
+            .request
+            .topic_partitions()
+            .into_iter()
+            .flat_map(|l| l.iter())
+            .filter(move |entry| decision.refuses_topic(policy, entry.topic()))
+            .scan(0usize, move |before, entry| {
+                let at = *before;
+                *before = before.saturating_add(entry.partitions().len());
+                Some(TopicResult::Refused {
+                    entry,
+                    message: decision.partition_message(policy, entry.topic()),
+                    before: at,
+                })
+            });
+        broker.chain(refused)
+    }
+    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        self.broker
+            .into_iter()
+            .flat_map(|b| tag_pairs(b.tagged_fields()))
+    }
+}
+
+impl EncodeReplicaElectionResult for TopicResult<'_> {
+    fn topic(&self) -> &[u8] {
+        match self {
+            TopicResult::Broker(r) => r.topic(),
+            TopicResult::Refused { entry, .. } => entry.topic(),
         }
     }
-    for entry in request
-        .topic_partitions()
-        .into_iter()
-        .flat_map(|l| l.iter())
-    {
-        if !decision.refuses_topic(policy, entry.topic()) {
-            continue;
-        }
-        let message = decision.partition_message(policy, entry.topic());
-        let start = partitions.len();
-        partitions.extend(entry.partitions().iter().map(|p| {
-            let with_message = messages > 0;
-            messages = messages.saturating_sub(1);
-            PartitionResultData {
-                partition_id: p,
-                error_code: ErrorCode::POLICY_VIOLATION,
-                error_message: with_message.then_some(message.as_bytes()),
-                tagged_fields: &[],
-            }
-        }));
-        results.push((entry.topic(), (start, partitions.len()), (0, 0)));
+    fn partition_result(&self) -> impl Iterator<Item = impl EncodePartitionResult + '_> + '_ {
+        let (broker, refused) = match self {
+            TopicResult::Broker(r) => (Some(r.partition_result().iter()), None),
+            TopicResult::Refused {
+                entry,
+                message,
+                before,
+            } => (None, Some((entry.partitions().iter(), *message, *before))),
+        };
+        let refused = refused.into_iter().flat_map(|(ids, message, before)| {
+            ids.enumerate()
+                .map(move |(i, partition_id)| PartitionEntry::Refused {
+                    partition_id,
+                    message: (before.saturating_add(i) < MESSAGES).then_some(message.as_bytes()),
+                })
+        });
+        broker
+            .into_iter()
+            .flatten()
+            .map(PartitionEntry::Broker)
+            .chain(refused)
     }
-    let results: Vec<ReplicaElectionResultData<'_>> = results
-        .iter()
-        .map(|&(topic, (ps, pe), (ts, te))| ReplicaElectionResultData {
-            topic,
-            partition_result: &partitions[ps..pe],
-            tagged_fields: &tags[ts..te],
-        })
-        .collect();
-    let response = ElectLeadersResponseData {
-        correlation_id: request.correlation_id(),
-        header_tagged_fields: &tags[header_tags.0..header_tags.1],
-        throttle_time_ms: broker.map_or(0, |b| b.throttle_time_ms()),
-        error_code: broker.map_or(ErrorCode::NONE, |b| b.error_code()),
-        replica_election_results: &results,
-        tagged_fields: &tags[body_tags.0..body_tags.1],
-    };
-    response.encode_buf(request.version(), out)
+    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        let broker = match self {
+            TopicResult::Broker(r) => Some(tag_pairs(r.tagged_fields())),
+            TopicResult::Refused { .. } => None,
+        };
+        broker.into_iter().flatten()
+    }
+}
+
+impl EncodePartitionResult for PartitionEntry<'_> {
+    fn partition_id(&self) -> i32 {
+        match self {
+            PartitionEntry::Broker(p) => p.partition_id(),
+            PartitionEntry::Refused { partition_id, .. } => *partition_id,
+        }
+    }
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            PartitionEntry::Broker(p) => p.error_code(),
+            PartitionEntry::Refused { .. } => ErrorCode::POLICY_VIOLATION,
+        }
+    }
+    fn error_message(&self) -> Option<&[u8]> {
+        match self {
+            PartitionEntry::Broker(p) => p.error_message(),
+            PartitionEntry::Refused { message, .. } => *message,
+        }
+    }
+    fn tagged_fields(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        let broker = match self {
+            PartitionEntry::Broker(p) => Some(tag_pairs(p.tagged_fields())),
+            PartitionEntry::Refused { .. } => None,
+        };
+        broker.into_iter().flatten()
+    }
 }
 
 #[cfg(test)]
@@ -173,7 +298,8 @@ mod tests {
     use super::*;
     use kafka_elect_leaders::VERSIONS;
     use kafka_elect_leaders::{
-        parse_request, parse_response, ElectLeadersRequestData, ElectionType, TopicPartitionsData,
+        parse_request, parse_response, ElectLeadersRequestData, ElectionType, PartitionResultData,
+        ReplicaElectionResultData, TopicPartitionsData,
     };
 
     fn request(
@@ -408,5 +534,76 @@ mod tests {
         assert_eq!(got.len(), 3);
         assert!(got.iter().all(|g| g.2 == 44));
         assert_eq!((top, cid), (0, 42));
+    }
+
+    /// Issue 42, item 5: what the budget is asked for is the answer's exact length, for
+    /// every kind of refusal and version; and, for a request forwarded trimmed, no less
+    /// than what the refusals add to the broker's answer.
+    #[test]
+    fn the_length_taken_is_the_answer_written() {
+        let many: Vec<i32> = (0..1000).collect();
+        let topics = [
+            TopicPartitionsData::new(b"orders", &many),
+            TopicPartitionsData::new(b"payments", &many),
+        ];
+        let cases = [
+            // Refused whole.
+            (
+                Policy {
+                    max_partitions: Some(10),
+                    ..Default::default()
+                },
+                ElectionType::PREFERRED,
+            ),
+            // Every partition refused one by one.
+            (
+                Policy {
+                    deny_unclean: true,
+                    ..Default::default()
+                },
+                ElectionType::UNCLEAN,
+            ),
+            // Trimmed: payments refused, orders forwarded.
+            (protect(), ElectionType::PREFERRED),
+        ];
+        for (policy, etype) in cases {
+            for version in VERSIONS {
+                let etype = if version == 0 {
+                    ElectionType::PREFERRED
+                } else {
+                    etype
+                };
+                let frame = request(version, etype, Some(&topics));
+                let view = parse_request(&frame).unwrap();
+                let decision = policy.decide(&view);
+                if decision.refusal == Refusal::Nothing {
+                    continue;
+                }
+                let len = refusal_len(&policy, &decision, &view).unwrap();
+                let mut out = BytesMut::new();
+                let written = encode_refusal(&policy, &decision, &view, None, &mut out).unwrap();
+                assert_eq!((len, out.len()), (written, written), "v{version}");
+                assert_eq!(out.capacity(), len, "v{version}: reserved once, exactly");
+            }
+        }
+    }
+
+    /// Issue 42, item 5: an answer the budget had no room for is one top-level error (v1+),
+    /// or an empty list at v0, whatever the request's size.
+    #[test]
+    fn the_bounded_answer_does_not_grow_with_the_request() {
+        let many: Vec<i32> = (0..100_000).collect();
+        let topics = [TopicPartitionsData::new(b"orders", &many)];
+        for version in VERSIONS {
+            let frame = request(version, ElectionType::PREFERRED, Some(&topics));
+            let view = parse_request(&frame).unwrap();
+            let mut out = BytesMut::new();
+            encode_bounded(&view, None, &mut out).unwrap();
+            assert!(out.len() < 32, "v{version}: {} bytes", out.len());
+            let (got, top, cid) = results(&out, version);
+            assert!(got.is_empty());
+            let expected = if version == 0 { 0 } else { 44 };
+            assert_eq!((top, cid), (expected, 42));
+        }
     }
 }

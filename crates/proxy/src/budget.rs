@@ -26,15 +26,26 @@
 //! every large frame takes its whole size at once from the reserve, as a frame larger than
 //! the whole budget takes all of it.
 //!
+//! One client (an IP address; an IPv6 client's whole /64, which one host commonly holds)
+//! holds at most half of the reserve at a time, with all its connections: a frame takes
+//! from the reserve no more than its client may still hold, and grows from the general part
+//! for the rest. Otherwise one client's stalled frames, taking the reserve in turn, made
+//! every other client's large frame wait for their frame timeouts (issue 42, item 5: 30 MB/s
+//! of stalled large frames from one attacker kept a legitimate client's large frame waiting
+//! 24-29 s). A frame of at most half the reserve thus always finds room in it, whatever one
+//! client holds; a larger one may have to wait for the general part for its rest. With a
+//! budget no larger than one frame there is no general part to grow from, and no cap.
+//!
 //! The budget bounds what is set aside, not what is allocated: memory still grows only as
 //! bytes arrive ([`crate::conn::RESERVE_STEP`] at a time past them, and a large frame's
 //! buffer to what its share covers), never by a size read off the wire.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io;
+use std::net::{IpAddr, Ipv6Addr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{ready, Context, Poll};
 
 use bytes::BytesMut;
@@ -61,6 +72,17 @@ pub struct Budget {
     /// What a frame's remainder is taken from, whole, when the general part is spent.
     reserve: Arc<Semaphore>,
     reserve_total: usize,
+    /// What one client may hold of the reserve, with all its connections.
+    client_cap: usize,
+    /// Each client's bytes of the reserve held, by [`client_key`]; pruned as clients go.
+    clients: Arc<Mutex<Clients>>,
+}
+
+/// The clients' counters of the reserve held, and when to prune those of clients gone.
+#[derive(Debug, Default)]
+struct Clients {
+    held: HashMap<IpAddr, Weak<AtomicUsize>>,
+    prune_at: usize,
 }
 
 impl Budget {
@@ -75,7 +97,34 @@ impl Budget {
             general_total,
             reserve: Arc::new(Semaphore::new(reserve_total)),
             reserve_total,
+            client_cap: if general_total > 0 {
+                reserve_total / 2
+            } else {
+                reserve_total
+            },
+            clients: Arc::new(Mutex::new(Clients::default())),
         }
+    }
+
+    /// The counter of the reserve `client` holds, shared by all its connections (an IPv6
+    /// client's /64 is one client).
+    pub fn client(&self, client: IpAddr) -> Arc<AtomicUsize> {
+        let key = client_key(client);
+        let mut clients = match self.clients.lock() {
+            Ok(clients) => clients,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(held) = clients.held.get(&key).and_then(Weak::upgrade) {
+            return held;
+        }
+        if clients.held.len() >= clients.prune_at {
+            // Amortised: the map is at most twice the clients with a connection open.
+            clients.held.retain(|_, c| c.strong_count() > 0);
+            clients.prune_at = (2 * clients.held.len()).max(64);
+        }
+        let held = Arc::new(AtomicUsize::new(0));
+        clients.held.insert(key, Arc::downgrade(&held));
+        held
     }
 
     /// Bytes of the budget not set aside now.
@@ -89,19 +138,39 @@ impl Budget {
     /// the general part (from the reserve when the budget is no larger than one frame),
     /// all of that part if `len` is larger; waits while it is spent, as a reader does.
     pub async fn hold(&self, len: usize) -> Share {
+        let (part, n) = self.part_for(len);
+        match part.clone().acquire_many_owned(n).await {
+            Ok(permit) => self.share_of(permit),
+            // The budget's semaphores are never closed.
+            Err(_) => unreachable!("the budget is never closed"),
+        }
+    }
+
+    /// The part [`Budget::hold`] takes from, and the permits it takes for `len` bytes.
+    fn part_for(&self, len: usize) -> (&Arc<Semaphore>, u32) {
         let (part, total) = if self.general_total > 0 {
             (&self.general, self.general_total)
         } else {
             (&self.reserve, self.reserve_total)
         };
-        let n = u32::try_from(len.min(total)).unwrap_or(u32::MAX);
-        match part.clone().acquire_many_owned(n).await {
-            Ok(permit) => Share {
+        (part, u32::try_from(len.min(total)).unwrap_or(u32::MAX))
+    }
+
+    /// A share of what [`Budget::part_for`] gave: kept with the permits of its own part, so
+    /// that shares can be merged ([`Share::merge`]).
+    fn share_of(&self, permit: OwnedSemaphorePermit) -> Share {
+        if self.general_total > 0 {
+            Share {
                 general: Some(permit),
                 reserve: None,
-            },
-            // The budget's semaphores are never closed.
-            Err(_) => unreachable!("the budget is never closed"),
+                client: None,
+            }
+        } else {
+            Share {
+                general: None,
+                reserve: Some(permit),
+                client: None,
+            }
         }
     }
 }
@@ -109,17 +178,24 @@ impl Budget {
 impl Budget {
     /// [`Budget::hold`] without waiting: `None` when the part it takes from has no room now.
     pub fn try_hold(&self, len: usize) -> Option<Share> {
-        let (part, total) = if self.general_total > 0 {
-            (&self.general, self.general_total)
-        } else {
-            (&self.reserve, self.reserve_total)
-        };
-        let n = u32::try_from(len.min(total)).unwrap_or(u32::MAX);
+        let (part, n) = self.part_for(len);
         let permit = part.clone().try_acquire_many_owned(n).ok()?;
-        Some(Share {
-            general: Some(permit),
-            reserve: None,
-        })
+        Some(self.share_of(permit))
+    }
+}
+
+/// The client whose share of the reserve a connection draws on: an IPv4 address itself, an
+/// IPv6 address's /64 (IPv4-mapped ones as IPv4), as the audit queue's shares are keyed.
+fn client_key(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
     }
 }
 
@@ -128,6 +204,16 @@ impl Budget {
 pub struct Share {
     general: Option<OwnedSemaphorePermit>,
     reserve: Option<OwnedSemaphorePermit>,
+    /// The client whose count of the reserve held `reserve` is in, if it is counted.
+    client: Option<Arc<AtomicUsize>>,
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        if let (Some(client), Some(reserve)) = (&self.client, &self.reserve) {
+            client.fetch_sub(reserve.num_permits(), Ordering::Relaxed);
+        }
+    }
 }
 
 impl Share {
@@ -143,6 +229,33 @@ impl Share {
         match &mut self.general {
             Some(held) => held.merge(permit),
             None => self.general = Some(permit),
+        }
+    }
+
+    /// Adds what `other` holds to this share (both of one budget): given back together.
+    /// An answer the guard writes later thus holds the request it answers and its own
+    /// bytes as one share.
+    pub fn merge(&mut self, mut other: Share) {
+        if let Some(permit) = other.general.take() {
+            self.add_general(permit);
+        }
+        if let Some(permit) = other.reserve.take() {
+            // Counted for other's client until now: counted for this share's from here.
+            if let Some(client) = other.client.take() {
+                client.fetch_sub(permit.num_permits(), Ordering::Relaxed);
+            }
+            if let Some(client) = &self.client {
+                client.fetch_add(permit.num_permits(), Ordering::Relaxed);
+            }
+            self.add_reserve(permit);
+        }
+    }
+
+    /// Adds `permit`, taken from the reserve, to what this share holds there.
+    fn add_reserve(&mut self, permit: OwnedSemaphorePermit) {
+        match &mut self.reserve {
+            Some(held) => held.merge(permit),
+            None => self.reserve = Some(permit),
         }
     }
 }
@@ -194,6 +307,8 @@ pub struct Metered<R> {
     /// The bytes the current large frame's share covers, else 0: what [`Reserving`] sizes
     /// the read buffer to.
     granted: Arc<AtomicUsize>,
+    /// The client's count of the reserve held ([`Budget::client`]); None: uncapped.
+    client: Option<Arc<AtomicUsize>>,
 }
 
 impl<R: AsyncRead + Unpin> Metered<R> {
@@ -216,7 +331,15 @@ impl<R: AsyncRead + Unpin> Metered<R> {
             shares: VecDeque::new(),
             lost: false,
             granted: Arc::new(AtomicUsize::new(0)),
+            client: None,
         }
+    }
+
+    /// Its frames take no more of the reserve than `client` may still hold: what
+    /// [`Budget::client`] gave for the connection's client.
+    pub fn for_client(mut self, client: Arc<AtomicUsize>) -> Metered<R> {
+        self.client = Some(client);
+        self
     }
 
     /// `decoder`, sizing its read buffer to what each large frame's share covers.
@@ -322,12 +445,47 @@ impl<R: AsyncRead + Unpin> Metered<R> {
                 Poll::Pending => self.general_queued = true,
             }
         }
-        let rest = (large.len - large.covered).min(self.budget.reserve_total);
+        // All the frame lacks, or the whole reserve for a frame larger than the budget.
+        let whole = (large.len - large.covered).min(self.budget.reserve_total);
+        let mut rest = whole;
+        // No more of the reserve than the client may still hold. A client at its cap waits
+        // for the general part, where it is queued; were the general part too small to be
+        // queued on, the frame could only be read from the reserve, and takes it.
+        let capped = self.client.as_ref().filter(|_| self.general_queued);
+        if let Some(client) = capped {
+            let allowed = self
+                .budget
+                .client_cap
+                .saturating_sub(client.load(Ordering::Relaxed));
+            if allowed == 0 {
+                if std::mem::take(&mut self.reserve_queued) {
+                    self.reserve = PollSemaphore::new(self.budget.reserve.clone());
+                }
+                return Poll::Pending;
+            }
+            rest = rest.min(allowed);
+        }
         let rest = u32::try_from(rest).unwrap_or(u32::MAX);
         match self.reserve.poll_acquire_many(cx, rest) {
-            Poll::Ready(Some(permit)) => {
-                large.share.reserve = Some(permit);
-                large.covered = large.len;
+            Poll::Ready(Some(mut permit)) => {
+                if let Some(client) = &self.client {
+                    let n = permit.num_permits();
+                    let held = client.fetch_add(n, Ordering::Relaxed).saturating_add(n);
+                    // Another connection of the client's took its part meanwhile: what is
+                    // past the cap goes back at once (one permit is kept, to go on).
+                    let over = held.saturating_sub(self.budget.client_cap).min(n - 1);
+                    if capped.is_some() && over > 0 {
+                        drop(permit.split(over));
+                        client.fetch_sub(over, Ordering::Relaxed);
+                    }
+                    large.share.client = Some(client.clone());
+                }
+                if permit.num_permits() >= whole {
+                    large.covered = large.len;
+                } else {
+                    large.covered += permit.num_permits();
+                }
+                large.share.add_reserve(permit);
                 self.reserve_queued = false;
                 if std::mem::take(&mut self.general_queued) {
                     self.general = PollSemaphore::new(self.budget.general.clone());
@@ -606,5 +764,80 @@ mod tests {
             assert_eq!(read_available(&mut r, 100_004).await, 100_004);
             assert!(r.take_share().is_none());
         }
+    }
+
+    /// Issue 42, item 5: one client's stalled large frames took the reserve in turn, and
+    /// another client's large frame waited behind them for their frame timeouts. Now one
+    /// client holds at most half the reserve: with the general part spent by two of the
+    /// attacker's stalled frames and half the reserve by a third, its fourth waits, and the
+    /// other client's frame of under half the reserve is read whole from the other half.
+    #[tokio::test]
+    async fn one_client_holds_at_most_half_the_reserve() {
+        let budget = Budget::new(MIB + 4 + 512 * 1024, MIB);
+        let attacker: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut stalled = Vec::new();
+        for _ in 0..4 {
+            let (mut tx, rx) = tokio::io::duplex(2 * MIB);
+            let mut r = Metered::new(rx, &budget, MIB).for_client(budget.client(attacker));
+            tx.write_all(&frame(MIB, 1)[..200_000]).await.unwrap();
+            let read = read_available(&mut r, 200_000).await;
+            stalled.push((tx, r, read));
+        }
+        let held: Vec<usize> = stalled.iter().map(|(_, r, _)| r.holding()).collect();
+        assert_eq!(
+            held[..2],
+            [256 * 1024, 256 * 1024],
+            "the general part, spent"
+        );
+        assert_eq!(
+            held[2],
+            (MIB + 4) / 2,
+            "the third frame: half the reserve, no more"
+        );
+        assert_eq!(stalled[2].2, 200_000);
+        assert!(
+            stalled[3].2 <= LOOKAHEAD && held[3] == 0,
+            "the fourth frame read {} bytes and holds {}",
+            stalled[3].2,
+            held[3]
+        );
+        assert_eq!(
+            budget.client(attacker).load(Ordering::Relaxed),
+            (MIB + 4) / 2
+        );
+
+        // Another client's frame of 400 KB: read whole from the half left.
+        let other: IpAddr = "198.51.100.7".parse().unwrap();
+        let (mut tx, rx) = tokio::io::duplex(2 * MIB);
+        let mut r = Metered::new(rx, &budget, MIB).for_client(budget.client(other));
+        let whole = frame(400_000, 2);
+        let (written, read) = tokio::join!(tx.write_all(&whole), read_available(&mut r, 400_004));
+        written.unwrap();
+        assert_eq!(
+            read, 400_004,
+            "the other client's frame waited behind the attacker's"
+        );
+        drop(r.take_share().expect("its share"));
+
+        // The attacker's frames given up: everything comes back, its count too.
+        drop(stalled);
+        assert_eq!(budget.available(), MIB + 4 + 512 * 1024);
+        assert_eq!(budget.client(attacker).load(Ordering::Relaxed), 0);
+    }
+
+    /// A client is an IPv4 address, or an IPv6 /64 (IPv4-mapped addresses as IPv4).
+    #[test]
+    fn a_client_is_an_address_or_a_slash_64() {
+        let budget = Budget::new(4 * MIB, MIB);
+        let same = |a: &str, b: &str| {
+            Arc::ptr_eq(
+                &budget.client(a.parse().unwrap()),
+                &budget.client(b.parse().unwrap()),
+            )
+        };
+        assert!(same("2001:db8::1", "2001:db8::ffff:2"));
+        assert!(!same("2001:db8::1", "2001:db8:0:1::1"));
+        assert!(same("::ffff:192.0.2.1", "192.0.2.1"));
+        assert!(!same("192.0.2.1", "192.0.2.2"));
     }
 }

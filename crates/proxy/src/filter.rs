@@ -283,6 +283,11 @@ type Write = Box<dyn FnOnce(Option<&[u8]>, &mut BytesMut) -> Result<(), Close> +
 pub struct Respond {
     pub(crate) holds: usize,
     pub(crate) write: Answered,
+    /// The bytes the answer written later takes when it is written, taken from the buffer
+    /// budget with what it holds ([`Respond::answering`]).
+    pub(crate) answer: usize,
+    /// What is written instead when the budget cannot give `answer` bytes at once.
+    pub(crate) bounded: Option<Write>,
 }
 
 pub(crate) enum Answered {
@@ -296,6 +301,8 @@ impl Respond {
         Respond {
             holds: frame.len(),
             write: Answered::Frame(frame),
+            answer: 0,
+            bounded: None,
         }
     }
 
@@ -309,7 +316,26 @@ impl Respond {
         Respond {
             holds,
             write: Answered::Later(Box::new(write)),
+            answer: 0,
+            bounded: None,
         }
+    }
+
+    /// The answer written later is `len` bytes (at most), taken from the buffer budget
+    /// with what it holds before it is written, so that an answer larger than its request
+    /// (a refusal of every partition named) is within `max-buffered-bytes` too. Where the
+    /// budget cannot give them at once while the request already holds its share (waiting
+    /// then could deadlock connections that each hold a request and wait for room for its
+    /// answer), `bounded` is written instead: an answer whose size does not grow with the
+    /// request.
+    pub fn answering(
+        mut self,
+        len: usize,
+        bounded: impl FnOnce(Option<&[u8]>, &mut BytesMut) -> Result<(), Close> + Send + 'static,
+    ) -> Respond {
+        self.answer = len;
+        self.bounded = Some(Box::new(bounded));
+        self
     }
 }
 
@@ -317,6 +343,7 @@ impl fmt::Debug for Respond {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Respond")
             .field("holds", &self.holds)
+            .field("answer", &self.answer)
             .finish_non_exhaustive()
     }
 }

@@ -71,12 +71,17 @@ where
         started: None,
         began: Arc::new(Notify::new()),
     };
-    let client_r = Metered::new(client_r, &shared.budget, shared.max_frame_size);
+    // Both sides draw on the client's cap of the reserve: the broker's answers are what its
+    // requests asked for.
+    let reserve_held = shared.budget.client(conn.client.ip());
+    let client_r = Metered::new(client_r, &shared.budget, shared.max_frame_size)
+        .for_client(reserve_held.clone());
     let timed = client_r.reserving(timed);
     let from_client = FramedRead::with_capacity(client_r, timed, READ_CAPACITY);
     let mut to_upstream = FramedWrite::new(upstream_w, codec);
     to_upstream.set_backpressure_boundary(WRITE_BOUNDARY);
-    let upstream_r = Metered::new(upstream_r, &shared.budget, shared.max_frame_size);
+    let upstream_r =
+        Metered::new(upstream_r, &shared.budget, shared.max_frame_size).for_client(reserve_held);
     let upstream_codec = upstream_r.reserving(codec);
     let from_upstream = FramedRead::with_capacity(upstream_r, upstream_codec, READ_CAPACITY);
     let mut to_client = FramedWrite::new(client_w, codec);

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use bytes::BytesMut;
-use futures_util::{FutureExt, SinkExt, StreamExt};
+use futures_util::{FutureExt, StreamExt};
 use kafka_elect_leaders::{peek_response, CodecError, InFlight};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -41,11 +41,10 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     let mut waiting: VecDeque<Slot> = VecDeque::new();
     let mut in_flight = InFlight::<MAX_IN_FLIGHT>::new();
     let mut requests_open = true;
-    let mut scratch = BytesMut::new();
     loop {
         while waiting.front().is_some_and(Slot::is_local) {
             if let Some(slot) = waiting.pop_front() {
-                write_answer(&mut to_client, slot, None, &mut scratch).await?;
+                write_answer(&mut to_client, slot, None).await?;
             }
         }
         if !requests_open && waiting.is_empty() {
@@ -140,7 +139,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 // answered, and Kafka answers in order, so none of them will be answered.
                 in_flight.clear();
                 while let Some(slot) = waiting.pop_front() {
-                    write_answer(&mut to_client, slot, None, &mut scratch).await?;
+                    write_answer(&mut to_client, slot, None).await?;
                 }
             }
             match slots.try_recv() {
@@ -170,7 +169,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
             };
             match slot {
                 Slot::Local(_) => {
-                    write_answer(&mut to_client, slot, None, &mut scratch).await?;
+                    write_answer(&mut to_client, slot, None).await?;
                 }
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
@@ -187,7 +186,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                     shared.metrics.round_trip(pending.api_key, sent.elapsed());
                     if let Some(merge) = merge {
                         let slot = Slot::Local(merge);
-                        write_answer(&mut to_client, slot, Some(&frame), &mut scratch).await?;
+                        write_answer(&mut to_client, slot, Some(frame)).await?;
                         break;
                     }
                     let mut answer = Answer::new(frame);
@@ -246,27 +245,47 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
 }
 
 /// Writes the answer a filter kept for a `Local` slot: the frame it wrote, or the one it
-/// writes now (from the broker's answer, for a request it forwarded in another form).
+/// writes now (from the broker's answer, for a request it forwarded in another form), in a
+/// buffer of its own sized once to the answer and dropped once written (a buffer kept for
+/// the connection would keep the largest answer's allocation outside the budget).
+///
+/// A heavy answer (its request, the answer or the broker's answer larger than a small
+/// frame) is written on the runtime's blocking pool: writing the refusal of a 16 MiB
+/// request on the worker held up every other connection on its thread (issue 42, item 5:
+/// another client's Metadata p50 went from 0.6 ms to 177-304 ms). The pump waits for it,
+/// so answers still go out in the order of the requests. A current-thread runtime (a
+/// connection thread's, `threads`) has a blocking pool too, where `block_in_place` would
+/// panic.
 async fn write_answer<W: AsyncWrite + Unpin>(
     to_client: &mut ToPeer<W>,
     slot: Slot,
-    broker: Option<&[u8]>,
-    scratch: &mut BytesMut,
+    broker: Option<BytesMut>,
 ) -> Result<(), Close> {
     let Slot::Local(kept) = slot else {
         return Ok(());
     };
-    match kept.write {
-        Answered::Frame(frame) => forward(to_client, frame)
-            .await
-            .map_err(Close::write("client")),
-        Answered::Later(write) => {
-            scratch.clear();
-            write(broker, scratch)?;
-            to_client
-                .feed(scratch.split())
+    let answer = match kept.write {
+        Answered::Frame(frame) => {
+            return forward(to_client, frame)
                 .await
                 .map_err(Close::write("client"))
         }
-    }
+        Answered::Later(write) => {
+            let heavy = kept.heavy || broker.as_ref().is_some_and(|b| b.len() > SMALL_FRAME);
+            let job = move || {
+                let mut out = BytesMut::new();
+                write(broker.as_deref(), &mut out).map(|()| out)
+            };
+            if heavy {
+                tokio::task::spawn_blocking(job)
+                    .await
+                    .map_err(|e| Close::new(format!("writing the answer failed: {e}")))??
+            } else {
+                job()?
+            }
+        }
+    };
+    forward(to_client, answer)
+        .await
+        .map_err(Close::write("client"))
 }

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 
 use super::frames::{flush, ToPeer};
-use crate::budget::Share;
+use crate::budget::{Share, SMALL_FRAME};
 use crate::close::Close;
 use crate::filter::{Answered, Respond};
 use crate::shared::Shared;
@@ -40,6 +40,9 @@ pub(super) enum Slot {
 /// An answer a filter will write, and what it holds of the budgets until then.
 pub(super) struct Kept {
     pub(super) write: Answered,
+    /// The request it answers, or the answer, is larger than a small frame: the answer is
+    /// written off the runtime's worker (see `responses`).
+    pub(super) heavy: bool,
     _held: OwnedSemaphorePermit,
     _share: Share,
 }
@@ -112,6 +115,16 @@ pub(super) async fn hold<W: AsyncWrite + Unpin>(
 /// requests kept and the guard's buffer budget until it is written. An answer written
 /// later keeps the request it answers: a large request's share of the budget, taken as it
 /// was read (`read_share`), covers it; a frame written now takes a share of its own.
+///
+/// The bytes the answer itself will take ([`Respond::answering`]) are taken now, before it
+/// is built, with the request's (issue 42, item 5: refusals of large requests, about
+/// twice their size, were built outside the budget, and 40 clients aborted a guard with a
+/// 256 MiB budget under a 3 GiB limit). A request that held nothing of the budget (at most
+/// [`SMALL_FRAME`] bytes) waits for both together, as any frame does. One that holds its
+/// read share does not wait for more: connections that each hold a request and wait for
+/// room for its answer could wait on one another for ever. It takes the answer's bytes at
+/// once or, when the budget has no room for them now, its answer is the short one the
+/// filter gave (`bounded`), whose size does not grow with the request.
 pub(super) async fn keep<W: AsyncWrite + Unpin>(
     held: &Arc<Semaphore>,
     to_upstream: &mut ToPeer<W>,
@@ -121,13 +134,31 @@ pub(super) async fn keep<W: AsyncWrite + Unpin>(
 ) -> Result<Kept, Close> {
     let permits = answer.holds.min(shared.max_frame_size);
     let kept = hold(held, to_upstream, permits).await?;
-    let later = matches!(answer.write, Answered::Later(_));
-    let share = match read_share {
-        Some(share) if later => share,
-        _ => budget_share(shared, to_upstream, answer.holds).await?,
+    let Respond {
+        holds,
+        write,
+        answer: answer_len,
+        bounded,
+    } = answer;
+    let heavy = holds > SMALL_FRAME || answer_len > SMALL_FRAME;
+    let later = matches!(write, Answered::Later(_));
+    let (share, write) = match (read_share, bounded) {
+        (Some(mut share), Some(bounded)) if later => match shared.budget.try_hold(answer_len) {
+            Some(room) => {
+                share.merge(room);
+                (share, write)
+            }
+            None => (share, Answered::Later(bounded)),
+        },
+        (Some(share), None) if later => (share, write),
+        _ => {
+            let len = holds.saturating_add(answer_len);
+            (budget_share(shared, to_upstream, len).await?, write)
+        }
     };
     Ok(Kept {
-        write: answer.write,
+        write,
+        heavy,
         _held: kept,
         _share: share,
     })

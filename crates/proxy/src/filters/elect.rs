@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use kafka_elect_leaders::{parse_response, OwnedRequest, RequestPeek, API_KEY};
+use kafka_elect_leaders::{
+    parse_response, ElectLeadersRequest, ElectLeadersResponse, OwnedRequest, RequestPeek, API_KEY,
+};
 
 use crate::answer;
 use crate::audit::log_only;
@@ -106,46 +108,68 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
             let mut trimmed = BytesMut::new();
             answer::encode_trimmed(&policy, &decision, &view, &mut trimmed)
                 .map_err(|e| Close::new(format!("cannot encode the trimmed request: {e}")))?;
-            let merge = answer_later(holds, request, policy, decision);
+            let merge = answer_later(holds, request, policy, decision)?;
             OnRequest::Forward(
                 Forward::new(trimmed.freeze())
                     .waiting(wait)
                     .merged_by(merge),
             )
         }
-        Verdict::Refused => OnRequest::Answer(answer_later(holds, request, policy, decision)),
+        Verdict::Refused => OnRequest::Answer(answer_later(holds, request, policy, decision)?),
     })
 }
 
 /// The guard's answer to a request refused whole, or the broker's answer to its trimmed
 /// form merged with the refusals, written in its turn by the policy that decided it (a
-/// reload since changes nothing for it).
+/// reload since changes nothing for it). The guard's part of it is measured now, so that
+/// the core takes its bytes from the buffer budget before it is written; if the budget
+/// cannot give them, the short answer of [`answer::encode_bounded`] is written instead.
 fn answer_later(
     holds: usize,
     request: OwnedRequest<bytes::Bytes>,
     policy: Arc<Policy>,
     decision: Decision,
-) -> Respond {
-    Respond::later(holds, move |broker, out| {
+) -> Result<Respond, Close> {
+    let len = answer::refusal_len(&policy, &decision, &request.view())
+        .map_err(|e| Close::new(format!("cannot measure the answer: {e}")))?;
+    let bounded = request.clone();
+    let full = Respond::later(holds, move |broker, out| {
         let view = request.view();
-        let broker = match broker {
-            Some(frame) => Some(parse_response(frame, view.version()).map_err(|e| {
-                Close::of(
-                    CloseReason::Malformed,
-                    format!(
-                        "the broker's ElectLeaders response (correlation id {}) cannot be read \
-                         at v{}: {e}",
-                        view.correlation_id(),
-                        view.version()
-                    ),
-                )
-            })?),
-            None => None,
-        };
+        let broker = broker_answer(&view, broker)?;
         answer::encode_refusal(&policy, &decision, &view, broker.as_ref(), out)
             .map(|_| ())
             .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))
-    })
+    });
+    Ok(full.answering(len, move |broker, out| {
+        let view = bounded.view();
+        let broker = broker_answer(&view, broker)?;
+        answer::encode_bounded(&view, broker.as_ref(), out)
+            .map(|_| ())
+            .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))
+    }))
+}
+
+/// The broker's answer to the trimmed form of `request`, read at the request's version.
+fn broker_answer<'a>(
+    request: &ElectLeadersRequest<'_>,
+    broker: Option<&'a [u8]>,
+) -> Result<Option<ElectLeadersResponse<'a>>, Close> {
+    let Some(frame) = broker else {
+        return Ok(None);
+    };
+    parse_response(frame, request.version())
+        .map(Some)
+        .map_err(|e| {
+            Close::of(
+                CloseReason::Malformed,
+                format!(
+                "the broker's ElectLeaders response (correlation id {}) cannot be read at v{}: \
+                 {e}",
+                request.correlation_id(),
+                request.version()
+            ),
+            )
+        })
 }
 
 #[cfg(test)]
