@@ -523,3 +523,165 @@ fn reopen_at_once_and_fail_closed_when_it_cannot() {
     let stderr = Audit::start(AuditSink::Stderr, 4096).unwrap();
     assert!(!stderr.reopen(Duration::from_secs(10)).unwrap());
 }
+
+/// Waits until the log is failing (a write failed and is being tried again), at most 10 s.
+fn until_failing(audit: &Audit) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !audit.queue.failing.load(Ordering::Relaxed) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write never failed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Every line of `text` reads as JSON, and it ends with a newline.
+fn whole_lines(text: &str) {
+    assert!(text.is_empty() || text.ends_with('\n'), "{text:?}");
+    for line in text.lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "not JSON: {line:?} in {text:?}"
+        );
+    }
+}
+
+/// A writer that takes `room` bytes, then fails once as a full disk does, then takes
+/// everything: where nothing written can be taken back (standard output, a pipe).
+struct FullOnce {
+    out: Arc<std::sync::Mutex<Vec<u8>>>,
+    room: Option<usize>,
+}
+
+impl Write for FullOnce {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let taken = match &mut self.room {
+            Some(0) => {
+                self.room = None;
+                return Err(io::ErrorKind::StorageFull.into());
+            }
+            Some(room) => {
+                let n = (*room).min(buf.len());
+                *room -= n;
+                n
+            }
+            None => buf.len(),
+        };
+        self.out.lock().unwrap().extend_from_slice(&buf[..taken]);
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 42, item 6: a write that failed part way (a full disk) was tried again whole,
+/// so the part written before was glued to the whole line: not JSON. Where nothing can be
+/// taken back, the line now goes on from the first byte not taken: written once, whole.
+#[test]
+fn a_line_a_writer_took_part_of_goes_on_where_it_stopped() {
+    let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let first = "{\"line\":0,\"pad\":\"xxxxxxxxxxxxxxxxxxxx\"}\n";
+    let sink = AuditSink::Writer(Box::new(FullOnce {
+        out: out.clone(),
+        // All of the first line, 10 bytes of the second.
+        room: Some(first.len() + 10),
+    }));
+    let audit = Audit::start(sink, 4096).unwrap();
+    audit.record_line(first.into()).unwrap();
+    let second = "{\"line\":1,\"pad\":\"yyyyyyyyyyyyyyyyyyyy\"}\n";
+    audit.record_line(second.into()).unwrap();
+    until_failing(&audit);
+    assert!(audit.drain(Duration::from_secs(10)), "never written");
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert_eq!(text, format!("{first}{second}"));
+    whole_lines(&text);
+    assert!(!audit.queue.failing.load(Ordering::Relaxed));
+}
+
+/// Issue 42, item 6, for a file: the part of a line a full disk took is cut off again,
+/// so the file holds whole lines only while the write is tried again, and the line once
+/// it is written. A real disk cannot be filled on demand: the writer's fake full disk
+/// (`fake_disk_full_after`) takes 7 bytes of the line and fails as one does.
+#[test]
+fn a_line_a_full_disk_took_part_of_is_cut_off_the_file() {
+    let dir = Dir::new("audit-full-disk");
+    let path = dir.0.join("audit.jsonl");
+    let before = "{\"line\":\"before\"}\n";
+    std::fs::write(&path, before).unwrap();
+    let mut sink = AuditSink::open(&path).unwrap();
+    if let AuditSink::File(file) = &mut sink {
+        file.fake_disk_full_after = Some(7);
+    }
+    let audit = Audit::start(sink, 4096).unwrap();
+    queue_lines(&audit, 1);
+    until_failing(&audit);
+    assert_eq!(read(&path), before, "the part written is taken back");
+    assert!(audit.drain(Duration::from_secs(10)), "never written");
+    assert_eq!(read(&path), format!("{before}{{\"line\":0}}\n"));
+    whole_lines(&read(&path));
+}
+
+/// The environment variable that makes [`a_real_file_size_limit_leaves_whole_lines`]
+/// the child that writes under the limit: the directory to write in.
+#[cfg(unix)]
+const FSIZE_CHILD: &str = "KEL_AUDIT_FSIZE_CHILD";
+
+/// Issue 42, item 6, on a real file system's limit: the file size limit (`RLIMIT_FSIZE`,
+/// which needs no root) lets a write take part of a line and refuses the rest (`EFBIG`),
+/// as a full disk does. Run in a child of its own, started through `sh` with `SIGXFSZ`
+/// ignored (else the kernel would end it), since the limit is the whole process's.
+#[cfg(unix)]
+#[test]
+fn a_real_file_size_limit_leaves_whole_lines() {
+    if let Some(dir) = std::env::var_os(FSIZE_CHILD) {
+        return under_a_file_size_limit(Path::new(&dir));
+    }
+    let dir = Dir::new("audit-fsize");
+    let name = "audit::tests::a_real_file_size_limit_leaves_whole_lines";
+    let child = std::process::Command::new("sh")
+        .args(["-c", r#"trap '' XFSZ && exec "$0" "$@""#])
+        .arg(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(FSIZE_CHILD, &dir.0)
+        .output();
+    let out = match child {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: no sh to start the child with SIGXFSZ ignored: {e}");
+            return;
+        }
+    };
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 passed"), "the child ran no test: {said}");
+}
+
+/// The child's side: a line past the limit fails part way, the file keeps whole lines,
+/// and the line is written whole once the limit is raised.
+#[cfg(unix)]
+fn under_a_file_size_limit(dir: &Path) {
+    use rlimit::Resource;
+    let path = dir.join("audit.jsonl");
+    let audit = Audit::start(AuditSink::open(&path).unwrap(), 4096).unwrap();
+    queue_lines(&audit, 1);
+    assert!(audit.drain(Duration::from_secs(10)));
+    let first = read(&path);
+    let (soft, hard) = Resource::FSIZE.get().unwrap();
+    // Room for 10 bytes of the next line.
+    Resource::FSIZE.set(first.len() as u64 + 10, hard).unwrap();
+    let long = format!("{{\"line\":\"{}\"}}\n", "x".repeat(100));
+    audit.record_line(long.clone()).unwrap();
+    until_failing(&audit);
+    assert_eq!(read(&path), first, "the part written is taken back");
+    Resource::FSIZE.set(soft, hard).unwrap();
+    assert!(audit.drain(Duration::from_secs(10)), "never written");
+    assert_eq!(read(&path), format!("{first}{long}"));
+    whole_lines(&read(&path));
+}
