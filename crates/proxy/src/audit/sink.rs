@@ -33,7 +33,8 @@ pub enum AuditSink {
 }
 
 impl AuditSink {
-    /// The file at `path`, opened to append (created if missing).
+    /// The file at `path`, opened to append (created if missing). A FIFO with no reader is
+    /// an error at once, not a wait for one ([`AuditSink::check`]).
     pub fn open(path: &Path) -> io::Result<AuditSink> {
         let mut file = AuditFile {
             path: path.to_owned(),
@@ -43,6 +44,15 @@ impl AuditSink {
         };
         file.reopen()?;
         Ok(AuditSink::File(file))
+    }
+
+    /// Opens the existing file at `path` as [`AuditSink::open`] does, and closes it again,
+    /// writing nothing and creating nothing: what `elect-leaders proxy --check-config`
+    /// checks, so that it says what a start would say rather than waiting where a start
+    /// would not. A FIFO is opened too (its reader sees the end of its input, as when the
+    /// guard stops), so that one with no reader is the same error as at a start.
+    pub fn check(path: &Path) -> io::Result<()> {
+        open_to_append(path, false).map(drop)
     }
 
     /// An audit file that could not be opened again: tried every second.
@@ -134,6 +144,58 @@ fn write_rest(out: &mut impl Write, line: &[u8], done: &mut usize) -> io::Result
     Ok(())
 }
 
+/// Opens `path` to append (created if missing when `create`), as the audit log: a FIFO
+/// with no reader is an error at once. On unix every path is opened with `O_NONBLOCK`,
+/// which alone keeps the open of a FIFO from waiting for a reader (it fails with
+/// `ENXIO`), and then set back to blocking, so that writes behave as for any file; opening
+/// each path so, rather than looking first whether it is a FIFO, leaves no moment in which
+/// a FIFO put in its place is opened to wait.
+fn open_to_append(path: &Path, create: bool) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(create);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    match options.open(path) {
+        Ok(file) => blocking(file),
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) && is_fifo(path) => Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            format!(
+                "audit log {} is a FIFO with no reader: start its reader first",
+                path.display()
+            ),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `path` is a FIFO.
+#[cfg(unix)]
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+/// `file`, set back to blocking: its `O_NONBLOCK` cleared. The crate has no unsafe code,
+/// so the system call is mio's (already built for tokio's `net`), through its pipe type,
+/// made for this.
+#[cfg(unix)]
+fn blocking(file: File) -> io::Result<File> {
+    use std::os::fd::OwnedFd;
+    let pipe = mio::unix::pipe::Sender::from(OwnedFd::from(file));
+    pipe.set_nonblocking(false)?;
+    Ok(File::from(OwnedFd::from(pipe)))
+}
+
+/// Elsewhere a file is opened blocking and stays so.
+#[cfg(not(unix))]
+fn blocking(file: File) -> io::Result<File> {
+    Ok(file)
+}
+
 /// A file's device and inode: whether a path still names the file open.
 type FileId = (u64, u64);
 
@@ -165,24 +227,22 @@ impl AuditFile {
             let _ = cut_back(file, *len);
         }
         self.open = None;
-        let opened = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .and_then(|file| {
-                let meta = file.metadata()?;
-                Ok(OpenFile {
-                    id: file_id(&meta),
-                    regular: meta.is_file(),
-                    file,
-                    cut_to: None,
-                })
-            });
+        let opened = open_to_append(&self.path, true).and_then(|file| {
+            let meta = file.metadata()?;
+            Ok(OpenFile {
+                id: file_id(&meta),
+                regular: meta.is_file(),
+                file,
+                cut_to: None,
+            })
+        });
         match opened {
             Ok(open) => {
                 self.open = Some(open);
                 Ok(())
             }
+            // It names the path already.
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(e),
             Err(e) => Err(io::Error::new(
                 e.kind(),
                 format!("cannot open {} again: {e}", self.path.display()),

@@ -685,3 +685,92 @@ fn under_a_file_size_limit(dir: &Path) {
     assert_eq!(read(&path), format!("{first}{long}"));
     whole_lines(&read(&path));
 }
+
+/// A FIFO made in `dir` by `mkfifo`, or None (said) where there is none to run.
+#[cfg(unix)]
+fn fifo(dir: &Path) -> Option<PathBuf> {
+    let path = dir.join("audit.fifo");
+    match std::process::Command::new("mkfifo").arg(&path).status() {
+        Ok(status) if status.success() => Some(path),
+        other => {
+            eprintln!("skipped: mkfifo made no FIFO: {other:?}");
+            None
+        }
+    }
+}
+
+/// Runs `open` on a thread of its own, and waits for it at most 10 s: an open that
+/// waits for a reader fails the test rather than hangs it.
+#[cfg(unix)]
+fn at_once<T: Send + 'static>(open: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(open());
+    });
+    wait.recv_timeout(Duration::from_secs(10))
+        .expect("the open waited: it must not wait for a reader")
+}
+
+/// Issue 42, item 6: an audit path that is a FIFO with no reader hung the start (and
+/// `--check-config`) without a word, since opening a FIFO to write waits for a reader.
+/// Now it is an error at once, naming the path; with a reader, lines arrive whole, and
+/// the descriptor is blocking again (a line larger than the pipe's buffer is written
+/// whole, not refused with `EAGAIN`).
+#[cfg(unix)]
+#[test]
+fn a_fifo_with_no_reader_is_an_error_at_once_and_with_one_gets_whole_lines() {
+    use std::io::Read;
+    let dir = Dir::new("audit-fifo");
+    let Some(path) = fifo(&dir.0) else { return };
+    let opened = at_once({
+        let path = path.clone();
+        move || AuditSink::open(&path).map(drop)
+    });
+    let e = opened.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "audit log {} is a FIFO with no reader: start its reader first",
+            path.display()
+        )
+    );
+    let checked = at_once({
+        let path = path.clone();
+        move || AuditSink::check(&path)
+    });
+    assert_eq!(checked.unwrap_err().to_string(), e.to_string());
+
+    // A reader: opening it to read waits for the guard's open, and the guard's no
+    // longer waits for it.
+    let reader = std::thread::spawn({
+        let path = path.clone();
+        move || {
+            let mut text = String::new();
+            std::fs::File::open(path)
+                .and_then(|mut f| f.read_to_string(&mut text))
+                .map(|_| text)
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let sink = loop {
+        match AuditSink::open(&path) {
+            Ok(sink) => break sink,
+            // The reader thread has not opened it yet.
+            Err(e) if std::time::Instant::now() < deadline => {
+                assert_eq!(e.kind(), io::ErrorKind::NotConnected, "{e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let audit = Audit::start(sink, 1 << 20).unwrap();
+    // Past a pipe's buffer (64 KiB on Linux): a nonblocking descriptor would fail it.
+    let long = format!("{{\"line\":\"{}\"}}\n", "x".repeat(200_000));
+    audit.record_line(long.clone()).unwrap();
+    queue_lines(&audit, 2);
+    assert!(audit.drain(Duration::from_secs(10)));
+    assert!(!audit.queue.failing.load(Ordering::Relaxed));
+    drop(audit);
+    let text = reader.join().unwrap().unwrap();
+    assert_eq!(text, format!("{long}{{\"line\":0}}\n{{\"line\":1}}\n"));
+}
