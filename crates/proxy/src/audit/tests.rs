@@ -409,7 +409,10 @@ async fn a_wait_on_a_stopped_log_ends_in_a_refusal() {
         .await
         .expect("the wait ends while nothing is written");
     assert_eq!(*written.lock().unwrap(), 0);
-    assert_eq!(flooder.record_line("{}\n".into()), Err(AuditError::Stalled));
+    assert_eq!(
+        flooder.record_line(String::from("{}\n")),
+        Err(AuditError::Stalled)
+    );
     drop(open);
 }
 
@@ -590,9 +593,9 @@ fn a_line_a_writer_took_part_of_goes_on_where_it_stopped() {
         room: Some(first.len() + 10),
     }));
     let audit = Audit::start(sink, 4096).unwrap();
-    audit.record_line(first.into()).unwrap();
+    audit.record_line(first.to_owned()).unwrap();
     let second = "{\"line\":1,\"pad\":\"yyyyyyyyyyyyyyyyyyyy\"}\n";
-    audit.record_line(second.into()).unwrap();
+    audit.record_line(second.to_owned()).unwrap();
     until_failing(&audit);
     assert!(audit.drain(Duration::from_secs(10)), "never written");
     let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
@@ -773,4 +776,252 @@ fn a_fifo_with_no_reader_is_an_error_at_once_and_with_one_gets_whole_lines() {
     drop(audit);
     let text = reader.join().unwrap().unwrap();
     assert_eq!(text, format!("{long}{{\"line\":0}}\n{{\"line\":1}}\n"));
+}
+
+/// A writer that keeps every byte, for reading the lines back.
+fn kept() -> (Arc<std::sync::Mutex<Vec<u8>>>, AuditSink) {
+    let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = AuditSink::Writer(Box::new(FullOnce {
+        out: out.clone(),
+        room: None,
+    }));
+    (out, sink)
+}
+
+/// Issue 42, item 6: a request whose audit line was larger than the client's share of
+/// the queue was refused with no record at all. Now its line is shortened to fit: both
+/// lists cut (the refused one given room first), `"truncated": true`, and how many
+/// partitions each leaves out; what it shows is the start of each list, and shown and
+/// left out add up to the request's.
+#[test]
+fn a_refusal_too_large_for_its_line_is_audited_shortened() {
+    use kafka_elect_leaders::{
+        parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
+    };
+    let names: Vec<Vec<u8>> = (0..300)
+        .map(|i| format!("{i:03}-{}", "t".repeat(240)).into_bytes())
+        .collect();
+    let partitions: Vec<i32> = (0..100).map(|p| p * 1000).collect();
+    let topics: Vec<_> = names
+        .iter()
+        .map(|n| TopicPartitionsData::new(n, &partitions))
+        .collect();
+    let frame = ElectLeadersRequestData {
+        correlation_id: 7,
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: Some(&topics),
+        ..Default::default()
+    }
+    .encode_to_vec(2)
+    .unwrap();
+    let request = parse_request(&frame).unwrap();
+    // Every other topic protected: a refusal of part of the request.
+    let policy = Policy {
+        protected_topics: names
+            .iter()
+            .step_by(2)
+            .map(|n| n.clone().into_boxed_slice())
+            .collect(),
+        ..Default::default()
+    };
+    let decision = policy.decide(&request);
+    assert_eq!(decision.verdict, crate::policy::Verdict::Trimmed);
+    let conn = ConnInfo {
+        client: "127.0.0.1:5000".parse().unwrap(),
+        listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
+        upstream: "10.0.0.2:9092".parse().unwrap(),
+    };
+    let record = DecisionRecord::new(&conn, None, &policy, &request, &decision);
+    let full = record.line();
+    let (out, sink) = kept();
+    let audit = Audit::start(sink, 64 << 10).unwrap();
+    let share = audit.queue.share;
+    assert!(full.len() > share, "the whole line fits: {}", full.len());
+
+    let client = audit.connection(FLOODER);
+    assert_eq!(
+        client.record(&conn, None, &policy, &request, &decision),
+        Ok(())
+    );
+    assert!(audit.drain(Duration::from_secs(10)));
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert!(text.len() <= share, "{} bytes", text.len());
+    whole_lines(&text);
+    let line: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let whole: serde_json::Value = serde_json::from_str(&full).unwrap();
+    assert_eq!(line["truncated"], true);
+    for key in [
+        "correlation_id",
+        "partition_count",
+        "verdict",
+        "rules",
+        "whole",
+    ] {
+        assert_eq!(line[key], whole[key], "{key}");
+    }
+    let count = |list: &serde_json::Value| -> u64 {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["partitions"].as_array().unwrap().len() as u64)
+            .sum()
+    };
+    for list in ["partitions", "refused"] {
+        let (shown, all) = (count(&line[list]), count(&whole[list]));
+        assert!(shown > 0, "nothing of {list} shown");
+        assert_eq!(
+            shown + line["left_out"][list].as_u64().unwrap(),
+            all,
+            "{list}"
+        );
+        // The start of the list: each topic shown as it is, but the last in part.
+        let (shown, all) = (
+            line[list].as_array().unwrap(),
+            whole[list].as_array().unwrap(),
+        );
+        let last = shown.len() - 1;
+        assert_eq!(shown[..last], all[..last], "{list}");
+        assert_eq!(shown[last]["topic"], all[last]["topic"]);
+    }
+}
+
+/// A share smaller than even the shortened line (its fixed fields: a client id of 32 KiB
+/// of control characters, each written as a six-byte escape) leaves `TooLarge`: the
+/// only refusal still unaudited for its size.
+#[test]
+fn a_share_smaller_than_a_line_with_empty_lists_is_too_large() {
+    use kafka_elect_leaders::{
+        parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
+    };
+    let client_id = vec![1u8; 32_000];
+    let partitions: Vec<i32> = (0..100).collect();
+    let topics = [TopicPartitionsData::new(b"orders", &partitions)];
+    let frame = ElectLeadersRequestData {
+        correlation_id: 7,
+        client_id: Some(&client_id),
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: Some(&topics),
+        ..Default::default()
+    }
+    .encode_to_vec(2)
+    .unwrap();
+    let request = parse_request(&frame).unwrap();
+    let policy = Policy::default();
+    let decision = policy.decide(&request);
+    let conn = ConnInfo {
+        client: "127.0.0.1:5000".parse().unwrap(),
+        listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
+        upstream: "10.0.0.2:9092".parse().unwrap(),
+    };
+    let record = DecisionRecord::new(&conn, None, &policy, &request, &decision);
+    let full = record.line().len();
+    assert!(full > 64 << 10);
+    assert_eq!(record.line_fitted_to(64 << 10), None);
+    // With room for the fixed fields but not the whole line: shortened, and what it
+    // leaves out is counted.
+    let line = record.line_fitted_to(full - 1).unwrap();
+    assert!(line.len() < full);
+    let got: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(got["truncated"], true);
+    let shown = got["partitions"][0]["partitions"].as_array().unwrap().len() as u64;
+    assert!(shown > 50, "{shown}");
+    assert_eq!(shown + got["left_out"]["partitions"].as_u64().unwrap(), 100);
+    assert_eq!(
+        got["left_out"].as_object().unwrap().len(),
+        1,
+        "no refused list"
+    );
+    assert_eq!(got["client_id"].as_str().unwrap().len(), client_id.len());
+}
+
+/// Issue 42, item 6, for a leadership change: its line is capped at a hundred entries,
+/// not in bytes, so a hundred entries of long names (each name 30,000 control
+/// characters, six bytes each when escaped) made a line larger than a share, refused
+/// unaudited. Now it is shortened as an ElectLeaders line is: the refusals, then the
+/// entries, as many as fit, `"truncated": true`, and the counts left out (against the
+/// request's entries, 150 here, of which the line never lists more than 100).
+#[test]
+fn a_leadership_change_too_large_for_its_line_is_audited_shortened() {
+    use crate::leadership::{Api, ChangeDecision, ChangeRequest, Entry, Why, RESOURCE_TOPIC};
+    use crate::policy::{Rule, Rules, Verdict};
+    let names: Vec<Vec<u8>> = (0..150u8)
+        .map(|i| {
+            let mut name = vec![i];
+            name.extend(std::iter::repeat_n(1u8, 30_000));
+            name
+        })
+        .collect();
+    let entries = names
+        .iter()
+        .map(|name| Entry {
+            resource_type: RESOURCE_TOPIC,
+            name: Some(name),
+            topic_id: [0; 16],
+            changes: Vec::new(),
+            partitions: Vec::new(),
+            replication_factor: -1,
+            fewest_assigned: None,
+            unknown_config: false,
+        })
+        .collect();
+    let request = ChangeRequest {
+        api: Api::DeleteTopics,
+        version: 4,
+        correlation_id: 9,
+        client_id: Some(b"ops"),
+        entries,
+        validate_only: false,
+        allow_replication_factor_change: false,
+        broker_id: None,
+    };
+    let mut rules = Rules::default();
+    rules.insert(Rule::ProtectTopic);
+    let why = Why {
+        rule: Rule::ProtectTopic,
+        message: "the topic is protected",
+    };
+    let decision = ChangeDecision {
+        verdict: Verdict::Refused,
+        rules,
+        refused: (0..150).map(|i| (i, why)).collect(),
+        whole: None,
+        rules_of: None,
+    };
+    let conn = ConnInfo {
+        client: "127.0.0.1:5000".parse().unwrap(),
+        listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
+        upstream: "10.0.0.2:9092".parse().unwrap(),
+    };
+    let line = crate::leadership::audit::line(&conn, None, &request, &decision);
+    assert!(line.text().len() > 1 << 20);
+    let (out, sink) = kept();
+    let audit = Audit::start(sink, 1 << 20).unwrap();
+    let client = audit.connection(FLOODER);
+    assert_eq!(client.record_line(line), Ok(()));
+    assert!(audit.drain(Duration::from_secs(10)));
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert!(text.len() <= audit.queue.share, "{} bytes", text.len());
+    whole_lines(&text);
+    let got: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(got["truncated"], true);
+    assert_eq!(got["entries"], 150);
+    assert_eq!(got["verdict"], "refused");
+    let changes = got["changes"].as_array().unwrap();
+    assert!(
+        !changes.is_empty() && changes.len() < 100,
+        "{}",
+        changes.len()
+    );
+    assert_eq!(
+        changes[0]["name"].as_str().unwrap().as_bytes(),
+        &names[0][..]
+    );
+    assert_eq!(
+        got["left_out"],
+        serde_json::json!({"changes": 150 - changes.len(), "refused": 50})
+    );
+    assert_eq!(got["refused"].as_array().unwrap().len(), 100);
 }
