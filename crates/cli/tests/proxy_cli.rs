@@ -1343,6 +1343,81 @@ fn check_config() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 42, item 6: an audit log that is a FIFO with no reader hung both a start and
+/// `--check-config` without a word (opening a FIFO to write waits for a reader). Both now
+/// exit at once, saying so; a hang fails the test (the check is killed after
+/// [`TIMEOUT`], the start too, by [`Proxy::spawn`]).
+#[cfg(unix)]
+#[test]
+fn an_audit_fifo_with_no_reader_is_an_error_at_once() {
+    let dir = Proxy::dir();
+    let fifo = dir.join("audit.fifo");
+    match Command::new("mkfifo").arg(&fifo).status() {
+        Ok(status) if status.success() => {}
+        other => {
+            eprintln!("skipped: mkfifo made no FIFO: {other:?}");
+            return;
+        }
+    }
+    let says = format!(
+        "audit log {} is a FIFO with no reader: start its reader first",
+        fifo.display()
+    );
+    let file = dir.join("guard.toml");
+    std::fs::write(
+        &file,
+        "[[route]]\nlisten = \"127.0.0.1:0\"\nupstream = \"127.0.0.1:9092\"\n",
+    )
+    .unwrap();
+    let mut check = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["proxy", "--check-config"])
+        .arg(&file)
+        .arg("--audit-log")
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = check.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = check.kill();
+            let _ = check.wait();
+            panic!("--check-config waited for a reader of the FIFO");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    check
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&says), "{says:?} not in {stderr}");
+
+    let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+    let args: Vec<std::ffi::OsString> = vec![
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+        "--upstream".into(),
+        upstream.local_addr().unwrap().to_string().into(),
+        "--audit-log".into(),
+        fifo.clone().into(),
+    ];
+    let started = Instant::now();
+    let Err(e) = Proxy::spawn(dir.clone(), &args) else {
+        panic!("the guard started with an audit FIFO no one reads");
+    };
+    assert!(started.elapsed() < TIMEOUT, "the start waited: {e}");
+    assert!(e.contains(&says), "{says:?} not in {e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// One HTTP/1.1 GET of `path` from `addr`: the status code and the body (0 and nothing
 /// when the connection is closed or reset without an answer).
 fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {

@@ -95,13 +95,11 @@ fn check_config(args: &ProxyArgs, path: &std::path::Path) -> Result<(), Failure>
 }
 
 /// Whether the guard could open the audit log at `path` to append, changing nothing: an
-/// existing file is opened (without writing); a missing one needs its directory.
+/// existing file is opened (without writing) as the guard opens it, so that a FIFO with no
+/// reader is the guard's error rather than a wait; a missing one needs its directory.
 fn audit_log_openable(path: &std::path::Path) -> std::io::Result<()> {
     if path.exists() {
-        return std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map(drop);
+        return kafka_elect_leaders_proxy::audit::AuditSink::check(path);
     }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,

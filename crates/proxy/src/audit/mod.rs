@@ -56,8 +56,8 @@ mod tests;
 
 pub(crate) use queue::AuditMetrics;
 use queue::{drain, release, Message, Queue, Queued};
+pub(crate) use record::{json_len, line_within, Name, RuleList, Shown};
 pub use record::{rfc3339, rfc3339_now, ConnInfo, DecisionRecord};
-pub(crate) use record::{Name, RuleList, Shown};
 use sink::write_lines;
 pub use sink::{AuditFile, AuditSink};
 
@@ -66,9 +66,11 @@ pub use sink::{AuditFile, AuditSink};
 /// counted by their allocation; an ElectLeaders line lists every partition of its request,
 /// and of those refused again). Past it the log is stalled and elections are refused. A
 /// connection has an eighth of it ([`connection_share`]): 8 MiB, also the largest line
-/// audited, that of a request naming about a million and a half partitions of one topic
-/// (a line takes about 5.5 bytes a partition), fewer spread over many topics. The lines of
-/// kafka-leader-election runs are a few hundred bytes, or null for all partitions.
+/// queued, that of a request naming about a million and a half partitions of one topic
+/// (a line takes about 5.5 bytes a partition), fewer spread over many topics; a larger
+/// one is shortened to fit, its lists cut and marked `"truncated": true` ([`AuditLine`]).
+/// The lines of kafka-leader-election runs are a few hundred bytes, or null for all
+/// partitions.
 pub const DEFAULT_AUDIT_QUEUE_BYTES: usize = 64 << 20;
 
 /// One JSON line per decision, handed to a writer thread through a queue bounded in bytes.
@@ -122,6 +124,28 @@ fn share_key(address: IpAddr) -> IpAddr {
     }
 }
 
+/// An audit line to queue: one written already, or a record written when queued, as its
+/// share of the queue allows: shortened, its lists cut and marked `"truncated": true`,
+/// when it is larger than a share, so that a large request is audited all the same.
+pub trait AuditLine {
+    /// The line (JSON, newline included) in at most `limit` bytes, shortened if it has
+    /// to be and can be; None when it cannot fit.
+    fn fitted_to(self, limit: usize) -> Option<String>;
+}
+
+/// A line written already: it fits or not; nothing can be cut from it.
+impl AuditLine for String {
+    fn fitted_to(self, limit: usize) -> Option<String> {
+        (self.len() <= limit).then_some(self)
+    }
+}
+
+impl AuditLine for DecisionRecord<'_, '_> {
+    fn fitted_to(self, limit: usize) -> Option<String> {
+        self.line_fitted_to(limit)
+    }
+}
+
 /// Why a decision could not be audited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuditError {
@@ -129,7 +153,8 @@ pub enum AuditError {
     Stalled,
     /// The last write failed, or the writer is gone.
     Failing,
-    /// The decision's line alone is larger than a connection's share of the queue.
+    /// The decision's line alone is larger than a connection's share of the queue, even
+    /// shortened (its lists cut, [`AuditLine`]): a share smaller than its fixed fields.
     TooLarge,
     /// The guard's buffer budget
     /// ([`Config::max_buffered_bytes`](crate::Config::max_buffered_bytes)), which audit
@@ -152,7 +177,8 @@ impl AuditError {
             AuditError::Stalled => "the audit log is stalled",
             AuditError::Failing => "the audit log cannot be written",
             AuditError::TooLarge => {
-                "its audit line is larger than a connection's share of the audit queue"
+                "its audit line, even shortened, is larger than a connection's share of the \
+                 audit queue"
             }
             AuditError::NoMemory => "the guard has no memory left for its audit line",
         }
@@ -281,9 +307,10 @@ impl Audit {
         })
     }
 
-    /// Hands the line for one decision to the writer; an error when it cannot be audited
-    /// (the caller then refuses the election, and nothing is written for it). Counted
-    /// against no connection's share: see [`Audit::connection`].
+    /// Hands the line for one decision to the writer, shortened if it is larger than a
+    /// share of the queue ([`DecisionRecord::line_fitted_to`]); an error when it cannot be
+    /// audited (the caller then refuses the election, and nothing is written for it).
+    /// Counted against no connection's share: see [`Audit::connection`].
     pub fn record(
         &self,
         conn: &ConnInfo,
@@ -296,15 +323,22 @@ impl Audit {
             return Err(AuditError::Failing);
         }
         let record = DecisionRecord::new(conn, principal, policy, request, decision);
-        let line = record
-            .line_within(self.queue.share)
-            .ok_or(AuditError::TooLarge)?;
-        self.record_line(line)
+        self.record_line(record)
     }
 
-    /// Hands one line (JSON, newline included) to the writer, as [`Audit::record`] does.
-    pub fn record_line(&self, line: String) -> Result<(), AuditError> {
-        self.queue_line(line, None)
+    /// Hands one line (JSON, newline included) to the writer, as [`Audit::record`] does:
+    /// shortened to fit a share of the queue if it is a line that can be ([`AuditLine`]).
+    pub fn record_line(&self, line: impl AuditLine) -> Result<(), AuditError> {
+        self.queue_line(self.fitted(line)?, None)
+    }
+
+    /// `line`, written to fit a share of the queue: [`AuditError::TooLarge`] when even
+    /// shortened it does not. Not written at all when the log is failing.
+    fn fitted(&self, line: impl AuditLine) -> Result<String, AuditError> {
+        if self.queue.failing.load(Ordering::Relaxed) {
+            return Err(AuditError::Failing);
+        }
+        line.fitted_to(self.queue.share).ok_or(AuditError::TooLarge)
     }
 
     /// Queues `line`, counted against the queue's bound and `conn`'s share: refused when
@@ -462,14 +496,12 @@ impl AuditConnection<'_> {
             return Err(AuditError::Failing);
         }
         let record = DecisionRecord::new(conn, principal, policy, request, decision);
-        let line = record
-            .line_within(self.audit.queue.share)
-            .ok_or(AuditError::TooLarge)?;
-        self.record_line(line)
+        self.record_line(record)
     }
 
     /// [`Audit::record_line`], counted against this connection's share.
-    pub fn record_line(&self, line: String) -> Result<(), AuditError> {
+    pub fn record_line(&self, line: impl AuditLine) -> Result<(), AuditError> {
+        let line = self.audit.fitted(line)?;
         self.audit.queue_line(line, Some(&self.queued))
     }
 }

@@ -409,7 +409,10 @@ async fn a_wait_on_a_stopped_log_ends_in_a_refusal() {
         .await
         .expect("the wait ends while nothing is written");
     assert_eq!(*written.lock().unwrap(), 0);
-    assert_eq!(flooder.record_line("{}\n".into()), Err(AuditError::Stalled));
+    assert_eq!(
+        flooder.record_line(String::from("{}\n")),
+        Err(AuditError::Stalled)
+    );
     drop(open);
 }
 
@@ -522,4 +525,503 @@ fn reopen_at_once_and_fail_closed_when_it_cannot() {
     // Standard error is no file: nothing to open.
     let stderr = Audit::start(AuditSink::Stderr, 4096).unwrap();
     assert!(!stderr.reopen(Duration::from_secs(10)).unwrap());
+}
+
+/// Waits until the log is failing (a write failed and is being tried again), at most 10 s.
+fn until_failing(audit: &Audit) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !audit.queue.failing.load(Ordering::Relaxed) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write never failed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Every line of `text` reads as JSON, and it ends with a newline.
+fn whole_lines(text: &str) {
+    assert!(text.is_empty() || text.ends_with('\n'), "{text:?}");
+    for line in text.lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok(),
+            "not JSON: {line:?} in {text:?}"
+        );
+    }
+}
+
+/// A writer that takes `room` bytes, then fails once as a full disk does, then takes
+/// everything: where nothing written can be taken back (standard output, a pipe).
+struct FullOnce {
+    out: Arc<std::sync::Mutex<Vec<u8>>>,
+    room: Option<usize>,
+}
+
+impl Write for FullOnce {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let taken = match &mut self.room {
+            Some(0) => {
+                self.room = None;
+                return Err(io::ErrorKind::StorageFull.into());
+            }
+            Some(room) => {
+                let n = (*room).min(buf.len());
+                *room -= n;
+                n
+            }
+            None => buf.len(),
+        };
+        self.out.lock().unwrap().extend_from_slice(&buf[..taken]);
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 42, item 6: a write that failed part way (a full disk) was tried again whole,
+/// so the part written before was glued to the whole line: not JSON. Where nothing can be
+/// taken back, the line now goes on from the first byte not taken: written once, whole.
+#[test]
+fn a_line_a_writer_took_part_of_goes_on_where_it_stopped() {
+    let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let first = "{\"line\":0,\"pad\":\"xxxxxxxxxxxxxxxxxxxx\"}\n";
+    let sink = AuditSink::Writer(Box::new(FullOnce {
+        out: out.clone(),
+        // All of the first line, 10 bytes of the second.
+        room: Some(first.len() + 10),
+    }));
+    let audit = Audit::start(sink, 4096).unwrap();
+    audit.record_line(first.to_owned()).unwrap();
+    let second = "{\"line\":1,\"pad\":\"yyyyyyyyyyyyyyyyyyyy\"}\n";
+    audit.record_line(second.to_owned()).unwrap();
+    until_failing(&audit);
+    assert!(audit.drain(Duration::from_secs(10)), "never written");
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert_eq!(text, format!("{first}{second}"));
+    whole_lines(&text);
+    assert!(!audit.queue.failing.load(Ordering::Relaxed));
+}
+
+/// Issue 42, item 6, for a file: the part of a line a full disk took is cut off again,
+/// so the file holds whole lines only while the write is tried again, and the line once
+/// it is written. A real disk cannot be filled on demand: the writer's fake full disk
+/// (`fake_disk_full_after`) takes 7 bytes of the line and fails as one does.
+#[test]
+fn a_line_a_full_disk_took_part_of_is_cut_off_the_file() {
+    let dir = Dir::new("audit-full-disk");
+    let path = dir.0.join("audit.jsonl");
+    let before = "{\"line\":\"before\"}\n";
+    std::fs::write(&path, before).unwrap();
+    let mut sink = AuditSink::open(&path).unwrap();
+    if let AuditSink::File(file) = &mut sink {
+        file.fake_disk_full_after = Some(7);
+    }
+    let audit = Audit::start(sink, 4096).unwrap();
+    queue_lines(&audit, 1);
+    until_failing(&audit);
+    assert_eq!(read(&path), before, "the part written is taken back");
+    assert!(audit.drain(Duration::from_secs(10)), "never written");
+    assert_eq!(read(&path), format!("{before}{{\"line\":0}}\n"));
+    whole_lines(&read(&path));
+}
+
+/// The environment variable that makes [`a_real_file_size_limit_leaves_whole_lines`]
+/// the child that writes under the limit: the directory to write in.
+#[cfg(unix)]
+const FSIZE_CHILD: &str = "KEL_AUDIT_FSIZE_CHILD";
+
+/// Issue 42, item 6, on a real file system's limit: the file size limit (`RLIMIT_FSIZE`,
+/// which needs no root) lets a write take part of a line and refuses the rest (`EFBIG`),
+/// as a full disk does. Run in a child of its own, started through `sh` with `SIGXFSZ`
+/// ignored (else the kernel would end it), since the limit is the whole process's.
+#[cfg(unix)]
+#[test]
+fn a_real_file_size_limit_leaves_whole_lines() {
+    if let Some(dir) = std::env::var_os(FSIZE_CHILD) {
+        return under_a_file_size_limit(Path::new(&dir));
+    }
+    let dir = Dir::new("audit-fsize");
+    let name = "audit::tests::a_real_file_size_limit_leaves_whole_lines";
+    let child = std::process::Command::new("sh")
+        .args(["-c", r#"trap '' XFSZ && exec "$0" "$@""#])
+        .arg(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(FSIZE_CHILD, &dir.0)
+        .output();
+    let out = match child {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: no sh to start the child with SIGXFSZ ignored: {e}");
+            return;
+        }
+    };
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 passed"), "the child ran no test: {said}");
+}
+
+/// The child's side: a line past the limit fails part way, the file keeps whole lines,
+/// and the line is written whole once the limit is raised.
+#[cfg(unix)]
+fn under_a_file_size_limit(dir: &Path) {
+    use rlimit::Resource;
+    let path = dir.join("audit.jsonl");
+    let audit = Audit::start(AuditSink::open(&path).unwrap(), 4096).unwrap();
+    queue_lines(&audit, 1);
+    assert!(audit.drain(Duration::from_secs(10)));
+    let first = read(&path);
+    let (soft, hard) = Resource::FSIZE.get().unwrap();
+    // Room for 10 bytes of the next line.
+    Resource::FSIZE.set(first.len() as u64 + 10, hard).unwrap();
+    let long = format!("{{\"line\":\"{}\"}}\n", "x".repeat(100));
+    audit.record_line(long.clone()).unwrap();
+    until_failing(&audit);
+    assert_eq!(read(&path), first, "the part written is taken back");
+    Resource::FSIZE.set(soft, hard).unwrap();
+    assert!(audit.drain(Duration::from_secs(10)), "never written");
+    assert_eq!(read(&path), format!("{first}{long}"));
+    whole_lines(&read(&path));
+}
+
+/// A FIFO made in `dir` by `mkfifo`, or None (said) where there is none to run.
+#[cfg(unix)]
+fn fifo(dir: &Path) -> Option<PathBuf> {
+    let path = dir.join("audit.fifo");
+    match std::process::Command::new("mkfifo").arg(&path).status() {
+        Ok(status) if status.success() => Some(path),
+        other => {
+            eprintln!("skipped: mkfifo made no FIFO: {other:?}");
+            None
+        }
+    }
+}
+
+/// Runs `open` on a thread of its own, and waits for it at most 10 s: an open that
+/// waits for a reader fails the test rather than hangs it.
+#[cfg(unix)]
+fn at_once<T: Send + 'static>(open: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(open());
+    });
+    wait.recv_timeout(Duration::from_secs(10))
+        .expect("the open waited: it must not wait for a reader")
+}
+
+/// Issue 42, item 6: an audit path that is a FIFO with no reader hung the start (and
+/// `--check-config`) without a word, since opening a FIFO to write waits for a reader.
+/// Now it is an error at once, naming the path; with a reader, lines arrive whole, and
+/// the descriptor is blocking again (a line larger than the pipe's buffer is written
+/// whole, not refused with `EAGAIN`).
+#[cfg(unix)]
+#[test]
+fn a_fifo_with_no_reader_is_an_error_at_once_and_with_one_gets_whole_lines() {
+    use std::io::Read;
+    let dir = Dir::new("audit-fifo");
+    let Some(path) = fifo(&dir.0) else { return };
+    let opened = at_once({
+        let path = path.clone();
+        move || AuditSink::open(&path).map(drop)
+    });
+    let e = opened.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "audit log {} is a FIFO with no reader: start its reader first",
+            path.display()
+        )
+    );
+    let checked = at_once({
+        let path = path.clone();
+        move || AuditSink::check(&path)
+    });
+    assert_eq!(checked.unwrap_err().to_string(), e.to_string());
+
+    // A reader: opening it to read waits for the guard's open, and the guard's no
+    // longer waits for it.
+    let reader = std::thread::spawn({
+        let path = path.clone();
+        move || {
+            let mut text = String::new();
+            std::fs::File::open(path)
+                .and_then(|mut f| f.read_to_string(&mut text))
+                .map(|_| text)
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let sink = loop {
+        match AuditSink::open(&path) {
+            Ok(sink) => break sink,
+            // The reader thread has not opened it yet.
+            Err(e) if std::time::Instant::now() < deadline => {
+                assert_eq!(e.kind(), io::ErrorKind::NotConnected, "{e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let audit = Audit::start(sink, 1 << 20).unwrap();
+    // Past a pipe's buffer (64 KiB on Linux): a nonblocking descriptor would fail it.
+    let long = format!("{{\"line\":\"{}\"}}\n", "x".repeat(200_000));
+    audit.record_line(long.clone()).unwrap();
+    queue_lines(&audit, 2);
+    assert!(audit.drain(Duration::from_secs(10)));
+    assert!(!audit.queue.failing.load(Ordering::Relaxed));
+    drop(audit);
+    let text = reader.join().unwrap().unwrap();
+    assert_eq!(text, format!("{long}{{\"line\":0}}\n{{\"line\":1}}\n"));
+}
+
+/// A writer that keeps every byte, for reading the lines back.
+fn kept() -> (Arc<std::sync::Mutex<Vec<u8>>>, AuditSink) {
+    let out = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = AuditSink::Writer(Box::new(FullOnce {
+        out: out.clone(),
+        room: None,
+    }));
+    (out, sink)
+}
+
+/// Issue 42, item 6: a request whose audit line was larger than the client's share of
+/// the queue was refused with no record at all. Now its line is shortened to fit: both
+/// lists cut (the refused one given room first), `"truncated": true`, and how many
+/// partitions each leaves out; what it shows is the start of each list, and shown and
+/// left out add up to the request's.
+#[test]
+fn a_refusal_too_large_for_its_line_is_audited_shortened() {
+    use kafka_elect_leaders::{
+        parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
+    };
+    let names: Vec<Vec<u8>> = (0..300)
+        .map(|i| format!("{i:03}-{}", "t".repeat(240)).into_bytes())
+        .collect();
+    let partitions: Vec<i32> = (0..100).map(|p| p * 1000).collect();
+    let topics: Vec<_> = names
+        .iter()
+        .map(|n| TopicPartitionsData::new(n, &partitions))
+        .collect();
+    let frame = ElectLeadersRequestData {
+        correlation_id: 7,
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: Some(&topics),
+        ..Default::default()
+    }
+    .encode_to_vec(2)
+    .unwrap();
+    let request = parse_request(&frame).unwrap();
+    // Every other topic protected: a refusal of part of the request.
+    let policy = Policy {
+        protected_topics: names
+            .iter()
+            .step_by(2)
+            .map(|n| n.clone().into_boxed_slice())
+            .collect(),
+        ..Default::default()
+    };
+    let decision = policy.decide(&request);
+    assert_eq!(decision.verdict, crate::policy::Verdict::Trimmed);
+    let conn = ConnInfo {
+        client: "127.0.0.1:5000".parse().unwrap(),
+        listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
+        upstream: "10.0.0.2:9092".parse().unwrap(),
+    };
+    let record = DecisionRecord::new(&conn, None, &policy, &request, &decision);
+    let full = record.line();
+    let (out, sink) = kept();
+    let audit = Audit::start(sink, 64 << 10).unwrap();
+    let share = audit.queue.share;
+    assert!(full.len() > share, "the whole line fits: {}", full.len());
+
+    let client = audit.connection(FLOODER);
+    assert_eq!(
+        client.record(&conn, None, &policy, &request, &decision),
+        Ok(())
+    );
+    assert!(audit.drain(Duration::from_secs(10)));
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert!(text.len() <= share, "{} bytes", text.len());
+    whole_lines(&text);
+    let line: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let whole: serde_json::Value = serde_json::from_str(&full).unwrap();
+    assert_eq!(line["truncated"], true);
+    for key in [
+        "correlation_id",
+        "partition_count",
+        "verdict",
+        "rules",
+        "whole",
+    ] {
+        assert_eq!(line[key], whole[key], "{key}");
+    }
+    let count = |list: &serde_json::Value| -> u64 {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["partitions"].as_array().unwrap().len() as u64)
+            .sum()
+    };
+    for list in ["partitions", "refused"] {
+        let (shown, all) = (count(&line[list]), count(&whole[list]));
+        assert!(shown > 0, "nothing of {list} shown");
+        assert_eq!(
+            shown + line["left_out"][list].as_u64().unwrap(),
+            all,
+            "{list}"
+        );
+        // The start of the list: each topic shown as it is, but the last in part.
+        let (shown, all) = (
+            line[list].as_array().unwrap(),
+            whole[list].as_array().unwrap(),
+        );
+        let last = shown.len() - 1;
+        assert_eq!(shown[..last], all[..last], "{list}");
+        assert_eq!(shown[last]["topic"], all[last]["topic"]);
+    }
+}
+
+/// A share smaller than even the shortened line (its fixed fields: a client id of 32 KiB
+/// of control characters, each written as a six-byte escape) leaves `TooLarge`: the
+/// only refusal still unaudited for its size.
+#[test]
+fn a_share_smaller_than_a_line_with_empty_lists_is_too_large() {
+    use kafka_elect_leaders::{
+        parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
+    };
+    let client_id = vec![1u8; 32_000];
+    let partitions: Vec<i32> = (0..100).collect();
+    let topics = [TopicPartitionsData::new(b"orders", &partitions)];
+    let frame = ElectLeadersRequestData {
+        correlation_id: 7,
+        client_id: Some(&client_id),
+        election_type: ElectionType::PREFERRED,
+        topic_partitions: Some(&topics),
+        ..Default::default()
+    }
+    .encode_to_vec(2)
+    .unwrap();
+    let request = parse_request(&frame).unwrap();
+    let policy = Policy::default();
+    let decision = policy.decide(&request);
+    let conn = ConnInfo {
+        client: "127.0.0.1:5000".parse().unwrap(),
+        listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
+        upstream: "10.0.0.2:9092".parse().unwrap(),
+    };
+    let record = DecisionRecord::new(&conn, None, &policy, &request, &decision);
+    let full = record.line().len();
+    assert!(full > 64 << 10);
+    assert_eq!(record.line_fitted_to(64 << 10), None);
+    // With room for the fixed fields but not the whole line: shortened, and what it
+    // leaves out is counted.
+    let line = record.line_fitted_to(full - 1).unwrap();
+    assert!(line.len() < full);
+    let got: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(got["truncated"], true);
+    let shown = got["partitions"][0]["partitions"].as_array().unwrap().len() as u64;
+    assert!(shown > 50, "{shown}");
+    assert_eq!(shown + got["left_out"]["partitions"].as_u64().unwrap(), 100);
+    assert_eq!(
+        got["left_out"].as_object().unwrap().len(),
+        1,
+        "no refused list"
+    );
+    assert_eq!(got["client_id"].as_str().unwrap().len(), client_id.len());
+}
+
+/// Issue 42, item 6, for a leadership change: its line is capped at a hundred entries,
+/// not in bytes, so a hundred entries of long names (each name 30,000 control
+/// characters, six bytes each when escaped) made a line larger than a share, refused
+/// unaudited. Now it is shortened as an ElectLeaders line is: the refusals, then the
+/// entries, as many as fit, `"truncated": true`, and the counts left out (against the
+/// request's entries, 150 here, of which the line never lists more than 100).
+#[test]
+fn a_leadership_change_too_large_for_its_line_is_audited_shortened() {
+    use crate::leadership::{Api, ChangeDecision, ChangeRequest, Entry, Why, RESOURCE_TOPIC};
+    use crate::policy::{Rule, Rules, Verdict};
+    let names: Vec<Vec<u8>> = (0..150u8)
+        .map(|i| {
+            let mut name = vec![i];
+            name.extend(std::iter::repeat_n(1u8, 30_000));
+            name
+        })
+        .collect();
+    let entries = names
+        .iter()
+        .map(|name| Entry {
+            resource_type: RESOURCE_TOPIC,
+            name: Some(name),
+            topic_id: [0; 16],
+            changes: Vec::new(),
+            partitions: Vec::new(),
+            replication_factor: -1,
+            fewest_assigned: None,
+            unknown_config: false,
+        })
+        .collect();
+    let request = ChangeRequest {
+        api: Api::DeleteTopics,
+        version: 4,
+        correlation_id: 9,
+        client_id: Some(b"ops"),
+        entries,
+        validate_only: false,
+        allow_replication_factor_change: false,
+        broker_id: None,
+    };
+    let mut rules = Rules::default();
+    rules.insert(Rule::ProtectTopic);
+    let why = Why {
+        rule: Rule::ProtectTopic,
+        message: "the topic is protected",
+    };
+    let decision = ChangeDecision {
+        verdict: Verdict::Refused,
+        rules,
+        refused: (0..150).map(|i| (i, why)).collect(),
+        whole: None,
+        rules_of: None,
+    };
+    let conn = ConnInfo {
+        client: "127.0.0.1:5000".parse().unwrap(),
+        listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
+        upstream: "10.0.0.2:9092".parse().unwrap(),
+    };
+    let line = crate::leadership::audit::line(&conn, None, &request, &decision);
+    assert!(line.text().len() > 1 << 20);
+    let (out, sink) = kept();
+    let audit = Audit::start(sink, 1 << 20).unwrap();
+    let client = audit.connection(FLOODER);
+    assert_eq!(client.record_line(line), Ok(()));
+    assert!(audit.drain(Duration::from_secs(10)));
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert!(text.len() <= audit.queue.share, "{} bytes", text.len());
+    whole_lines(&text);
+    let got: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(got["truncated"], true);
+    assert_eq!(got["entries"], 150);
+    assert_eq!(got["verdict"], "refused");
+    let changes = got["changes"].as_array().unwrap();
+    assert!(
+        !changes.is_empty() && changes.len() < 100,
+        "{}",
+        changes.len()
+    );
+    assert_eq!(
+        changes[0]["name"].as_str().unwrap().as_bytes(),
+        &names[0][..]
+    );
+    assert_eq!(
+        got["left_out"],
+        serde_json::json!({"changes": 150 - changes.len(), "refused": 50})
+    );
+    assert_eq!(got["refused"].as_array().unwrap().len(), 100);
 }

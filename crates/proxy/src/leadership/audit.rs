@@ -4,15 +4,28 @@
 //! `entries` (how many the request has), `changes` (its entries, at most
 //! `SHOWN_ENTRIES`: `{"resource_type", "name", "changes": ["KEY=VALUE" | "KEY deleted"
 //! | ...], "partitions", "replication_factor", "fewest_assigned"}`: the changes are those
-//! of configs the policy reads, and allows on no protected topic), `verdict`, `rules`, and for a refusal `refused` (`[{"entry",
-//! "rule", "message"}]`, at most `SHOWN_ENTRIES`) and `message` for a whole refusal.
-//! Names the guard cannot show as UTF-8 are `{"hex": ...}`, as in ElectLeaders' lines.
+//! of configs the policy reads, and allows on no protected topic), `verdict`, `rules`, and
+//! for a refusal `refused` (`[{"entry", "rule", "message"}]`, at most `SHOWN_ENTRIES`) and
+//! `message` for a whole refusal; last, in a line shortened to fit the share of the audit
+//! queue it is counted against, `truncated` (`true`) and `left_out` (`{"changes": N,
+//! "refused": N}`: the request's entries and the refusals not written; `refused` only
+//! when some are refused). Names the guard cannot show as UTF-8 are `{"hex": ...}`, and
+//! characters a reader cannot see are escaped, as in ElectLeaders' lines.
+//!
+//! The caps bound the line by the number of entries, not by bytes: a hundred entries
+//! named by topic names of 32 KiB each, or one entry naming a million partitions, make a
+//! line larger than a share of a small audit queue. Such a line is shortened
+//! ([`ChangeLine`](crate::leadership::audit::ChangeLine)'s
+//! [`AuditLine`](crate::audit::AuditLine)), whole entries left out, rather than refused
+//! unaudited.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::decision::ChangeDecision;
 use super::read::{ChangeRequest, Entry, Op};
-use crate::audit::{rfc3339_now, ConnInfo, Name, RuleList, Shown};
+use crate::audit::{
+    json_len, line_within, rfc3339_now, AuditLine, ConnInfo, Name, RuleList, Shown,
+};
 
 /// Entries written in one line, at most: a request of many entries stays one line of
 /// bounded size, its count in `entries`.
@@ -23,34 +36,133 @@ const SHOWN_CHANGES: usize = 8;
 /// booleans, numbers and short words; a name the guard does not know is the client's).
 const SHOWN_VALUE: usize = 64;
 
-/// One line of JSON, with its newline.
-pub fn line(
-    conn: &ConnInfo,
-    principal: Option<&str>,
-    request: &ChangeRequest<'_>,
-    decision: &ChangeDecision,
-) -> String {
-    let record = Record {
+/// The audit line of one decision, written when it is queued, to fit the share of the
+/// queue it is counted against ([`AuditLine`]).
+pub fn line<'a, 'r>(
+    conn: &'a ConnInfo,
+    principal: Option<&'a str>,
+    request: &'a ChangeRequest<'r>,
+    decision: &'a ChangeDecision,
+) -> ChangeLine<'a, 'r> {
+    ChangeLine(Record {
         conn,
         principal,
         request,
         decision,
-    };
-    let mut line = serde_json::to_string(&record).unwrap_or_default();
-    line.push('\n');
-    line
+        shortened: None,
+    })
 }
 
+/// The audit line of one leadership-change decision, not yet written ([`line()`]).
+pub struct ChangeLine<'a, 'r>(Record<'a, 'r>);
+
+impl ChangeLine<'_, '_> {
+    /// The whole line, with its newline.
+    pub fn text(&self) -> String {
+        line_within(&self.0, usize::MAX).unwrap_or_default()
+    }
+}
+
+impl AuditLine for ChangeLine<'_, '_> {
+    /// The whole line within `limit` bytes, or else shortened: of the refusals, then of
+    /// the entries, as many as fit (refusals given half the room first), measured before
+    /// anything is written, with `"truncated": true` and the counts left out. None only
+    /// when even a line listing none of them is larger than `limit`.
+    fn fitted_to(self, limit: usize) -> Option<String> {
+        let record = self.0;
+        if let Some(line) = line_within(&record, limit) {
+            return Some(line);
+        }
+        let (entries, refusals) = (&record.request.entries, &record.decision.refused);
+        let lists_refused = !refusals.is_empty();
+        let empty = Record {
+            shortened: Some(Shortened {
+                changes: 0,
+                refused: 0,
+                left_out: LeftOut {
+                    changes: entries.len(),
+                    refused: lists_refused.then_some(refusals.len()),
+                },
+            }),
+            ..record
+        };
+        let room = limit.checked_sub(json_len(&empty).saturating_add(1))?;
+        let (refused, used) = prefix_within(
+            refusals
+                .iter()
+                .take(SHOWN_ENTRIES)
+                .map(|r| json_len(&refused(r))),
+            room / 2,
+        );
+        let (changes, _) = prefix_within(
+            entries
+                .iter()
+                .take(SHOWN_ENTRIES)
+                .map(|e| json_len(&ShownEntry(e))),
+            room - used,
+        );
+        let shortened = Record {
+            shortened: Some(Shortened {
+                changes,
+                refused,
+                left_out: LeftOut {
+                    changes: entries.len() - changes,
+                    refused: lists_refused.then_some(refusals.len() - refused),
+                },
+            }),
+            ..record
+        };
+        line_within(&shortened, limit)
+    }
+}
+
+/// How many of a list's elements, of these JSON lengths, fit in `room` bytes more than an
+/// empty list (a comma between two), from the first on; and the bytes they take.
+fn prefix_within(lengths: impl Iterator<Item = usize>, room: usize) -> (usize, usize) {
+    let (mut shown, mut used) = (0, 0usize);
+    for len in lengths {
+        let more = len.saturating_add(usize::from(shown > 0));
+        if used.saturating_add(more) > room {
+            break;
+        }
+        used += more;
+        shown += 1;
+    }
+    (shown, used)
+}
+
+#[derive(Clone, Copy)]
 struct Record<'a, 'r> {
     conn: &'a ConnInfo,
     principal: Option<&'a str>,
     request: &'a ChangeRequest<'r>,
     decision: &'a ChangeDecision,
+    shortened: Option<Shortened>,
+}
+
+/// How many entries and refusals a shortened line writes, and how many it leaves out.
+#[derive(Clone, Copy)]
+struct Shortened {
+    changes: usize,
+    refused: usize,
+    left_out: LeftOut,
+}
+
+/// The entries and refusals a shortened line does not write.
+#[derive(Clone, Copy, serde::Serialize)]
+struct LeftOut {
+    changes: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<usize>,
 }
 
 impl Serialize for Record<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (request, decision) = (self.request, self.decision);
+        let (shown_changes, shown_refused) = match &self.shortened {
+            Some(cut) => (cut.changes, cut.refused),
+            None => (SHOWN_ENTRIES, SHOWN_ENTRIES),
+        };
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("time", &rfc3339_now())?;
         map.serialize_entry("listener", &Shown(self.conn.listener))?;
@@ -76,7 +188,7 @@ impl Serialize for Record<'_, '_> {
                 request
                     .entries
                     .iter()
-                    .take(SHOWN_ENTRIES)
+                    .take(shown_changes.min(SHOWN_ENTRIES))
                     .map(ShownEntry)
                     .collect::<Vec<_>>(),
             ),
@@ -87,19 +199,28 @@ impl Serialize for Record<'_, '_> {
             let refused: Vec<_> = decision
                 .refused
                 .iter()
-                .take(SHOWN_ENTRIES)
-                .map(|(i, why)| Refused {
-                    entry: *i,
-                    rule: why.rule.name(),
-                    message: why.message,
-                })
+                .take(shown_refused.min(SHOWN_ENTRIES))
+                .map(refused)
                 .collect();
             map.serialize_entry("refused", &refused)?;
         }
         if let Some(message) = &decision.whole {
             map.serialize_entry("message", message)?;
         }
+        if let Some(cut) = &self.shortened {
+            map.serialize_entry("truncated", &true)?;
+            map.serialize_entry("left_out", &cut.left_out)?;
+        }
         map.end()
+    }
+}
+
+/// A refusal of one entry, as its line writes it.
+fn refused((entry, why): &(usize, super::decision::Why)) -> Refused {
+    Refused {
+        entry: *entry,
+        rule: why.rule.name(),
+        message: why.message,
     }
 }
 
