@@ -18,6 +18,16 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 PREFERRED, UNCLEAN = 0, 1
 
+# What the guard caps in Kafka 4.4's ApiVersions list (crates/proxy/src/versions.rs):
+# ElectLeaders to the codec's v2, and ShareFetch and ShareAcknowledge to v1, the newest whose
+# KIP-951 node endpoints the address rewrite reads (issue 42); every other maximum is 4.4's.
+API_VERSION_CAPS = {43: 2, 78: 1, 79: 1}
+
+
+def capped(versions):
+    """[(api key, min, max)] sorted, each max lowered to the guard's cap."""
+    return sorted((key, low, min(high, API_VERSION_CAPS.get(key, high))) for key, low, high in versions)
+
 
 def registry(prefix=""):
     """A module's list of tests and the decorator that adds to it: `@test(name)`."""

@@ -423,17 +423,10 @@ def api_versions_at(address, version):
     return sorted((k.api_key, k.min_version, k.max_version) for k in answer.api_keys)
 
 
-# What the guard caps in Kafka 4.4's list (crates/proxy/src/versions.rs): ElectLeaders to
-# the codec's v2, and ShareFetch and ShareAcknowledge to v1, the newest whose KIP-951 node
-# endpoints the address rewrite reads (issue 42); every other maximum is 4.4's own.
-CAPS = {43: 2, 78: 1, 79: 1}
-
-
 @test("tls: ApiVersions through the TLS guard: the SASL_SSL listener's list unchanged but for the caps (ElectLeaders v2, ShareFetch and ShareAcknowledge v1) [kafka-python protocol]")
 def api_versions_over_tls():
     for version in range(5):
-        want = sorted((key, low, min(high, CAPS.get(key, high)))
-                      for key, low, high in api_versions_at(DIRECT.split(",")[0], version))
+        want = common.capped(api_versions_at(DIRECT.split(",")[0], version))
         got = api_versions_at(TLS.split(",")[0], version)
         assert got == want, "ApiVersions v%d changed by the TLS guard: %r" % (version, sorted(set(got) ^ set(want)))
         elect_versions = [k for k in got if k[0] == 43]
