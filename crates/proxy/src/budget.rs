@@ -40,12 +40,13 @@
 //! bytes arrive ([`crate::conn::RESERVE_STEP`] at a time past them, and a large frame's
 //! buffer to what its share covers), never by a size read off the wire.
 
-use std::collections::{HashMap, VecDeque};
+use crate::clients::PerClient;
+use std::collections::VecDeque;
 use std::io;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::BytesMut;
@@ -74,15 +75,8 @@ pub struct Budget {
     reserve_total: usize,
     /// What one client may hold of the reserve, with all its connections.
     client_cap: usize,
-    /// Each client's bytes of the reserve held, by [`client_key`]; pruned as clients go.
-    clients: Arc<Mutex<Clients>>,
-}
-
-/// The clients' counters of the reserve held, and when to prune those of clients gone.
-#[derive(Debug, Default)]
-struct Clients {
-    held: HashMap<IpAddr, Weak<AtomicUsize>>,
-    prune_at: usize,
+    /// Each client's bytes of the reserve held (`crate::clients`); pruned as clients go.
+    clients: Arc<PerClient>,
 }
 
 impl Budget {
@@ -102,29 +96,14 @@ impl Budget {
             } else {
                 reserve_total
             },
-            clients: Arc::new(Mutex::new(Clients::default())),
+            clients: Arc::new(PerClient::default()),
         }
     }
 
     /// The counter of the reserve `client` holds, shared by all its connections (an IPv6
     /// client's /64 is one client).
     pub fn client(&self, client: IpAddr) -> Arc<AtomicUsize> {
-        let key = client_key(client);
-        let mut clients = match self.clients.lock() {
-            Ok(clients) => clients,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(held) = clients.held.get(&key).and_then(Weak::upgrade) {
-            return held;
-        }
-        if clients.held.len() >= clients.prune_at {
-            // Amortised: the map is at most twice the clients with a connection open.
-            clients.held.retain(|_, c| c.strong_count() > 0);
-            clients.prune_at = (2 * clients.held.len()).max(64);
-        }
-        let held = Arc::new(AtomicUsize::new(0));
-        clients.held.insert(key, Arc::downgrade(&held));
-        held
+        self.clients.counter(client)
     }
 
     /// Bytes of the budget not set aside now.
@@ -181,21 +160,6 @@ impl Budget {
         let (part, n) = self.part_for(len);
         let permit = part.clone().try_acquire_many_owned(n).ok()?;
         Some(self.share_of(permit))
-    }
-}
-
-/// The client whose share of the reserve a connection draws on: an IPv4 address itself, an
-/// IPv6 address's /64 (IPv4-mapped ones as IPv4), as the audit queue's shares are keyed.
-fn client_key(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-            }
-        },
     }
 }
 

@@ -97,6 +97,7 @@ pub mod answer;
 pub mod apis;
 pub mod audit;
 mod budget;
+mod clients;
 mod close;
 mod config;
 mod conn;

@@ -80,48 +80,7 @@ pub struct Audit {
     lines: Sender<Message>,
     queue: Arc<Queue>,
     /// The bytes each client address has queued, shared by its connections.
-    by_address: std::sync::Mutex<Addresses>,
-}
-
-/// The share counters of the client addresses with a connection open.
-#[derive(Default)]
-struct Addresses {
-    counters: std::collections::HashMap<IpAddr, std::sync::Weak<AtomicUsize>>,
-    /// Entries of closed connections are dropped when the map reaches this many.
-    prune_at: usize,
-}
-
-impl Addresses {
-    /// The counter of `address`'s share, shared with its connections open.
-    fn counter(&mut self, address: IpAddr) -> Arc<AtomicUsize> {
-        let key = share_key(address);
-        if let Some(counter) = self.counters.get(&key).and_then(std::sync::Weak::upgrade) {
-            return counter;
-        }
-        if self.counters.len() >= self.prune_at {
-            // Amortised: the map is at most twice the addresses with a connection open.
-            self.counters.retain(|_, c| c.strong_count() > 0);
-            self.prune_at = (2 * self.counters.len()).max(64);
-        }
-        let counter = Arc::new(AtomicUsize::new(0));
-        self.counters.insert(key, Arc::downgrade(&counter));
-        counter
-    }
-}
-
-/// The address whose share a client's connections draw on: an IPv4 address itself, an IPv6
-/// address's /64 (IPv4-mapped ones as IPv4).
-fn share_key(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-            }
-        },
-    }
+    by_address: crate::clients::PerClient,
 }
 
 /// An audit line to queue: one written already, or a record written when queued, as its
@@ -232,7 +191,7 @@ impl Audit {
         Ok(Audit {
             lines,
             queue,
-            by_address: std::sync::Mutex::default(),
+            by_address: crate::clients::PerClient::default(),
         })
     }
 
@@ -263,11 +222,7 @@ impl Audit {
     /// the share of the queue of `client`'s address ([`connection_share`]), with those of
     /// the address's other connections.
     pub fn connection(&self, client: IpAddr) -> AuditConnection<'_> {
-        let queued = match self.by_address.lock() {
-            Ok(mut addresses) => addresses.counter(client),
-            // A panic while the map was held: this connection gets a share of its own.
-            Err(_) => Arc::new(AtomicUsize::new(0)),
-        };
+        let queued = self.by_address.counter(client);
         AuditConnection {
             audit: self,
             queued,
