@@ -36,6 +36,14 @@
 //! client holds; a larger one may have to wait for the general part for its rest. With a
 //! budget no larger than one frame there is no general part to grow from, and no cap.
 //!
+//! A sixteenth of the budget (at least one small frame, at most half of what is not the
+//! reserve) is the *small* part: what a hold of at most [`SMALL_FRAME`] bytes (a small
+//! request the guard keeps to answer or merge, its answer, an audit line) takes when the
+//! general part has no room. Large frames never take from it, so frames that stall and
+//! spend the general part and the reserve, from however many clients, leave small requests
+//! served (issue 42, item 5: 40 clients stalling 24 MiB frames held another client's small
+//! ElectLeaders request 18 s).
+//!
 //! The budget bounds what is set aside, not what is allocated: memory still grows only as
 //! bytes arrive ([`crate::conn::RESERVE_STEP`] at a time past them, and a large frame's
 //! buffer to what its share covers), never by a size read off the wire.
@@ -73,6 +81,9 @@ pub struct Budget {
     /// What a frame's remainder is taken from, whole, when the general part is spent.
     reserve: Arc<Semaphore>,
     reserve_total: usize,
+    /// What holds of at most [`SMALL_FRAME`] bytes take when the general part is spent.
+    small: Arc<Semaphore>,
+    small_total: usize,
     /// What one client may hold of the reserve, with all its connections.
     client_cap: usize,
     /// Each client's bytes of the reserve held (`crate::clients`); pruned as clients go.
@@ -83,12 +94,28 @@ impl Budget {
     /// A budget of `bytes` (at least one frame of [`SMALL_FRAME`] bytes), for frames of at
     /// most `max_frame_size` bytes after their size prefix.
     pub fn new(bytes: usize, max_frame_size: usize) -> Budget {
+        Budget::with_small_part(bytes, max_frame_size, true)
+    }
+
+    /// [`Budget::new`], with the small part or without it (the tests of the general part
+    /// and the reserve count them alone).
+    fn with_small_part(bytes: usize, max_frame_size: usize, small: bool) -> Budget {
         let total = bytes.clamp(SMALL_FRAME, Semaphore::MAX_PERMITS);
         let reserve_total = max_frame_size.saturating_add(SIZE_PREFIX_LEN).min(total);
-        let general_total = total - reserve_total;
+        let rest = total - reserve_total;
+        // A sixteenth of the budget (at least one small frame, at most half of what is not
+        // the reserve) for the small things kept, out of large frames' reach.
+        let small_total = if small && rest >= 2 * SMALL_FRAME {
+            (total / 16).max(SMALL_FRAME).min(rest / 2)
+        } else {
+            0
+        };
+        let general_total = rest - small_total;
         Budget {
             general: Arc::new(Semaphore::new(general_total)),
             general_total,
+            small: Arc::new(Semaphore::new(small_total)),
+            small_total,
             reserve: Arc::new(Semaphore::new(reserve_total)),
             reserve_total,
             client_cap: if general_total > 0 {
@@ -109,17 +136,34 @@ impl Budget {
     /// Bytes of the budget not set aside now.
     #[cfg(test)]
     pub fn available(&self) -> usize {
-        self.general.available_permits() + self.reserve.available_permits()
+        self.general.available_permits()
+            + self.reserve.available_permits()
+            + self.small.available_permits()
     }
 
     /// A share of `len` bytes for what the guard keeps besides the frames being read: an
     /// ElectLeaders request kept to answer or merge, an answer the guard wrote. Taken from
     /// the general part (from the reserve when the budget is no larger than one frame),
     /// all of that part if `len` is larger; waits while it is spent, as a reader does.
+    ///
+    /// A hold of at most [`SMALL_FRAME`] bytes (a small request kept, its answer, an audit
+    /// line) that the general part has no room for takes from the small part, set aside
+    /// from the general part where large frames, which grow only from the general part
+    /// and the reserve, cannot spend it: stalled large frames that spend both (issue 42,
+    /// item 5: 40 clients stalling 24 MiB frames held a small ElectLeaders request 18 s)
+    /// leave the small requests of other clients served.
     pub async fn hold(&self, len: usize) -> Share {
+        if let Some(share) = self.try_hold(len) {
+            return share;
+        }
         let (part, n) = self.part_for(len);
+        let part = if self.small_total > 0 && len <= SMALL_FRAME {
+            &self.small
+        } else {
+            part
+        };
         match part.clone().acquire_many_owned(n).await {
-            Ok(permit) => self.share_of(permit),
+            Ok(permit) => self.share_of(part, permit),
             // The budget's semaphores are never closed.
             Err(_) => unreachable!("the budget is never closed"),
         }
@@ -137,20 +181,16 @@ impl Budget {
 
     /// A share of what [`Budget::part_for`] gave: kept with the permits of its own part, so
     /// that shares can be merged ([`Share::merge`]).
-    fn share_of(&self, permit: OwnedSemaphorePermit) -> Share {
-        if self.general_total > 0 {
-            Share {
-                general: Some(permit),
-                reserve: None,
-                client: None,
-            }
+    fn share_of(&self, part: &Arc<Semaphore>, permit: OwnedSemaphorePermit) -> Share {
+        let mut share = Share::default();
+        if Arc::ptr_eq(part, &self.small) {
+            share.small = Some(permit);
+        } else if Arc::ptr_eq(part, &self.general) {
+            share.general = Some(permit);
         } else {
-            Share {
-                general: None,
-                reserve: Some(permit),
-                client: None,
-            }
+            share.reserve = Some(permit);
         }
+        share
     }
 }
 
@@ -158,8 +198,15 @@ impl Budget {
     /// [`Budget::hold`] without waiting: `None` when the part it takes from has no room now.
     pub fn try_hold(&self, len: usize) -> Option<Share> {
         let (part, n) = self.part_for(len);
-        let permit = part.clone().try_acquire_many_owned(n).ok()?;
-        Some(self.share_of(permit))
+        let small = self.small_total > 0 && len <= SMALL_FRAME;
+        match part.clone().try_acquire_many_owned(n) {
+            Ok(permit) => Some(self.share_of(part, permit)),
+            Err(_) if small => {
+                let permit = self.small.clone().try_acquire_many_owned(n).ok()?;
+                Some(self.share_of(&self.small, permit))
+            }
+            Err(_) => None,
+        }
     }
 }
 
@@ -170,6 +217,8 @@ pub struct Share {
     reserve: Option<OwnedSemaphorePermit>,
     /// The client whose count of the reserve held `reserve` is in, if it is counted.
     client: Option<Arc<AtomicUsize>>,
+    /// Taken from the small part ([`Budget::hold`]).
+    small: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for Share {
@@ -185,7 +234,7 @@ impl Share {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         let n = |p: &Option<OwnedSemaphorePermit>| p.as_ref().map_or(0, |p| p.num_permits());
-        n(&self.general) + n(&self.reserve)
+        n(&self.general) + n(&self.reserve) + n(&self.small)
     }
 
     /// Adds `permit`, taken from the general part, to what this share holds there.
@@ -202,6 +251,12 @@ impl Share {
     pub fn merge(&mut self, mut other: Share) {
         if let Some(permit) = other.general.take() {
             self.add_general(permit);
+        }
+        if let Some(permit) = other.small.take() {
+            match &mut self.small {
+                Some(held) => held.merge(permit),
+                None => self.small = Some(permit),
+            }
         }
         if let Some(permit) = other.reserve.take() {
             // Counted for other's client until now: counted for this share's from here.
@@ -577,7 +632,7 @@ mod tests {
     #[tokio::test]
     async fn a_large_frame_waits_for_its_share_and_small_ones_never_do() {
         const BIG: usize = 200_000;
-        let budget = Budget::new(BIG + 4, 1 << 20);
+        let budget = Budget::with_small_part(BIG + 4, 1 << 20, false);
         let (mut a_tx, a_rx) = tokio::io::duplex(1 << 20);
         let (mut b_tx, b_rx) = tokio::io::duplex(1 << 20);
         let mut a = Metered::new(a_rx, &budget, 1 << 20);
@@ -623,7 +678,7 @@ mod tests {
     /// stalled frame holds about what it sent, and eight of them leave room for the ninth.
     #[tokio::test]
     async fn a_stalled_frame_holds_about_what_it_sent() {
-        let budget = Budget::new(4 * MIB, MIB);
+        let budget = Budget::with_small_part(4 * MIB, MIB, false);
         let mut stalled = Vec::new();
         for _ in 0..8 {
             let (mut tx, rx) = tokio::io::duplex(2 * MIB);
@@ -656,7 +711,7 @@ mod tests {
     /// turn as the others give their shares back.
     #[tokio::test]
     async fn with_the_general_part_spent_frames_finish_from_the_reserve() {
-        let budget = Budget::new(MIB + 4 + 512 * 1024, MIB);
+        let budget = Budget::with_small_part(MIB + 4 + 512 * 1024, MIB, false);
         let mut a_frame = frame(MIB, 1);
         let mut b_frame = frame(MIB, 2);
         let (mut a_tx, a_rx) = tokio::io::duplex(2 * MIB);
@@ -707,7 +762,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_frame_larger_than_the_budget_takes_all_of_it() {
-        let budget = Budget::new(100_000, 1 << 20);
+        let budget = Budget::with_small_part(100_000, 1 << 20, false);
         let (mut tx, rx) = tokio::io::duplex(1 << 20);
         let mut r = Metered::new(rx, &budget, 1 << 20);
         tx.write_all(&frame(300_000, 0)).await.unwrap();
@@ -719,7 +774,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_size_the_decoder_refuses_is_let_through_unmetered() {
-        let budget = Budget::new(SMALL_FRAME, 1 << 20);
+        let budget = Budget::with_small_part(SMALL_FRAME, 1 << 20, false);
         for prefix in [(-1i32).to_be_bytes(), 5_000_000i32.to_be_bytes()] {
             let (mut tx, rx) = tokio::io::duplex(1 << 20);
             let mut r = Metered::new(rx, &budget, 1 << 20);
@@ -737,7 +792,7 @@ mod tests {
     /// other client's frame of under half the reserve is read whole from the other half.
     #[tokio::test]
     async fn one_client_holds_at_most_half_the_reserve() {
-        let budget = Budget::new(MIB + 4 + 512 * 1024, MIB);
+        let budget = Budget::with_small_part(MIB + 4 + 512 * 1024, MIB, false);
         let attacker: IpAddr = "192.0.2.1".parse().unwrap();
         let mut stalled = Vec::new();
         for _ in 0..4 {
@@ -789,10 +844,66 @@ mod tests {
         assert_eq!(budget.client(attacker).load(Ordering::Relaxed), 0);
     }
 
+    /// Issue 42, item 5: stalled large frames that spend the general part and the reserve
+    /// leave a small hold (a small request kept, an audit line) its part: it is granted at
+    /// once, and a large hold is not granted from it.
+    #[tokio::test]
+    async fn stalled_large_frames_leave_small_holds_their_part() {
+        /// Stalled frames from 40 clients: the general part, then the reserve, spent.
+        async fn stall(
+            budget: &Budget,
+        ) -> Vec<(tokio::io::DuplexStream, Metered<tokio::io::DuplexStream>)> {
+            let mut stalled = Vec::new();
+            for i in 0..40u32 {
+                let client = IpAddr::V4(std::net::Ipv4Addr::from(0xc000_0200 + i));
+                let (mut tx, rx) = tokio::io::duplex(2 * MIB);
+                let mut r = Metered::new(rx, budget, MIB).for_client(budget.client(client));
+                tx.write_all(&frame(MIB, 1)[..600_000]).await.unwrap();
+                let _ = tokio::time::timeout(
+                    std::time::Duration::from_millis(50),
+                    read_available(&mut r, 600_000),
+                )
+                .await;
+                stalled.push((tx, r));
+            }
+            assert_eq!(
+                budget.general.available_permits(),
+                0,
+                "the general part, spent"
+            );
+            assert!(
+                budget.reserve.available_permits() < SMALL_FRAME,
+                "the reserve, spent"
+            );
+            stalled
+        }
+        let budget = Budget::new(8 * MIB, MIB);
+        assert_eq!(budget.small_total, MIB / 2, "a sixteenth of the budget");
+        let _stalled = stall(&budget).await;
+        assert!(
+            budget.try_hold(2 * SMALL_FRAME).is_none(),
+            "no room for a large hold"
+        );
+        let small = budget
+            .try_hold(SMALL_FRAME)
+            .expect("a small hold has its part");
+        assert_eq!(small.len(), SMALL_FRAME);
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(5), budget.hold(1000))
+            .await
+            .expect("a small hold is granted at once");
+        assert_eq!(waited.len(), 1000);
+        drop((small, waited));
+        assert_eq!(budget.small.available_permits(), MIB / 2, "given back");
+        // Without the small part (as before), the same hold has no room.
+        let without = Budget::with_small_part(8 * MIB, MIB, false);
+        let _stalled = stall(&without).await;
+        assert!(without.try_hold(1000).is_none());
+    }
+
     /// A client is an IPv4 address, or an IPv6 /64 (IPv4-mapped addresses as IPv4).
     #[test]
     fn a_client_is_an_address_or_a_slash_64() {
-        let budget = Budget::new(4 * MIB, MIB);
+        let budget = Budget::with_small_part(4 * MIB, MIB, false);
         let same = |a: &str, b: &str| {
             Arc::ptr_eq(
                 &budget.client(a.parse().unwrap()),
