@@ -343,7 +343,8 @@ mod tests {
                         .with_offset(-1),
                 ])])
         };
-        for version in 0..=2 {
+        let api = Api::DeleteRecords;
+        for version in api.min_version()..=api.max_version() {
             let frame = request_as("admin-1", DELETE_RECORDS, version, &body("payments"));
             let answer: DeleteRecordsResponse = answered(decide(&conn, &frame), version);
             assert_eq!(answer.topics.len(), 1);
