@@ -1,6 +1,5 @@
 //! The guard's memory, counted by a global allocator that tracks the bytes live and their
-//! peak (this test binary's own; `unsafe` is needed to implement `GlobalAlloc`, and is
-//! confined to this file): large frames take their whole size from `--max-buffered-bytes`
+//! peak (`tests/common`, installed as this test binary's own): large frames take their whole size from `--max-buffered-bytes`
 //! and the peak stays within it; a connection does not keep a large frame's allocation
 //! after forwarding it.
 //!
@@ -12,38 +11,20 @@
 //! rewritten list, one entry decoded at a time, never the answer decoded whole nor what
 //! follows the list copied. The tests take turns: the counts are the process's.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kafka_elect_leaders_proxy::{Config, Guard, Route};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-struct Counting;
+mod common;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(p, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
+use common::{LIVE, PEAK};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: common::Counting = common::Counting;
 
 const MIB: usize = 1 << 20;
 

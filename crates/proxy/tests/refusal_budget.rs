@@ -6,15 +6,13 @@
 //! budget with the request before it is built, or, when the budget has no room for it, the
 //! answer is one top-level error.
 //!
-//! Counted by a global allocator that tracks the bytes live and their peak (this test
-//! binary's own; `unsafe` is needed to implement `GlobalAlloc`, and is confined to this
-//! file), as in `memory.rs`. The clients' requests are allocated before the counting
-//! starts, and they read their answers through a small buffer of their own, so that what
-//! is counted is the guard's.
+//! Counted by a global allocator that tracks the bytes live and their peak (`tests/common`,
+//! installed as this test binary's own), as in `memory.rs`. The clients' requests are
+//! allocated before the counting starts, and they read their answers through a small
+//! buffer of their own, so that what is counted is the guard's.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use kafka_elect_leaders::{
@@ -24,29 +22,12 @@ use kafka_elect_leaders_proxy::{AuditTarget, Config, Guard, Route};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-struct Counting;
+mod common;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(p, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
+use common::{LIVE, PEAK};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: common::Counting = common::Counting;
 
 const MIB: usize = 1 << 20;
 const CLIENTS: usize = 16;
