@@ -19,7 +19,7 @@
 
 use std::net::SocketAddr;
 
-use crate::damage::damage;
+use crate::damage::{address, damage};
 use arbitrary::Unstructured;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_elect_leaders_proxy::addresses::{
@@ -150,21 +150,6 @@ pub fn check_addresses(data: &[u8]) {
 /// Kafka's name of an API key, from the codec's table.
 fn name(api_key: i16) -> &'static str {
     kafka_elect_leaders::api_name(api_key).unwrap_or("unknown")
-}
-
-/// An entry's address: the upstream, the guard's listener, or another.
-fn address(u: &mut Unstructured<'_>) -> arbitrary::Result<(String, i32)> {
-    Ok(match u.int_in_range(0u8..=3)? {
-        0 | 1 => ("10.0.0.1".to_owned(), 9092),
-        2 => ("127.0.0.1".to_owned(), 19092),
-        _ => {
-            let len = u.int_in_range(0..=12)?;
-            (
-                String::from_utf8_lossy(u.bytes(len)?).into_owned(),
-                u.arbitrary()?,
-            )
-        }
-    })
 }
 
 /// An answer built with kafka-protocol's structures and encoded by it (size prefix,

@@ -1,5 +1,5 @@
-//! Damage done to an answer built whole, shared by the checks of the guard's address
-//! rewrites (`addresses`, `endpoints`).
+//! What the checks of the guard's address rewrites (`addresses`, `endpoints`) share: the
+//! addresses an answer is built with, and the damage done to it afterwards.
 
 use arbitrary::Unstructured;
 
@@ -28,4 +28,19 @@ pub(crate) fn damage(u: &mut Unstructured<'_>, frame: &mut Vec<u8>) -> bool {
     let size = (frame.len() - 4) as i32;
     frame[..4].copy_from_slice(&size.to_be_bytes());
     true
+}
+
+/// An entry's address: the upstream, the guard's listener, or another.
+pub(crate) fn address(u: &mut Unstructured<'_>) -> arbitrary::Result<(String, i32)> {
+    Ok(match u.int_in_range(0u8..=3)? {
+        0 | 1 => ("10.0.0.1".to_owned(), 9092),
+        2 => ("127.0.0.1".to_owned(), 19092),
+        _ => {
+            let len = u.int_in_range(0..=12)?;
+            (
+                String::from_utf8_lossy(u.bytes(len)?).into_owned(),
+                u.arbitrary()?,
+            )
+        }
+    })
 }

@@ -31,7 +31,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
-use crate::damage::damage;
+use crate::damage::{address, damage};
 
 const UPSTREAM: &str = "10.0.0.1:9092";
 const LISTEN: &str = "127.0.0.1:19092";
@@ -81,21 +81,6 @@ fn decode(api_key: i16, version: i16, frame: &[u8]) -> Result<Answer, String> {
         return Err(format!("{} bytes left over", buf.len()));
     }
     Ok(answer)
-}
-
-/// An endpoint's address: the upstream, the guard's listener, or another.
-fn address(u: &mut Unstructured<'_>) -> arbitrary::Result<(String, i32)> {
-    Ok(match u.int_in_range(0u8..=3)? {
-        0 | 1 => ("10.0.0.1".to_owned(), 9092),
-        2 => ("127.0.0.1".to_owned(), 19092),
-        _ => {
-            let len = u.int_in_range(0..=12)?;
-            (
-                String::from_utf8_lossy(u.bytes(len)?).into_owned(),
-                u.arbitrary()?,
-            )
-        }
-    })
 }
 
 fn build(u: &mut Unstructured<'_>, api_key: i16, version: i16) -> arbitrary::Result<Vec<u8>> {
