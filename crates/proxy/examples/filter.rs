@@ -40,7 +40,7 @@ impl Filter for KnownClients {
         true
     }
 
-    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+    fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
         match client_id(request.frame()) {
             Some(id) if self.known.contains(id) => OnRequest::Pass,
             id => OnRequest::close(format!(

@@ -73,58 +73,77 @@ pub trait Filter: Send + Sync + 'static {
 
     /// Something to wait for before [`Filter::request`] reads this request (room in the
     /// audit queue); the client's close is watched meanwhile.
-    fn ready<'a>(&'a self, session: &'a Session<'a>, request: &RequestPeek) -> Option<Wait<'a>> {
+    fn ready<'a>(&'a self, session: &'a Session, request: &RequestPeek) -> Option<Wait<'a>> {
         let _ = (session, request);
         None
     }
 
     /// Decides on a request of an API key it reads.
-    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+    fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
         let _ = (session, request);
         OnRequest::Pass
     }
 
     /// Reads (or changes) the broker's answer to a request of an API key it reads.
-    fn response(&self, session: &Session<'_>, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
         let _ = (session, request, answer);
         OnResponse::Pass
     }
 }
 
-/// One client connection, as the filters see it.
+/// One client connection, as the filters see it: cheap to clone, and owned, so that a
+/// filter's decision on a large frame can run off the connection's thread (see
+/// `conn::requests`) and a filter may keep it past a call.
 ///
 /// It holds the parts of the guard's shared state the filters use, not that state itself
 /// (made by `Session::new`, in `shared.rs`), so that this module sits below it.
-pub struct Session<'a> {
-    pub(crate) conn: &'a ConnInfo,
-    pub(crate) identity: &'a Identity,
-    /// The policy in force, replaced whole on reload.
-    pub(crate) policy: &'a RwLock<Arc<Policy>>,
-    /// The audit log.
-    pub(crate) audit_log: &'a Audit,
-    /// The guard's metrics.
-    pub(crate) metrics: &'a Metrics,
-    /// The broker-address rewrite.
-    pub(crate) addresses: &'a Addresses,
-    /// The client address's share of the audit queue.
-    pub(crate) audit: AuditConnection<'a>,
+#[derive(Clone)]
+pub struct Session {
+    parts: Arc<SessionParts>,
 }
 
-impl Session<'_> {
+/// What a [`Session`] holds.
+pub(crate) struct SessionParts {
+    pub(crate) conn: ConnInfo,
+    pub(crate) identity: Identity,
+    /// The policy in force, replaced whole on reload.
+    pub(crate) policy: Arc<RwLock<Arc<Policy>>>,
+    /// The audit log.
+    pub(crate) audit_log: Arc<Audit>,
+    /// The guard's metrics.
+    pub(crate) metrics: Arc<Metrics>,
+    /// The broker-address rewrite.
+    pub(crate) addresses: Arc<Addresses>,
+    /// The client address's share of the audit queue.
+    pub(crate) audit: AuditConnection,
+}
+
+impl Session {
+    pub(crate) fn of(parts: SessionParts) -> Session {
+        Session {
+            parts: Arc::new(parts),
+        }
+    }
+
+    /// What the built-in filters use of the guard.
+    pub(crate) fn parts(&self) -> &SessionParts {
+        &self.parts
+    }
+
     /// The client's address, the guard's listener and the broker behind it.
     pub fn conn(&self) -> &ConnInfo {
-        self.conn
+        &self.parts.conn
     }
 
     /// The principal the broker takes this client as, when the guard knows it (from the
     /// client's certificate or a SASL exchange the broker accepted).
     pub fn principal(&self) -> Option<String> {
-        self.identity.principal()
+        self.parts.identity.principal()
     }
 
     /// The policy in force (replaced whole on reload).
     pub fn policy(&self) -> Arc<Policy> {
-        crate::policy::in_force(self.policy)
+        crate::policy::in_force(&self.parts.policy)
     }
 }
 
@@ -469,13 +488,13 @@ impl Filters {
     }
 
     /// The filters reading requests of `api_key`, in order.
-    pub(crate) fn for_request(&self, api_key: i16) -> impl Iterator<Item = &dyn Filter> + '_ {
+    pub(crate) fn for_request(&self, api_key: i16) -> impl Iterator<Item = &Arc<dyn Filter>> + '_ {
         let bits = Filters::bits(&self.requests, api_key);
         self.pick(bits, move |f| f.reads_request(api_key))
     }
 
     /// The filters reading answers to requests of `api_key`, in order.
-    pub(crate) fn for_response(&self, api_key: i16) -> impl Iterator<Item = &dyn Filter> + '_ {
+    pub(crate) fn for_response(&self, api_key: i16) -> impl Iterator<Item = &Arc<dyn Filter>> + '_ {
         let bits = Filters::bits(&self.responses, api_key);
         self.pick(bits, move |f| f.reads_response(api_key))
     }
@@ -484,7 +503,7 @@ impl Filters {
         &self,
         bits: u64,
         reads: impl Fn(&dyn Filter) -> bool + 'static,
-    ) -> impl Iterator<Item = &dyn Filter> + '_ {
+    ) -> impl Iterator<Item = &Arc<dyn Filter>> + '_ {
         let all = bits == u64::MAX;
         self.filters
             .iter()
@@ -496,7 +515,7 @@ impl Filters {
                     bits & (1 << i) != 0
                 }
             })
-            .map(|(_, f)| f.as_ref())
+            .map(|(_, f)| f)
     }
 
     /// Whether any filter reads requests or answers of `api_key`.
@@ -539,31 +558,29 @@ pub(crate) mod testing {
 
     /// One client connection, from 192.0.2.1 through the listener 127.0.0.1:19092 to the
     /// broker at 10.0.0.1:9092, of a guard run with a config (its audit lines discarded):
-    /// what a [`Session`] borrows.
+    /// what a [`Session`] holds.
     pub(crate) struct Conn {
-        pub(crate) conn: ConnInfo,
-        pub(crate) identity: Identity,
-        pub(crate) shared: Shared,
+        session: Session,
     }
 
     impl Conn {
         pub(crate) fn new(config: &Config) -> Conn {
             let sink = AuditSink::Writer(Box::new(std::io::sink()));
             let audit = Audit::start(sink, 1 << 20).expect("the audit thread starts");
-            Conn {
-                conn: ConnInfo {
-                    client: "192.0.2.1:50000".parse().unwrap(),
-                    listener: "127.0.0.1:19092".parse().unwrap(),
-                    local: "127.0.0.1:19092".parse().unwrap(),
-                    upstream: "10.0.0.1:9092".parse().unwrap(),
-                },
-                identity: Identity::new(None, false),
-                shared: Shared::new(config, audit),
-            }
+            let conn = ConnInfo {
+                client: "192.0.2.1:50000".parse().unwrap(),
+                listener: "127.0.0.1:19092".parse().unwrap(),
+                local: "127.0.0.1:19092".parse().unwrap(),
+                upstream: "10.0.0.1:9092".parse().unwrap(),
+            };
+            let shared = Shared::new(config, audit);
+            let session = Session::new(conn, Identity::new(None, false), &shared);
+            Conn { session }
         }
 
-        pub(crate) fn session(&self) -> Session<'_> {
-            Session::new(&self.conn, &self.identity, &self.shared)
+        /// The connection's session (the same one each call, as the core keeps it).
+        pub(crate) fn session(&self) -> Session {
+            self.session.clone()
         }
     }
 
@@ -666,7 +683,7 @@ mod tests {
             .with(Reads("a", 3))
             .with(Reads("b", 18))
             .with(Reads("c", 3));
-        let names = |it: &mut dyn Iterator<Item = &dyn Filter>| -> Vec<&str> {
+        let names = |it: &mut dyn Iterator<Item = &Arc<dyn Filter>>| -> Vec<&str> {
             it.map(|f| f.name()).collect()
         };
         assert_eq!(names(&mut filters.for_request(3)), ["a", "c"]);

@@ -105,6 +105,7 @@ pub mod diag;
 pub mod file;
 pub mod filter;
 mod filters;
+mod heavy;
 mod identity;
 pub mod leadership;
 mod merge;

@@ -166,7 +166,7 @@ impl Guard {
             connection_threads: config.connection_threads,
             shared: Arc::new(Shared {
                 tls,
-                addresses,
+                addresses: Arc::new(addresses),
                 ..Shared::new(&config, audit)
             }),
             started: Arc::new(config),
@@ -471,10 +471,11 @@ impl Shared {
             Metrics::disabled()
         };
         Shared {
-            metrics,
+            metrics: Arc::new(metrics),
             filters: config.filters.clone(),
-            policy: RwLock::new(Arc::new(config.policy.clone())),
-            audit,
+            heavy: crate::heavy::Heavy::per_core(),
+            policy: Arc::new(RwLock::new(Arc::new(config.policy.clone()))),
+            audit: Arc::new(audit),
             max_frame_size: config.max_frame_size,
             plain: config.plain,
             idle_timeout: config.idle_timeout,
@@ -483,14 +484,14 @@ impl Shared {
             request_timeout: config.request_timeout,
             budget,
             tls: None,
-            addresses: Addresses::new(
+            addresses: Arc::new(Addresses::new(
                 config
                     .routes
                     .iter()
                     .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
                 config.advertise_host.clone(),
                 None,
-            ),
+            )),
         }
     }
 }

@@ -8,7 +8,8 @@ use crate::addresses::Addresses;
 use crate::audit::Audit;
 use crate::audit::ConnInfo;
 use crate::budget::Budget;
-use crate::filter::{Filters, Session};
+use crate::filter::{Filters, Session, SessionParts};
+use crate::heavy::Heavy;
 use crate::identity::Identity;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
@@ -18,9 +19,9 @@ use crate::tls::Tls;
 pub struct Shared {
     /// The policy in force: replaced whole on reload ([`Shared::set_policy`]); each
     /// ElectLeaders request is decided and answered by the one it found.
-    pub(crate) policy: RwLock<Arc<Policy>>,
+    pub(crate) policy: Arc<RwLock<Arc<Policy>>>,
     /// The audit log.
-    pub audit: Audit,
+    pub audit: Arc<Audit>,
     /// The largest frame either way, in bytes.
     pub max_frame_size: usize,
     /// The hidden plain mode (`Config::plain`): bytes copied both ways, nothing parsed (a
@@ -40,11 +41,13 @@ pub struct Shared {
     /// TLS towards clients, brokers or both; None: plaintext both ways.
     pub tls: Option<Tls>,
     /// Broker addresses rewritten in the answers that carry them.
-    pub addresses: Addresses,
+    pub addresses: Arc<Addresses>,
     /// What the guard did, for `metrics-listen`.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// What reads each frame, in order.
     pub filters: Filters,
+    /// The work on large frames: off the connection threads, one job a core at once.
+    pub(crate) heavy: Heavy,
 }
 
 impl Shared {
@@ -63,19 +66,19 @@ impl Shared {
     }
 }
 
-impl<'a> Session<'a> {
+impl Session {
     /// The session of the connection `conn`, whose principal is `identity`'s, on a guard
     /// whose connections share `shared`. Here rather than in `filter.rs`, which names no
     /// part of the guard above it.
-    pub(crate) fn new(conn: &'a ConnInfo, identity: &'a Identity, shared: &'a Shared) -> Self {
-        Session {
+    pub(crate) fn new(conn: ConnInfo, identity: Identity, shared: &Shared) -> Self {
+        Session::of(SessionParts {
             conn,
             identity,
-            policy: &shared.policy,
-            audit_log: &shared.audit,
-            metrics: &shared.metrics,
-            addresses: &shared.addresses,
-            audit: shared.audit.connection(conn.client.ip()),
-        }
+            policy: shared.policy.clone(),
+            audit_log: shared.audit.clone(),
+            metrics: shared.metrics.clone(),
+            addresses: shared.addresses.clone(),
+            audit: Audit::connection(&shared.audit, conn.client.ip()),
+        })
     }
 }

@@ -99,9 +99,10 @@ impl AuditLine for String {
     }
 }
 
+/// A decision's record: within `limit` and [`MAX_LINE`].
 impl AuditLine for DecisionRecord<'_, '_> {
     fn fitted_to(self, limit: usize) -> Option<String> {
-        self.line_fitted_to(limit)
+        self.line_fitted_to(limit.min(MAX_LINE))
     }
 }
 
@@ -156,6 +157,13 @@ pub fn connection_share(bound: usize) -> usize {
 /// line being written ([`AuditConnection::ready`]): past it the log is stalled, and its
 /// decision is refused (a client's own request timeout, 30 s for Kafka's tools, is longer).
 pub const STALLED_AFTER: Duration = Duration::from_secs(5);
+
+/// The longest audit line of a decision (a line written already is the writer's to
+/// size): a decision on more partitions than fit lists the first of them, marked `"truncated": true` with the count of those left out. A line of
+/// megabytes helps no reader (SIEMs cut events far shorter) and cost the guard: writing
+/// the 8 MiB lines of a flood of refused 16 MiB requests was about half of what delayed
+/// the other clients (issue 42, item 5).
+pub const MAX_LINE: usize = 64 << 10;
 
 /// The smallest share of the queue a connection has ([`connection_share`]).
 pub const MIN_CONNECTION_SHARE: usize = 1 << 20;
@@ -221,10 +229,10 @@ impl Audit {
     /// The handle of a connection from `client`: its decisions' lines are counted against
     /// the share of the queue of `client`'s address ([`connection_share`]), with those of
     /// the address's other connections.
-    pub fn connection(&self, client: IpAddr) -> AuditConnection<'_> {
+    pub fn connection(self: &Arc<Self>, client: IpAddr) -> AuditConnection {
         let queued = self.by_address.counter(client);
         AuditConnection {
-            audit: self,
+            audit: self.clone(),
             queued,
         }
     }
@@ -402,12 +410,12 @@ impl Audit {
 
 /// One connection's handle on the audit log ([`Audit::connection`]): the bytes of its
 /// lines queued and not yet written, at most its share of the queue.
-pub struct AuditConnection<'a> {
-    audit: &'a Audit,
+pub struct AuditConnection {
+    audit: Arc<Audit>,
     queued: Arc<AtomicUsize>,
 }
 
-impl AuditConnection<'_> {
+impl AuditConnection {
     /// Waits until this connection's share of the queue has room: its own lines queued
     /// before are written, while other connections' decisions are audited as they come.
     /// Also done when the log is failing, when the whole queue is near full, or when no

@@ -41,7 +41,7 @@ where
         client,
         upstream,
         conn,
-        &Identity::default(),
+        Identity::default(),
         shared,
         shutdown,
     )
@@ -53,7 +53,7 @@ pub async fn proxy_as<CR, CW, UR, UW>(
     (client_r, client_w): (CR, CW),
     (upstream_r, upstream_w): (UR, UW),
     conn: &ConnInfo,
-    identity: &Identity,
+    identity: Identity,
     shared: &Shared,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), Close>
@@ -95,7 +95,7 @@ where
         .min(u32::MAX as usize);
     let held = Arc::new(Semaphore::new(budget));
     let activity = Activity::new();
-    let session = Session::new(conn, identity, shared);
+    let session = Session::new(*conn, identity, shared);
     let requests = requests(
         from_client,
         to_upstream,

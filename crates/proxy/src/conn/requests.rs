@@ -16,7 +16,7 @@ use super::slot::{keep, send_slot, Slot};
 use super::timers::{until, Activity};
 use crate::budget::SMALL_FRAME;
 use crate::close::{Close, CloseReason};
-use crate::filter::{Frame, OnRequest, Request, Session};
+use crate::filter::{Filter, Frame, OnRequest, Request, Session};
 use crate::owed::owed;
 use crate::shared::Shared;
 
@@ -46,7 +46,7 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     slots: mpsc::Sender<Slot>,
     held: Arc<Semaphore>,
     shared: &Shared,
-    session: &Session<'_>,
+    session: &Session,
     activity: &Activity,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Ended, Close> {
@@ -123,11 +123,21 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         let mut request = Request::new(frame, peek);
         let mut outcome = OnRequest::Pass;
         if filters.reads_request(api_key) {
+            // A large frame holds a share of the budget: its filters decide off the
+            // worker (see `decide_off_worker`).
+            let heavy = share.is_some();
             for filter in filters.for_request(api_key) {
                 if let Some(wait) = filter.ready(session, &peek) {
                     or_gone!(wait);
                 }
-                outcome = filter.request(session, &mut request);
+                outcome = if heavy {
+                    let decided = decide_off_worker(shared, filter, session, request);
+                    let (decided, back) = or_gone!(decided)?;
+                    request = back;
+                    decided
+                } else {
+                    filter.request(session, &mut request)
+                };
                 if !matches!(outcome, OnRequest::Pass) {
                     break;
                 }
@@ -186,6 +196,28 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         }
         drop(share);
     }
+}
+
+/// A filter's decision on a large frame, off the connection's thread and at most one a
+/// core at once (`heavy`): on the connection's thread it held up every other connection
+/// of that thread (issue 42, item 5). The request moves there and
+/// back, not copied; the connection waits for the decision, so its requests stay in
+/// order. A small frame is decided in place: the hop would cost more than the decision.
+async fn decide_off_worker(
+    shared: &Shared,
+    filter: &Arc<dyn Filter>,
+    session: &Session,
+    mut request: Request,
+) -> Result<(OnRequest, Request), Close> {
+    let (filter, session) = (filter.clone(), session.clone());
+    shared
+        .heavy
+        .run(move || {
+            let decided = filter.request(&session, &mut request);
+            (decided, request)
+        })
+        .await
+        .map_err(|e| Close::new(format!("a filter failed deciding a request: {e}")))
 }
 
 /// When the client's frame begun must be whole: the frame timeout after it began.

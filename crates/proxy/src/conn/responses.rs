@@ -33,7 +33,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     mut to_client: ToPeer<CW>,
     mut slots: mpsc::Receiver<Slot>,
     shared: &Shared,
-    session: &Session<'_>,
+    session: &Session,
     activity: &Activity,
 ) -> Result<(), Close> {
     let client_write = Close::write("client");
@@ -44,7 +44,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
     loop {
         while waiting.front().is_some_and(Slot::is_local) {
             if let Some(slot) = waiting.pop_front() {
-                write_answer(&mut to_client, slot, None).await?;
+                write_answer(shared, &mut to_client, slot, None).await?;
             }
         }
         if !requests_open && waiting.is_empty() {
@@ -139,7 +139,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                 // answered, and Kafka answers in order, so none of them will be answered.
                 in_flight.clear();
                 while let Some(slot) = waiting.pop_front() {
-                    write_answer(&mut to_client, slot, None).await?;
+                    write_answer(shared, &mut to_client, slot, None).await?;
                 }
             }
             match slots.try_recv() {
@@ -169,7 +169,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
             };
             match slot {
                 Slot::Local(_) => {
-                    write_answer(&mut to_client, slot, None).await?;
+                    write_answer(shared, &mut to_client, slot, None).await?;
                 }
                 // The broker answered a later request: this one gets no answer (a Produce
                 // with acks=0).
@@ -186,7 +186,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                     shared.metrics.round_trip(pending.api_key, sent.elapsed());
                     if let Some(merge) = merge {
                         let slot = Slot::Local(merge);
-                        write_answer(&mut to_client, slot, Some(frame)).await?;
+                        write_answer(shared, &mut to_client, slot, Some(frame)).await?;
                         break;
                     }
                     let mut answer = Answer::new(frame);
@@ -250,13 +250,13 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
 /// the connection would keep the largest answer's allocation outside the budget).
 ///
 /// A heavy answer (its request, the answer or the broker's answer larger than a small
-/// frame) is written on the runtime's blocking pool: writing the refusal of a 16 MiB
-/// request on the worker held up every other connection on its thread (issue 42, item 5:
-/// another client's Metadata p50 went from 0.6 ms to 177-304 ms). The pump waits for it,
-/// so answers still go out in the order of the requests. A current-thread runtime (a
-/// connection thread's, `threads`) has a blocking pool too, where `block_in_place` would
-/// panic.
+/// frame) is written off the connection's thread, at most one a core at once (`heavy`):
+/// writing the refusal of a 16 MiB request on the worker held up every other connection
+/// on its thread (issue 42, item 5: another client's Metadata p50 went from 0.6 ms to
+/// 177-304 ms). The pump waits for it, so answers still go out in the order of the
+/// requests.
 async fn write_answer<W: AsyncWrite + Unpin>(
+    shared: &Shared,
     to_client: &mut ToPeer<W>,
     slot: Slot,
     broker: Option<BytesMut>,
@@ -277,7 +277,9 @@ async fn write_answer<W: AsyncWrite + Unpin>(
                 write(broker.as_deref(), &mut out).map(|()| out)
             };
             if heavy {
-                tokio::task::spawn_blocking(job)
+                shared
+                    .heavy
+                    .run(job)
                     .await
                     .map_err(|e| Close::new(format!("writing the answer failed: {e}")))??
             } else {

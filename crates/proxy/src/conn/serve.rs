@@ -96,7 +96,7 @@ async fn serve_client(
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
                 let client = (read, write);
-                proxy_as(client, u.split(), &conn, &identity, &shared, shutdown).await
+                proxy_as(client, u.split(), &conn, identity, &shared, shutdown).await
             }
         }
         (ClientSide::Tls(mut c, probe), UpstreamSide::Tls(mut u)) => {
@@ -106,7 +106,7 @@ async fn serve_client(
                 let (read, write) = tokio::io::split(*c);
                 let read = Probed { read, probe };
                 let (client, upstream) = ((read, write), tokio::io::split(*u));
-                proxy_as(client, upstream, &conn, &identity, &shared, shutdown).await
+                proxy_as(client, upstream, &conn, identity, &shared, shutdown).await
             }
         }
     };

@@ -19,15 +19,15 @@ impl Filter for Addresses {
         Routes::carries_addresses(api_key)
     }
 
-    fn response(&self, session: &Session<'_>, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
         if Routes::carries_endpoints(request.api_key) {
-            if let Some(whole) = session.addresses.rewrite_endpoints(
+            if let Some(whole) = session.parts().addresses.rewrite_endpoints(
                 answer.frame(),
                 request.api_key,
                 request.api_version,
-                session.conn,
+                session.conn(),
             ) {
-                session.metrics.rewrote();
+                session.parts().metrics.rewrote();
                 // The broker's frame is replaced, and dropped, before the client is written
                 // to: the answer written whole lives under the share of the budget the
                 // broker's frame took (it is no longer than it but for the longer host
@@ -37,14 +37,14 @@ impl Filter for Addresses {
             }
             return OnResponse::Pass;
         }
-        match session.addresses.rewrite(
+        match session.parts().addresses.rewrite(
             answer.frame_bytes(),
             request.api_key,
             request.api_version,
-            session.conn,
+            session.conn(),
         ) {
             Some(rewritten) => {
-                session.metrics.rewrote();
+                session.parts().metrics.rewrote();
                 OnResponse::Splice {
                     head: rewritten.head,
                     tail_from: rewritten.tail_from,

@@ -20,14 +20,14 @@ impl Filter for ApiVersions {
 
     /// An answer that cannot be read goes through unchanged, with a line saying what that
     /// risks.
-    fn response(&self, session: &Session<'_>, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
         if let Err(field) = cap_elect_leaders(answer.frame_mut(), request.api_version) {
             log(format_args!(
                 "{} -> {}: the broker's ApiVersions answer (v{}, correlation id {}) cannot be \
                  read at {field}: forwarded unchanged; should the client pick an ElectLeaders \
                  version newer than the guard reads, its connection will be closed",
-                session.conn.client,
-                session.conn.upstream,
+                session.conn().client,
+                session.conn().upstream,
                 request.api_version,
                 request.correlation_id
             ));

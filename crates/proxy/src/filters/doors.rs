@@ -33,7 +33,7 @@ impl Filter for Doors {
         matches!(class_of(api_key), None | Some(Class::Closed))
     }
 
-    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+    fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
         let peek = *request.peek();
         let policy = session.policy();
         let door = door_of(peek.api_key);
@@ -56,18 +56,18 @@ impl Filter for Doors {
         };
         let principal = session.principal();
         let line = audit_line(
-            session.conn,
+            session.conn(),
             principal.as_deref(),
             client_id(request.frame()),
             &peek,
             &why,
         );
-        if let Err(e) = session.audit.record_line(line) {
+        if let Err(e) = session.parts().audit.record_line(line) {
             // Closed all the same: nothing of it is forwarded, whatever the log says.
             log(format_args!(
                 "{} -> {}: api key {} (correlation id {}) closed without an audit line: {}",
-                session.conn.client,
-                session.conn.upstream,
+                session.conn().client,
+                session.conn().upstream,
                 peek.api_key,
                 peek.correlation_id,
                 e.reason()

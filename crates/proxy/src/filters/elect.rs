@@ -33,14 +33,14 @@ impl Filter for ElectLeaders {
 
     /// Its own audit lines fill the client's share of the audit queue: wait for them to be
     /// written (not under `rules.log-only`, which never holds a request back).
-    fn ready<'a>(&'a self, session: &'a Session<'a>, _: &RequestPeek) -> Option<Wait<'a>> {
+    fn ready<'a>(&'a self, session: &'a Session, _: &RequestPeek) -> Option<Wait<'a>> {
         if log_only(&session.policy(), session.principal().as_deref()) {
             return None;
         }
-        Some(Box::pin(session.audit.ready()))
+        Some(Box::pin(session.parts().audit.ready()))
     }
 
-    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+    fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
         match decide(session, request) {
             Ok(outcome) => outcome,
             Err(close) => OnRequest::Close(close),
@@ -48,8 +48,8 @@ impl Filter for ElectLeaders {
     }
 }
 
-fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Close> {
-    let conn = session.conn;
+fn decide(session: &Session, request: &mut Request) -> Result<OnRequest, Close> {
+    let conn = session.conn();
     let peek = *request.peek();
     let request = OwnedRequest::new(request.keep()).map_err(|e| {
         Close::of(
@@ -68,11 +68,12 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
     let log_only = log_only(&policy, principal.as_deref());
     let mut decision = policy.decide_as(&view, principal.as_deref());
     if let Err(e) = session
+        .parts()
         .audit
         .record(conn, principal.as_deref(), &policy, &view, &decision)
         .or_else(|e| {
             let what = format_args!("ElectLeaders (correlation id {})", view.correlation_id());
-            session.audit_log.unaudited(log_only, conn, what, e)
+            session.parts().audit_log.unaudited(log_only, conn, what, e)
         })
     {
         // Fail closed: an election that cannot be audited is refused. The refusal is not
@@ -86,18 +87,21 @@ fn decide(session: &Session<'_>, request: &mut Request) -> Result<OnRequest, Clo
         ));
         decision = policy.refuse_unaudited(&view, e.reason());
     }
-    session.metrics.decided(&decision, || RecentDecision {
-        client: conn.client,
-        principal: principal.clone(),
-        client_id: view.header().client_id().map_or_else(
-            || "null".to_owned(),
-            |id| String::from_utf8_lossy(id).into_owned(),
-        ),
-        election_type: view
-            .election_type()
-            .name()
-            .map_or_else(|| view.election_type().0.to_string(), str::to_owned),
-    });
+    session
+        .parts()
+        .metrics
+        .decided(&decision, || RecentDecision {
+            client: conn.client,
+            principal: principal.clone(),
+            client_id: view.header().client_id().map_or_else(
+                || "null".to_owned(),
+                |id| String::from_utf8_lossy(id).into_owned(),
+            ),
+            election_type: view
+                .election_type()
+                .name()
+                .map_or_else(|| view.election_type().0.to_string(), str::to_owned),
+        });
     let wait = millis(view.timeout_ms());
     let holds = request.frame().len();
     Ok(match decision.verdict {

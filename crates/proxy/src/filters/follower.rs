@@ -32,7 +32,7 @@ impl Filter for FollowerFetch {
         api_key == FETCH
     }
 
-    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+    fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
         if !session.policy().has_rules() {
             return OnRequest::Pass;
         }

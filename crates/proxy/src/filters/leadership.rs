@@ -29,16 +29,16 @@ impl Filter for Leadership {
     /// Its own audit lines fill the client's share of the audit queue: wait for them to be
     /// written (not under `rules.log-only`, which never holds a request back, nor for a
     /// request the policy in force does not read).
-    fn ready<'a>(&'a self, session: &'a Session<'a>, request: &RequestPeek) -> Option<Wait<'a>> {
+    fn ready<'a>(&'a self, session: &'a Session, request: &RequestPeek) -> Option<Wait<'a>> {
         let api = Api::of(request.api_key)?;
         let policy = session.policy();
         if !policy.reads_change(api) || log_only(&policy, session.principal().as_deref()) {
             return None;
         }
-        Some(Box::pin(session.audit.ready()))
+        Some(Box::pin(session.parts().audit.ready()))
     }
 
-    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+    fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
         match police_change(session, request.frame(), *request.peek()) {
             Ok(None) => OnRequest::Pass,
             Ok(Some(reply)) => OnRequest::Answer(Respond::frame(reply)),
@@ -52,11 +52,11 @@ impl Filter for Leadership {
 /// the connection (a request the guard cannot read, of a version it does not know, or one
 /// no client sends).
 fn police_change(
-    session: &Session<'_>,
+    session: &Session,
     frame: &[u8],
     peek: RequestPeek,
 ) -> Result<Option<bytes::Bytes>, Close> {
-    let conn = session.conn;
+    let conn = session.conn();
     let Some(api) = Api::of(peek.api_key) else {
         return Ok(None);
     };
@@ -93,10 +93,10 @@ fn police_change(
     let principal = session.principal();
     let mut decision = policy.decide_change(&request, principal.as_deref());
     let line = leadership::audit::line(conn, principal.as_deref(), &request, &decision);
-    if let Err(e) = session.audit.record_line(line).or_else(|e| {
+    if let Err(e) = session.parts().audit.record_line(line).or_else(|e| {
         let what = format_args!("{} (correlation id {})", api.name(), peek.correlation_id);
         let log_only = log_only(&policy, principal.as_deref());
-        session.audit_log.unaudited(log_only, conn, what, e)
+        session.parts().audit_log.unaudited(log_only, conn, what, e)
     }) {
         log(format_args!(
             "{} -> {}: {} request (correlation id {}) refused: {}",
@@ -108,7 +108,10 @@ fn police_change(
         ));
         decision = decision.unaudited(e.reason());
     }
-    session.metrics.change_decided(api.name(), decision.verdict);
+    session
+        .parts()
+        .metrics
+        .change_decided(api.name(), decision.verdict);
     if decision.verdict != Verdict::Refused {
         return Ok(None);
     }

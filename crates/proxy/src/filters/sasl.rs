@@ -26,9 +26,10 @@ impl Filter for Sasl {
         api_key == SASL_AUTHENTICATE
     }
 
-    fn request(&self, session: &Session<'_>, request: &mut Request) -> OnRequest {
+    fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
         let peek: RequestPeek = *request.peek();
         match session
+            .parts()
             .identity
             .request(request.frame(), &peek, || session.policy())
         {
@@ -36,7 +37,8 @@ impl Filter for Sasl {
             Action::Answer(reply, why) => {
                 log(format_args!(
                     "{} -> {}: {why}",
-                    session.conn.client, session.conn.upstream
+                    session.conn().client,
+                    session.conn().upstream
                 ));
                 OnRequest::Answer(Respond::frame(reply))
             }
@@ -44,8 +46,8 @@ impl Filter for Sasl {
         }
     }
 
-    fn response(&self, session: &Session<'_>, request: Pending, answer: &mut Answer) -> OnResponse {
-        session.identity.authenticate_answer(
+    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
+        session.parts().identity.authenticate_answer(
             answer.frame(),
             request.api_version,
             request.correlation_id,

@@ -24,7 +24,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use super::decision::ChangeDecision;
 use super::read::{ChangeRequest, Entry, Op};
 use crate::audit::{
-    json_len, line_within, rfc3339_now, AuditLine, ConnInfo, Name, RuleList, Shown,
+    json_len, line_within, rfc3339_now, AuditLine, ConnInfo, Name, RuleList, Shown, MAX_LINE,
 };
 
 /// Entries written in one line, at most: a request of many entries stays one line of
@@ -64,11 +64,13 @@ impl ChangeLine<'_, '_> {
 }
 
 impl AuditLine for ChangeLine<'_, '_> {
-    /// The whole line within `limit` bytes, or else shortened: of the refusals, then of
+    /// The whole line within `limit` bytes (and [`MAX_LINE`]), or else shortened: of the
+    /// refusals, then of
     /// the entries, as many as fit (refusals given half the room first), measured before
     /// anything is written, with `"truncated": true` and the counts left out. None only
     /// when even a line listing none of them is larger than `limit`.
     fn fitted_to(self, limit: usize) -> Option<String> {
+        let limit = limit.min(MAX_LINE);
         let record = self.0;
         if let Some(line) = line_within(&record, limit) {
             return Some(line);
