@@ -20,7 +20,9 @@ Then 1,000 idle connections are opened and the guard's RSS measured before and a
 `--max-buffered-bytes --budget`): --refused clients each sending, one after the other, an
 UNCLEAN ElectLeaders request of --refused-mib MiB that the guard refuses whole (reading each
 answer), and --stalled clients each announcing a 64 MiB frame, sending --stalled-mib MiB of
-it and stalling until the guard's frame timeout closes it (then again); `--attacks none`
+it and stalling until the guard's frame timeout closes it (then again), in a process of
+their own (`--same-process`: in this one, where reading a 33 MB answer holds up the event
+loop that times the normal client and runs the fake broker); `--attacks none`
 runs the normal client alone, the baseline. `--no-idle` skips the RSS per idle connection.
 And, on a fresh guard each (no soak before: nothing the allocator kept to reuse), 1,000
 connections that send nothing, and 1,000 that each make one ApiVersions round trip and
@@ -35,6 +37,7 @@ measures the guard. The guard's peak RSS (VmHWM) and its open descriptors are sa
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import resource
 import statistics
@@ -144,6 +147,57 @@ async def idle_on_a_fresh_guard(binary: str, broker_port: int, round_trip: bool)
             guard.kill()
 
 
+async def issue42_attacks(port: int, end: float, stats: dict, refused_n: int, refused_mib: int,
+                          stalled_n: int, stalled_mib: int):
+    """The attackers of issue 42, item 5, until `end` (time.monotonic()), counting in `stats`."""
+
+    async def refused(request: bytes):
+        # One large refused request after the other, each answer read whole.
+        while time.monotonic() < end:
+            try:
+                r, w = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+                while time.monotonic() < end:
+                    w.write(request)
+                    await w.drain()
+                    size = struct.unpack(">i", await r.readexactly(4))[0]
+                    await r.readexactly(size)
+                    stats["refusals"] += 1
+                    stats["refusal_bytes"] += size + 4
+                w.close()
+            except (OSError, asyncio.IncompleteReadError, ConnectionError):
+                await asyncio.sleep(0.05)
+
+    async def stalled(part: bytes):
+        # A 64 MiB frame announced, part of it sent, then nothing until the guard closes.
+        while time.monotonic() < end:
+            try:
+                r, w = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+                w.write(part)
+                await w.drain()
+                got = await asyncio.wait_for(r.read(1), timeout=max(0.1, end - time.monotonic()))
+                if got == b"":
+                    stats["stalled_closed"] += 1
+                w.close()
+            except (OSError, asyncio.TimeoutError, ConnectionError):
+                await asyncio.sleep(0.05)
+
+    refusal = unclean_election_v2(1, refused_mib)
+    head = struct.pack(">i", 64 << 20) + struct.pack(">hhi", 0, 3, 1)
+    part = head + bytes((stalled_mib << 20) - len(head))
+    await asyncio.gather(*([refused(refusal) for _ in range(refused_n)]
+                           + [stalled(part) for _ in range(stalled_n)]))
+
+
+def issue42_attack_process(port, seconds, refused_n, refused_mib, stalled_n, stalled_mib, nice,
+                           out):
+    """`issue42_attacks` in a process of its own (see --same-process), its counts sent back."""
+    os.nice(nice)
+    stats = {"refusals": 0, "refusal_bytes": 0, "stalled_closed": 0}
+    end = time.monotonic() + seconds
+    asyncio.run(issue42_attacks(port, end, stats, refused_n, refused_mib, stalled_n, stalled_mib))
+    out.put(stats)
+
+
 async def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
@@ -157,6 +211,15 @@ async def main():
     ap.add_argument("--refused-mib", type=int, default=16)
     ap.add_argument("--stalled", type=int, default=4, help="clients stalling large frames")
     ap.add_argument("--stalled-mib", type=int, default=8)
+    ap.add_argument("--attackers-nice", type=int, default=0,
+                    help="issue42: the nice value of the attackers' process (on a network they "
+                         "run on machines of their own; here their CPU is the normal client's)")
+    ap.add_argument("--guard-args", default="", help="more arguments for the guard, e.g. "
+                    "'--threads 4'")
+    ap.add_argument("--same-process", action="store_true",
+                    help="issue42: run the attackers in this process's event loop, beside the "
+                         "normal client and the fake broker (as before), not in a process of "
+                         "their own")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -175,8 +238,9 @@ async def main():
         "--deny-unclean", "--max-buffered-bytes", args.budget]
     guard = subprocess.Popen(
         [args.bin, "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{broker_port}",
-         "--protect-topic", "payments", "--audit-log", audit] + extra,
+         "--protect-topic", "payments", "--audit-log", audit] + extra + args.guard_args.split(),
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    attackers = None
     try:
         line = guard.stdout.readline()
         port = int(line.split()[1].rsplit(":", 1)[1])
@@ -249,36 +313,6 @@ async def main():
                 stats["peak_fds"] = max(stats["peak_fds"], fd_count(guard.pid))
                 await asyncio.sleep(0.2)
 
-        async def refused(request: bytes):
-            # One large refused request after the other, each answer read whole.
-            while time.monotonic() < end:
-                try:
-                    r, w = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
-                    while time.monotonic() < end:
-                        w.write(request)
-                        await w.drain()
-                        size = struct.unpack(">i", await r.readexactly(4))[0]
-                        await r.readexactly(size)
-                        stats["refusals"] += 1
-                        stats["refusal_bytes"] += size + 4
-                    w.close()
-                except (OSError, asyncio.IncompleteReadError, ConnectionError):
-                    await asyncio.sleep(0.05)
-
-        async def stalled(part: bytes):
-            # A 64 MiB frame announced, part of it sent, then nothing until the guard closes.
-            while time.monotonic() < end:
-                try:
-                    r, w = await connect()
-                    w.write(part)
-                    await w.drain()
-                    got = await asyncio.wait_for(r.read(1), timeout=max(0.1, end - time.monotonic()))
-                    if got == b"":
-                        stats["stalled_closed"] += 1
-                    w.close()
-                except (OSError, asyncio.TimeoutError, ConnectionError):
-                    await asyncio.sleep(0.05)
-
         slow_frame = elect_leaders_v2(1)
         large = struct.pack(">i", 100_000_000) + struct.pack(">hhi", 0, 3, 1)
         tasks = [normal(), sample()]
@@ -287,14 +321,22 @@ async def main():
             tasks += [trickle(slow_frame, "slow_closed", 1.0) for _ in range(500)]
             tasks += [trickle(large, "large_closed", 0) for _ in range(100)]
         elif args.attacks == "issue42":
-            refusal = unclean_election_v2(1, args.refused_mib)
-            head = struct.pack(">i", 64 << 20) + struct.pack(">hhi", 0, 3, 1)
-            part = head + bytes((args.stalled_mib << 20) - len(head))
-            tasks += [refused(refusal) for _ in range(args.refused)]
-            tasks += [stalled(part) for _ in range(args.stalled)]
+            counts = (args.refused, args.refused_mib, args.stalled, args.stalled_mib)
+            if args.same_process:
+                tasks.append(issue42_attacks(port, end, stats, *counts))
+            else:
+                ctx = multiprocessing.get_context("spawn")
+                out = ctx.Queue()
+                attackers = ctx.Process(target=issue42_attack_process,
+                                        args=(port, args.seconds, *counts,
+                                              args.attackers_nice, out))
+                attackers.start()
         started = time.monotonic()
         await asyncio.gather(*tasks)
         elapsed = time.monotonic() - started
+        if attackers is not None:
+            stats.update(await asyncio.to_thread(out.get, timeout=60))
+            attackers.join(timeout=10)
         peak_rss = proc_status(guard.pid, "VmHWM")
         if args.no_idle:
             def pct(xs, p):
@@ -336,6 +378,8 @@ async def main():
         print(f"guard: RSS per idle connection {(after - before) / 1000:.1f} KiB "
               f"({before} -> {after} kB for 1,000)")
     finally:
+        if attackers is not None and attackers.is_alive():
+            attackers.kill()
         guard.terminate()
         try:
             guard.wait(timeout=10)
