@@ -10,7 +10,8 @@
 //!   reads any request's API key, version and correlation id, [`peek_response`] any
 //!   response's correlation id.
 //! - [`InFlight`] pairs the responses of a connection with their requests, whatever their
-//!   API ([`api_name`] names them), so a response is parsed with its request's version.
+//!   API ([`ApiKey`] names them, from Kafka's table of API keys), so a response is parsed
+//!   with its request's version.
 //! - [`parse_request`] and [`parse_response`] parse one frame into an
 //!   [`ElectLeadersRequest`] or an [`ElectLeadersResponse`].
 //! - Errors ([`Error`]) are small `Copy` values naming the field and the byte offset.
@@ -45,6 +46,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod api_key;
 #[cfg(feature = "arbitrary")]
 mod arbitrary;
 #[cfg(feature = "tokio")]
@@ -74,6 +76,7 @@ mod version;
 mod wire;
 mod write;
 
+pub use api_key::ApiKey;
 #[cfg(feature = "arbitrary")]
 #[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
 pub use arbitrary::{
