@@ -1,6 +1,6 @@
-//! A Kafka connection carries every API, not only ElectLeaders: every API key is named here,
-//! and [`InFlight`] pairs each response with the request it answers, so that a response is
-//! parsed with its request's version.
+//! A Kafka connection carries every API, not only ElectLeaders: every API key is named (by
+//! [`ApiKey`](crate::ApiKey)), and [`InFlight`] pairs each response with the request it
+//! answers, so that a response is parsed with its request's version.
 //!
 //! ```
 //! use kafka_elect_leaders::{api_name, peek_request, peek_response, InFlight};
@@ -22,136 +22,28 @@
 //! assert!(in_flight.is_empty());
 //! ```
 
+use crate::api_key::ApiKey;
 use crate::frame::RequestPeek;
 use crate::version::{API_KEY, MAX_VERSION, MIN_VERSION};
 
-/// Apache Kafka's API keys, by key: the names of Kafka's `ApiKeys` (kafka-clients 4.4).
-const API_NAMES: [&str; 95] = [
-    "Produce",
-    "Fetch",
-    "ListOffsets",
-    "Metadata",
-    "LeaderAndIsr",
-    "StopReplica",
-    "UpdateMetadata",
-    "ControlledShutdown",
-    "OffsetCommit",
-    "OffsetFetch",
-    "FindCoordinator",
-    "JoinGroup",
-    "Heartbeat",
-    "LeaveGroup",
-    "SyncGroup",
-    "DescribeGroups",
-    "ListGroups",
-    "SaslHandshake",
-    "ApiVersions",
-    "CreateTopics",
-    "DeleteTopics",
-    "DeleteRecords",
-    "InitProducerId",
-    "OffsetForLeaderEpoch",
-    "AddPartitionsToTxn",
-    "AddOffsetsToTxn",
-    "EndTxn",
-    "WriteTxnMarkers",
-    "TxnOffsetCommit",
-    "DescribeAcls",
-    "CreateAcls",
-    "DeleteAcls",
-    "DescribeConfigs",
-    "AlterConfigs",
-    "AlterReplicaLogDirs",
-    "DescribeLogDirs",
-    "SaslAuthenticate",
-    "CreatePartitions",
-    "CreateDelegationToken",
-    "RenewDelegationToken",
-    "ExpireDelegationToken",
-    "DescribeDelegationToken",
-    "DeleteGroups",
-    "ElectLeaders",
-    "IncrementalAlterConfigs",
-    "AlterPartitionReassignments",
-    "ListPartitionReassignments",
-    "OffsetDelete",
-    "DescribeClientQuotas",
-    "AlterClientQuotas",
-    "DescribeUserScramCredentials",
-    "AlterUserScramCredentials",
-    "Vote",
-    "BeginQuorumEpoch",
-    "EndQuorumEpoch",
-    "DescribeQuorum",
-    "AlterPartition",
-    "UpdateFeatures",
-    "Envelope",
-    "FetchSnapshot",
-    "DescribeCluster",
-    "DescribeProducers",
-    "BrokerRegistration",
-    "BrokerHeartbeat",
-    "UnregisterBroker",
-    "DescribeTransactions",
-    "ListTransactions",
-    "AllocateProducerIds",
-    "ConsumerGroupHeartbeat",
-    "ConsumerGroupDescribe",
-    "ControllerRegistration",
-    "GetTelemetrySubscriptions",
-    "PushTelemetry",
-    "AssignReplicasToDirs",
-    "ListConfigResources",
-    "DescribeTopicPartitions",
-    "ShareGroupHeartbeat",
-    "ShareGroupDescribe",
-    "ShareFetch",
-    "ShareAcknowledge",
-    "AddRaftVoter",
-    "RemoveRaftVoter",
-    "UpdateRaftVoter",
-    "InitializeShareGroupState",
-    "ReadShareGroupState",
-    "WriteShareGroupState",
-    "DeleteShareGroupState",
-    "ReadShareGroupStateSummary",
-    "StreamsGroupHeartbeat",
-    "StreamsGroupDescribe",
-    "DescribeShareGroupOffsets",
-    "AlterShareGroupOffsets",
-    "DeleteShareGroupOffsets",
-    "StreamsGroupTopologyDescriptionUpdate",
-    "UnregisterController",
-];
-
 /// The name Apache Kafka gives an API key (`18` is `"ApiVersions"`, `43`
-/// `"ElectLeaders"`), or `None` for a key Kafka 4.4 does not define.
+/// `"ElectLeaders"`), or `None` for a key Kafka 4.4 does not define: a thin wrapper over
+/// [`ApiKey::name`], kept for the callers that hold a bare `i16`.
 ///
 /// ```
 /// use kafka_elect_leaders::api_name;
 /// assert_eq!(api_name(3), Some("Metadata"));
 /// assert_eq!(api_name(-1), None);
 /// ```
-pub fn api_name(api_key: i16) -> Option<&'static str> {
-    usize::try_from(api_key)
-        .ok()
-        .and_then(|key| API_NAMES.get(key))
-        .copied()
+pub const fn api_name(api_key: i16) -> Option<&'static str> {
+    ApiKey(api_key).name()
 }
-
-/// The newest version of each API key that Apache Kafka 4.4 reads, by key; for the keys 4.x
-/// no longer serves (inter-broker APIs of the ZooKeeper era), the newest version they had.
-const API_LATEST: [i16; 95] = [
-    13, 18, 11, 13, 7, 4, 8, 3, 10, 10, 6, 9, 4, 5, 5, 6, 5, 1, 5, 7, 6, 2, 6, 4, 5, 4, 5, 2, 6, 3,
-    3, 3, 4, 2, 2, 5, 2, 3, 3, 2, 2, 3, 3, 2, 1, 1, 0, 0, 1, 1, 0, 0, 2, 1, 1, 2, 3, 2, 0, 1, 2, 0,
-    4, 2, 0, 0, 2, 0, 1, 1, 0, 0, 0, 0, 1, 0, 1, 1, 2, 2, 1, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 0, 0, 0,
-    0,
-];
 
 /// Whether a request header with this API key and version could have been sent by a Kafka
 /// client or broker: the key is one Kafka defines, the version between 0 and the newest
 /// Kafka 4.4 knows for that key. Tools use it to tell a request of another API from bytes
-/// that are not a request at all (a response read as a request, or garbage).
+/// that are not a request at all (a response read as a request, or garbage). A thin
+/// wrapper over [`ApiKey::knows_version`].
 ///
 /// ```
 /// use kafka_elect_leaders::is_known_request;
@@ -159,11 +51,8 @@ const API_LATEST: [i16; 95] = [
 /// assert!(!is_known_request(18, 99));
 /// assert!(!is_known_request(1000, 0));
 /// ```
-pub fn is_known_request(api_key: i16, api_version: i16) -> bool {
-    usize::try_from(api_key)
-        .ok()
-        .and_then(|key| API_LATEST.get(key))
-        .is_some_and(|&latest| (0..=latest).contains(&api_version))
+pub const fn is_known_request(api_key: i16, api_version: i16) -> bool {
+    ApiKey(api_key).knows_version(api_version)
 }
 
 /// What is kept of a request until its response comes back.
@@ -351,7 +240,6 @@ mod tests {
 
     #[test]
     fn known_requests() {
-        assert_eq!(API_LATEST.len(), API_NAMES.len());
         assert!(is_known_request(43, 0) && is_known_request(43, 2) && !is_known_request(43, 3));
         assert!(is_known_request(0, 13) && !is_known_request(0, 14));
         assert!(!is_known_request(-1, 0) && !is_known_request(95, 0) && !is_known_request(3, -1));

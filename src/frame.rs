@@ -340,6 +340,35 @@ where
     }
 }
 
+/// Runs `fields` over the bytes after the size prefix of `buf`, which holds the start of a
+/// frame or all of it (bytes after the frame's end are not given to `fields`). A field cut
+/// by the end of `buf` while the frame goes on is [`ErrorKind::Incomplete`] with the exact
+/// number of bytes missing; one that runs past the frame's end is malformed. Offsets count
+/// from the start of `buf`.
+pub(crate) fn parse_prefix<'a, T>(
+    buf: &'a [u8],
+    fields: impl FnOnce(usize, &'a [u8]) -> PResult<'a, T>,
+) -> Result<T, Error> {
+    let size = read_size(buf, usize::MAX)?;
+    let frame_end = SIZE_PREFIX_LEN.saturating_add(size);
+    let end = frame_end.min(buf.len());
+    match fields(end, &buf[SIZE_PREFIX_LEN..end]) {
+        Ok((_, value)) => Ok(value),
+        Err(e) => {
+            let e = wire::into_error(e, end);
+            match e.kind {
+                // The bytes given stop before the frame does: more of them will come.
+                ErrorKind::UnexpectedEnd { needed } if end < frame_end => Err(Error::new(
+                    ErrorKind::Incomplete { needed },
+                    e.field,
+                    e.offset,
+                )),
+                _ => Err(e),
+            }
+        }
+    }
+}
+
 /// Runs `body` over the bytes after the size prefix of `input`, which must be exactly one
 /// frame. Fewer bytes than the size prefix promises (or a cut size prefix) is
 /// [`ErrorKind::Incomplete`] with the exact number of bytes missing, whatever field they

@@ -10,7 +10,11 @@
 //!   reads any request's API key, version and correlation id, [`peek_response`] any
 //!   response's correlation id.
 //! - [`InFlight`] pairs the responses of a connection with their requests, whatever their
-//!   API ([`api_name`] names them), so a response is parsed with its request's version.
+//!   API ([`ApiKey`] names them, from Kafka's table of API keys), so a response is parsed
+//!   with its request's version.
+//! - [`read_request_header`] reads the header of a request of any API, laid out as Kafka's
+//!   table says for its key and version; [`never_answered`] tells a request Kafka never
+//!   answers (a Produce with `acks` 0), so that pairing does not wait for it.
 //! - [`parse_request`] and [`parse_response`] parse one frame into an
 //!   [`ElectLeadersRequest`] or an [`ElectLeadersResponse`].
 //! - Errors ([`Error`]) are small `Copy` values naming the field and the byte offset.
@@ -45,6 +49,8 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+mod any_header;
+mod api_key;
 #[cfg(feature = "arbitrary")]
 mod arbitrary;
 #[cfg(feature = "tokio")]
@@ -64,6 +70,7 @@ mod list;
 #[cfg(feature = "arbitrary")]
 mod mutate;
 mod owned;
+mod produce;
 mod request;
 mod response;
 mod rewrite;
@@ -74,6 +81,8 @@ mod version;
 mod wire;
 mod write;
 
+pub use any_header::{read_request_header, AnyRequestHeader};
+pub use api_key::ApiKey;
 #[cfg(feature = "arbitrary")]
 #[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
 pub use arbitrary::{
@@ -97,6 +106,7 @@ pub use list::{Int32Iter, Int32List, List, ListIter};
 #[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
 pub use mutate::{mutate_bytes, mutate_request, mutate_response, Mutant, MutateError, Mutation};
 pub use owned::{FrameStorage, OwnedParseError, OwnedRequest, OwnedResponse};
+pub use produce::{never_answered, peek_produce, ProducePeek};
 pub use request::{
     parse_request, visit_request, ElectLeadersRequest, RequestVisitor, TopicPartitions,
 };

@@ -10,10 +10,10 @@ use std::hint::black_box;
 
 use common::{load_corpus, patch, walk_request, walk_response, Kind};
 use kafka_elect_leaders::{
-    parse_request, parse_response, peek_request, split_frame, split_frame_with_max,
-    ElectLeadersRequestData, ElectLeadersResponseData, ElectionType, EncodeRequest, EncodeResponse,
-    ErrorCode, Frames, PartitionResultData, ReplicaElectionResultData, TaggedFieldData,
-    TopicPartitionsData,
+    never_answered, parse_request, parse_response, peek_produce, peek_request, read_request_header,
+    split_frame, split_frame_with_max, ElectLeadersRequestData, ElectLeadersResponseData,
+    ElectionType, EncodeRequest, EncodeResponse, ErrorCode, Frames, PartitionResultData,
+    ReplicaElectionResultData, TaggedFieldData, TopicPartitionsData,
 };
 
 struct CountingAllocator;
@@ -141,6 +141,33 @@ fn parsing_and_walking_every_frame_allocates_nothing() {
         n, 0,
         "allocations while parsing, walking, splitting, peeking"
     );
+    black_box(sum);
+}
+
+/// The header of any request, and a Produce's acks, read without allocating.
+#[test]
+fn reading_any_request_header_and_produce_acks_allocates_nothing() {
+    let corpus = load_corpus();
+    // Produce v9 (flexible): client id "c", no tagged field, null transactional id,
+    // acks 0, timeout 1500 ms.
+    let produce: Vec<u8> = [0, 0, 0, 19, 0, 0, 0, 9, 0, 0, 0, 1, 0, 1, b'c', 0, 0, 0, 0]
+        .into_iter()
+        .chain(1500i32.to_be_bytes())
+        .collect();
+    let mut sum = 0u64;
+    let n = allocations_in(|| {
+        for frame in corpus.iter().filter(|f| f.is_request()) {
+            let (header, body) = read_request_header(black_box(&frame.bytes[..])).unwrap();
+            sum ^= (header.body_offset + body.len() + header.tagged_fields.len()) as u64;
+            sum ^= u64::from(never_answered(black_box(&frame.bytes[..])));
+        }
+        let peek = peek_produce(black_box(&produce)).unwrap();
+        sum ^= peek.acks as u64;
+        sum ^= u64::from(never_answered(black_box(&produce)));
+        sum ^= u64::from(never_answered(black_box(&produce[..10])));
+    });
+    assert_eq!(n, 0);
+    assert!(never_answered(&produce));
     black_box(sum);
 }
 

@@ -1148,6 +1148,53 @@ fn encode_takes_the_members_decode_adds_for_queries() {
     }
 }
 
+/// The error codes Kafka 4.4 added last (134-136): a response carrying them, top-level and
+/// per partition, that `encode` wrote from the numbers.
+const KAFKA_4_4_CODES: [(i16, &str); 3] = [
+    (134, "GROUP_DELETION_FAILED"),
+    (135, "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"),
+    (136, "CONTROLLER_ID_NOT_REGISTERED"),
+];
+
+fn kafka_4_4_codes_response(code: i16) -> Vec<u8> {
+    let json = format!(
+        r#"{{"kind":"response","api_version":1,"error_code":{code},"replica_election_results":[{{"topic":"t","partition_result":[{{"partition_id":0,"error_code":{code}}}]}}]}}"#
+    );
+    let out = run(&["encode"], json.as_bytes());
+    assert_ok(&out);
+    out.stdout
+}
+
+/// `decode` names the error codes of Kafka 4.4's `Errors` up to the last one.
+#[test]
+fn decode_names_the_newest_kafka_error_codes() {
+    for (code, name) in KAFKA_4_4_CODES {
+        let decoded = run(
+            &["decode", "--response", "--version", "1"],
+            &kafka_4_4_codes_response(code),
+        );
+        assert_ok(&decoded);
+        let object: Value = serde_json::from_str(stdout(&decoded).trim()).unwrap();
+        assert_eq!(object["error_code"], code);
+        assert_eq!(object["error_name"], name);
+        let partition = &object["replica_election_results"][0]["partition_result"][0];
+        assert_eq!(partition["error_name"], name);
+    }
+}
+
+/// `encode` takes the names of Kafka 4.4's newest error codes for their codes.
+#[test]
+fn encode_takes_the_newest_kafka_error_names() {
+    for (code, name) in KAFKA_4_4_CODES {
+        let json = format!(
+            r#"{{"kind":"response","api_version":1,"error_name":"{name}","replica_election_results":[{{"topic":"t","partition_result":[{{"partition_id":0,"error_name":"{name}"}}]}}]}}"#
+        );
+        let named = run(&["encode"], json.as_bytes());
+        assert_ok(&named);
+        assert_eq!(named.stdout, kafka_4_4_codes_response(code), "{name}");
+    }
+}
+
 #[test]
 fn encode_accepts_names_of_error_codes_and_election_types() {
     let pairs = [

@@ -11,13 +11,16 @@
 //!   Fetch's `max_wait_ms`, JoinGroup's rebalance timeout (the session timeout at v0). The
 //!   guard's request timeout starts after that wait, as Kafka's clients add it to theirs.
 //!
-//! Only these few fields are read, by hand, right after the request header: a `Produce` is
-//! on the hot path of every producer and the rest of it (the records) is never looked at;
-//! decoding the whole request with a general Kafka library would allocate for every topic
-//! for one field. Whatever cannot be read is taken as "an answer is owed, no extra wait":
-//! the broker will refuse such a request, and answer it.
+//! Only these few fields are read, right after the request header: a `Produce` is on the
+//! hot path of every producer and the rest of it (the records) is never looked at; decoding
+//! the whole request with a general Kafka library would allocate for every topic for one
+//! field. The header and a Produce's acks are the codec's reading (shared with the capture
+//! reader); Fetch's and JoinGroup's waits are read here. Whatever cannot be read is taken as
+//! "an answer is owed, no extra wait": the broker will refuse such a request, and answer it.
 
 use std::time::Duration;
+
+use kafka_elect_leaders::{peek_produce, read_request_header, ApiKey};
 
 /// What the broker owes one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,66 +40,36 @@ impl Default for Owed {
     }
 }
 
-const PRODUCE: i16 = 0;
-const FETCH: i16 = 1;
-const JOIN_GROUP: i16 = 11;
-const ELECT_LEADERS: i16 = kafka_elect_leaders::API_KEY;
-/// The first Produce version with a `transactional_id` before `acks`.
-const PRODUCE_TRANSACTIONAL_ID_FROM: i16 = 3;
-
-/// The first version of each API with flexible (compact, tagged) encodings, which also
-/// switches the request header to the version with tagged fields.
-fn first_flexible(api_key: i16) -> Option<i16> {
-    match api_key {
-        PRODUCE => Some(9),
-        FETCH => Some(12),
-        JOIN_GROUP => Some(6),
-        _ => None,
-    }
-}
-
 /// What the broker owes the request in `frame` (size prefix included), whose header says
 /// `api_key` and `api_version`. For ElectLeaders, whose body the guard parses anyway, pass
-/// its `timeout_ms` as `elect_timeout_ms`.
+/// its `timeout_ms` as `elect_timeout_ms`. The header, and a Produce's acks, are read by the
+/// codec ([`read_request_header`], [`peek_produce`]): the capture reader reads them there
+/// too.
 pub fn owed(frame: &[u8], api_key: i16, api_version: i16, elect_timeout_ms: i32) -> Owed {
-    if api_key == ELECT_LEADERS {
-        return Owed {
+    match ApiKey(api_key) {
+        ApiKey::ELECT_LEADERS => Owed {
             answer: true,
             wait: millis(elect_timeout_ms),
-        };
-    }
-    let Some(flexible_from) = first_flexible(api_key) else {
-        return Owed::default();
-    };
-    let flexible = api_version >= flexible_from;
-    let read = |r: &mut Reader<'_>| -> Option<Owed> {
-        r.skip(4 + 2 + 2 + 4)?; // size, api key, api version, correlation id
-        r.skip_string()?; // client_id: a nullable int16-length string in every header
-        if flexible {
-            r.skip_tagged_fields()?;
-        }
-        match api_key {
-            PRODUCE => {
-                if api_version >= PRODUCE_TRANSACTIONAL_ID_FROM {
-                    r.skip_body_string(flexible)?; // transactional_id
+        },
+        ApiKey::PRODUCE => match peek_produce(frame) {
+            Ok(produce) => Owed {
+                answer: produce.acks != 0,
+                wait: millis(produce.timeout_ms),
+            },
+            Err(_) => Owed::default(),
+        },
+        key @ (ApiKey::FETCH | ApiKey::JOIN_GROUP) => {
+            let Ok((header, body)) = read_request_header(frame) else {
+                return Owed::default();
+            };
+            let flexible = header.header_version >= 2;
+            let read = |r: &mut Reader<'_>| -> Option<Duration> {
+                if key == ApiKey::FETCH {
+                    if api_version < 15 {
+                        r.skip(4)?; // replica_id, moved into a tagged field at v15
+                    }
+                    return Some(millis(r.int32()?));
                 }
-                let acks = r.int16()?;
-                let timeout_ms = r.int32()?;
-                Some(Owed {
-                    answer: acks != 0,
-                    wait: millis(timeout_ms),
-                })
-            }
-            FETCH => {
-                if api_version < 15 {
-                    r.skip(4)?; // replica_id, moved into a tagged field at v15
-                }
-                Some(Owed {
-                    answer: true,
-                    wait: millis(r.int32()?),
-                })
-            }
-            JOIN_GROUP => {
                 r.skip_body_string(flexible)?; // group_id
                 let session_timeout_ms = r.int32()?;
                 let rebalance_timeout_ms = if api_version >= 1 {
@@ -104,15 +77,13 @@ pub fn owed(frame: &[u8], api_key: i16, api_version: i16, elect_timeout_ms: i32)
                 } else {
                     session_timeout_ms
                 };
-                Some(Owed {
-                    answer: true,
-                    wait: millis(rebalance_timeout_ms),
-                })
-            }
-            _ => None,
+                Some(millis(rebalance_timeout_ms))
+            };
+            read(&mut Reader::new(body))
+                .map_or_else(Owed::default, |wait| Owed { answer: true, wait })
         }
-    };
-    read(&mut Reader::new(frame)).unwrap_or_default()
+        _ => Owed::default(),
+    }
 }
 
 /// A wait in milliseconds as sent; negative ones wait for nothing.
@@ -201,6 +172,11 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PRODUCE: i16 = ApiKey::PRODUCE.0;
+    const FETCH: i16 = ApiKey::FETCH.0;
+    const JOIN_GROUP: i16 = ApiKey::JOIN_GROUP.0;
+    const ELECT_LEADERS: i16 = ApiKey::ELECT_LEADERS.0;
 
     /// A request frame: size prefix, header (client id "c", tagged fields when flexible),
     /// then `body`.

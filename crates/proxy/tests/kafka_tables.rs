@@ -7,75 +7,26 @@
 //! always has them.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use kafka_elect_leaders_proxy::apis::{door_of, Class, DOORS};
 use serde_json::Value;
 
-/// One line on the real stderr (libtest captures `eprintln!` of passing tests).
-fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-fn have(tool: &str, arg: &str) -> bool {
-    Command::new(tool)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Kafka's tables, one JSON value per line; `None` when Java or Maven is missing.
+/// Kafka's tables, one JSON value per line (read by the testkit, shared with the codec's
+/// `tests/kafka_tables.rs`); `None` when Java or Maven is missing.
 fn tables() -> Option<&'static [Value]> {
     static TABLES: OnceLock<Option<Vec<Value>>> = OnceLock::new();
-    TABLES.get_or_init(read_tables).as_deref()
-}
-
-fn read_tables() -> Option<Vec<Value>> {
-    if std::env::var_os("KEL_SKIP_JAVA").is_some() {
-        say("kafka_tables: skipped: KEL_SKIP_JAVA is set");
-        return None;
-    }
-    if !have("java", "-version") || !have("mvn", "-v") {
-        say("kafka_tables: skipped: needs `java` (17+) and `mvn` on PATH to read Kafka's tables");
-        return None;
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java");
-    let out = Command::new("mvn")
-        .args(["-q", "-B", "package", "-DskipTests"])
-        .current_dir(&dir)
-        .output()
-        .expect("mvn runs");
-    assert!(
-        out.status.success(),
-        "building interop/java with Maven failed (set KEL_SKIP_JAVA=1 to skip):\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let deps = std::fs::read_to_string(dir.join("target/classpath.txt"))
-        .expect("interop/java/target/classpath.txt");
-    let classes: PathBuf = dir.join("target/classes");
-    let classpath = format!("{}:{}", classes.display(), deps.trim());
-    let out = Command::new("java")
-        .args(["-cp", &classpath, "interop.KafkaTables"])
-        .output()
-        .expect("java runs");
-    assert!(
-        out.status.success(),
-        "interop.KafkaTables failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = String::from_utf8(out.stdout).expect("UTF-8");
-    Some(
-        lines
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("JSON"))
-            .collect(),
-    )
+    TABLES
+        .get_or_init(|| {
+            let lines = kafka_elect_leaders_testkit::kafka_tables()?;
+            Some(
+                lines
+                    .iter()
+                    .map(|l| serde_json::from_str(l).expect("JSON"))
+                    .collect(),
+            )
+        })
+        .as_deref()
 }
 
 /// Kafka's `ApiKeys`: key -> (name, cluster action, listeners).

@@ -9,6 +9,8 @@
 //!   `examples/profile.rs`.
 //! - [`modules`]: the check that a crate's modules have no import circle, which every
 //!   crate's `tests/modules.rs` runs.
+//! - [`kafka_tables`](mod@kafka_tables): Apache Kafka's `ApiKeys`, `Errors` and
+//!   `TopicConfig`, read from kafka-clients by `interop/java` (skipped without Java).
 //! - [`traps`]: inputs that make a search of arbitrary bytes work as hard as it can.
 //!
 //! It depends on nothing but std, so every crate of the workspace, the codec included, can
@@ -19,6 +21,8 @@
 pub mod corpus;
 pub use corpus::*;
 pub mod floors;
+pub mod kafka_tables;
+pub use kafka_tables::kafka_tables;
 pub mod modules;
 pub mod pcap;
 pub mod traps;

@@ -8,11 +8,12 @@
 use std::collections::{HashMap, VecDeque};
 
 use kafka_elect_leaders::{
-    api_name, peek_request, peek_response, split_frame_with_max, Pending, DEFAULT_MAX_FRAME_SIZE,
+    api_name, never_answered, peek_request, peek_response, split_frame_with_max, Pending,
+    DEFAULT_MAX_FRAME_SIZE,
 };
 
 use super::framing::{find_boundary, Dir};
-use super::in_flight::{never_answered, Waiting};
+use super::in_flight::Waiting;
 use super::item::{Asked, Found, Item, Note, Origin, Role, What};
 use super::pairing::{
     hand_on, in_doubt, must_wait, release_front, release_held, settle_front, Budget, Conn, Doubt,
@@ -372,7 +373,7 @@ fn drain(
                         time: origin.time,
                         index: origin.index,
                     };
-                    if never_answered(&frame, pending) {
+                    if never_answered(&frame) {
                         // Kafka sends nothing back: nothing to wait for.
                         waits = false;
                     } else if let Err(full) = {

@@ -2,6 +2,8 @@
 //! versions the guard reads): the bottom of the policy, which everything else in it names.
 //! (The APIs only brokers send, which the guard never forwards, are `crate::apis`'.)
 
+use kafka_elect_leaders::ApiKey;
+
 /// The APIs the policy reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Api {
@@ -44,30 +46,22 @@ impl Api {
 
     /// Its API key.
     pub fn key(self) -> i16 {
-        match self {
-            Api::CreateTopics => 19,
-            Api::DeleteTopics => 20,
-            Api::DeleteRecords => 21,
-            Api::AlterConfigs => 33,
-            Api::CreatePartitions => 37,
-            Api::IncrementalAlterConfigs => 44,
-            Api::AlterPartitionReassignments => 45,
-            Api::UnregisterBroker => 64,
-        }
+        let key = match self {
+            Api::CreateTopics => ApiKey::CREATE_TOPICS,
+            Api::DeleteTopics => ApiKey::DELETE_TOPICS,
+            Api::DeleteRecords => ApiKey::DELETE_RECORDS,
+            Api::AlterConfigs => ApiKey::ALTER_CONFIGS,
+            Api::CreatePartitions => ApiKey::CREATE_PARTITIONS,
+            Api::IncrementalAlterConfigs => ApiKey::INCREMENTAL_ALTER_CONFIGS,
+            Api::AlterPartitionReassignments => ApiKey::ALTER_PARTITION_REASSIGNMENTS,
+            Api::UnregisterBroker => ApiKey::UNREGISTER_BROKER,
+        };
+        key.0
     }
 
-    /// Kafka's name of the API.
+    /// Kafka's name of the API, from the codec's table of API keys.
     pub fn name(self) -> &'static str {
-        match self {
-            Api::CreateTopics => "CreateTopics",
-            Api::DeleteTopics => "DeleteTopics",
-            Api::DeleteRecords => "DeleteRecords",
-            Api::AlterConfigs => "AlterConfigs",
-            Api::CreatePartitions => "CreatePartitions",
-            Api::IncrementalAlterConfigs => "IncrementalAlterConfigs",
-            Api::AlterPartitionReassignments => "AlterPartitionReassignments",
-            Api::UnregisterBroker => "UnregisterBroker",
-        }
+        ApiKey(self.key()).name().unwrap_or("unknown")
     }
 
     /// The newest version the guard reads (the broker's ApiVersions answer is capped to it,
@@ -85,17 +79,12 @@ impl Api {
         }
     }
 
-    /// The first flexible version (compact encodings, tagged fields, header v2).
+    /// The first flexible version (compact encodings, tagged fields, header v2): Kafka's,
+    /// from the codec's table of API keys (every API here has one).
     pub fn first_flexible(self) -> i16 {
-        match self {
-            Api::CreateTopics => 5,
-            Api::DeleteTopics => 4,
-            Api::DeleteRecords => 2,
-            Api::AlterConfigs => 2,
-            Api::CreatePartitions => 2,
-            Api::IncrementalAlterConfigs => 1,
-            Api::AlterPartitionReassignments | Api::UnregisterBroker => 0,
-        }
+        ApiKey(self.key())
+            .first_flexible_version()
+            .unwrap_or(i16::MAX)
     }
 
     /// The oldest version the guard reads: Kafka 4's (older ones were removed in 4.0, and a
