@@ -1,33 +1,71 @@
-//! The guard as a pipeline of filters: the connection core (`conn`) moves frames, owns the
+//! The guard as a chain of filters: the connection core (`conn`) moves frames, owns the
 //! budgets, the timeouts, the order of answers and the closes, and knows no API beyond
-//! what pairing needs; every concern that reads a request or an answer is a [`Filter`],
-//! registered in one place ([`Filters::builtin`]), each in its own module under
-//! `filters/`.
+//! what pairing needs; every concern that reads a request or an answer is a [`Filter`].
+//! The guard's own are public values ([`crate::builtin`]) an embedder places in its chain
+//! before, after or between its own, or leaves out ([`Filters::builtin`] is all of them,
+//! in their order).
 //!
-//! A filter says which API keys it reads, per direction; the core hands it only those
-//! frames, in the order the filters were registered:
+//! A filter says which API keys it reads, per direction; the core hands it those frames,
+//! in the order of the chain:
 //!
-//! - a **request** goes through the filters that read its API key until one of them
-//!   decides ([`OnRequest`]): forward it (or another frame in its place, whose answer a
-//!   [`Respond`] then writes), answer it on the broker's behalf, or close the connection.
-//!   When no filter decides, the request is forwarded as it came. Before a filter sees a
-//!   request it may ask the core to wait ([`Filter::ready`], the audit queue's room), the
-//!   client's close watched meanwhile;
-//! - an **answer** the broker sent to a request forwarded as it came goes through the
-//!   filters that read its API key: each may read it, change it in place, or have the
-//!   rest of it spliced behind a new head ([`OnResponse::Splice`], the address rewrite),
-//!   which ends the chain. Answers written by the guard ([`Respond`]) go out as written.
+//! - a **request** goes through every filter that reads its API key, each deciding
+//!   ([`OnRequest`]): pass it on as it is; forward another frame in its place
+//!   ([`Forward`]: the next filters read that frame, and the broker's answer to it may go
+//!   to a [`Respond`] that writes the client's answer, nested when several filters did
+//!   so); answer it in the broker's place (the chain ends: nothing is forwarded); drop it
+//!   (neither forwarded nor answered); or close the connection with the filter's own
+//!   reason. After the last filter, the request (or the frame put in its place) goes to
+//!   the broker. Before a filter reads a request it may ask the core to wait
+//!   ([`Filter::ready`], room in the audit queue), the client's close watched meanwhile;
+//! - an **answer** the broker sent goes through every filter that reads its API key, in
+//!   the same order: each may read it, change it in place, or have the rest of it spliced
+//!   behind a new head ([`OnResponse::Splice`]: never copied when no later filter reads
+//!   it). Answers a filter wrote ([`Respond`]) go out as written.
 //!
 //! What a filter keeps to answer later counts against the connection's budget of requests
 //! kept and the guard's buffer budget ([`Config::max_buffered_bytes`]) until it is written:
 //! a [`Respond`] says how many bytes it holds.
 //!
-//! A new rule is one file: a type implementing [`Filter`], and a line in
-//! [`Filters::builtin`] (or, for an embedder, [`Filters::with`] on its
-//! [`Config`](crate::Config)). Filters are shared by every connection and decide from
-//! what the [`Session`] gives them (the connection, the principal, the policy in force,
-//! the audit log); one that needs state of its own per connection keeps it behind a lock.
-//! `examples/filter.rs` builds a guard with a filter of its own.
+//! **Sync, on purpose.** A filter's methods are plain functions, not futures: a decision
+//! reads the bytes in hand and the [`Session`], and must not wait on the network (the
+//! only wait is [`Filter::ready`], which the core runs with the client's close watched).
+//! That keeps a filter cheap where most frames are small, and lets the core move the
+//! decision on a large frame off the connection's thread (`heavy`) without the filter
+//! knowing. What a filter keeps across requests it keeps behind a lock or an atomic; per
+//! connection, keyed by [`Session::id`], dropped in [`Filter::closed`].
+//!
+//! A filter does what the built-ins do through its [`Session`]: an audit line through the
+//! guard's sink ([`Session::audit`], failing closed), a counter in the guard's metrics
+//! ([`Session::count`], [`Session::count_per_client`]). `examples/` holds three
+//! embedders that CI runs.
+//!
+//! ```
+//! use kafka_elect_leaders_proxy::filter::{OnRequest, Request, Session};
+//! use kafka_elect_leaders_proxy::{ApiKey, Config, Filter, Filters};
+//!
+//! /// Closes the connection of any client that sends DeleteTopics.
+//! struct NoDeleteTopics;
+//!
+//! impl Filter for NoDeleteTopics {
+//!     fn name(&self) -> &'static str {
+//!         "no-delete-topics"
+//!     }
+//!     fn reads_request(&self, api_key: i16) -> bool {
+//!         api_key == ApiKey::DELETE_TOPICS.0
+//!     }
+//!     fn request(&self, session: &Session, _: &mut Request) -> OnRequest {
+//!         session.count(self.name(), "refused", 1);
+//!         OnRequest::close("DeleteTopics is not allowed through this guard")
+//!     }
+//! }
+//!
+//! // The guard's own filters, then this one.
+//! let config = Config {
+//!     filters: Filters::builtin().with(NoDeleteTopics),
+//!     ..Config::default()
+//! };
+//! assert_eq!(config.filters.names().last(), Some(&"no-delete-topics"));
+//! ```
 //!
 //! [`Config::max_buffered_bytes`]: crate::Config::max_buffered_bytes
 
@@ -41,7 +79,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_elect_leaders::{Pending, RequestPeek};
 
 use crate::addresses::Addresses;
-use crate::audit::{Audit, AuditConnection, ConnInfo};
+use crate::audit::{Audit, AuditConnection, AuditError, ConnInfo};
 use crate::budget::SMALL_FRAME;
 use crate::close::{Close, CloseReason};
 use crate::identity::Identity;
@@ -89,6 +127,12 @@ pub trait Filter: Send + Sync + 'static {
         let _ = (session, request, answer);
         OnResponse::Pass
     }
+
+    /// The connection of `session` ended (however it ended): what the filter keeps for
+    /// it ([`Session::id`]) can go. Called once per connection, for every filter.
+    fn closed(&self, session: &Session) {
+        let _ = session;
+    }
 }
 
 /// One client connection, as the filters see it: cheap to clone, and owned, so that a
@@ -104,6 +148,8 @@ pub struct Session {
 
 /// What a [`Session`] holds.
 pub(crate) struct SessionParts {
+    /// The connection's number, unique for the guard's life.
+    pub(crate) id: u64,
     pub(crate) conn: ConnInfo,
     pub(crate) identity: Identity,
     /// The policy in force, replaced whole on reload.
@@ -135,6 +181,80 @@ impl Session {
         &self.parts.conn
     }
 
+    /// The connection's number: unique among the connections of this guard for its life
+    /// (the key of what a filter keeps per connection, until [`Filter::closed`]).
+    pub fn id(&self) -> u64 {
+        self.parts.id
+    }
+
+    /// Adds `by` to the guard's counter `elect_leaders_guard_filter_events_total` with the
+    /// labels `filter` and `event` (both chosen in the filter's code, so that the series
+    /// are few). Served at `/metrics` when the guard serves metrics; nothing otherwise.
+    pub fn count(&self, filter: &'static str, event: &'static str, by: u64) {
+        self.parts.metrics.filter_event(filter, event, by);
+    }
+
+    /// [`Session::count`] per client address: `elect_leaders_guard_filter_client_events_total`
+    /// with a `client` label too (the client's IP address). The first
+    /// [`MAX_CLIENT_SERIES`](crate::MAX_CLIENT_SERIES) addresses get a series of
+    /// their own, any later one is counted as `other`: a label a client chooses (its
+    /// address) cannot grow the registry without bound.
+    pub fn count_per_client(&self, filter: &'static str, event: &'static str, by: u64) {
+        let client = self.parts.conn.client.ip();
+        self.parts
+            .metrics
+            .filter_client_event(filter, event, client, by);
+    }
+
+    /// Writes an audit line through the guard's sink, counted against this client's
+    /// share of the audit queue and the guard's buffer budget like the built-ins' lines:
+    /// `{"time", "kind": "filter", "rule": rule, "verdict", "client", "listener",
+    /// "upstream", "principal", "api_key", "api", "api_version", "correlation_id",
+    /// "details"}`. `details` is the filter's own (any JSON). An error means the line was
+    /// not written (the log fails or is stalled, no room, or the line is longer than
+    /// [`MAX_LINE`](crate::audit::MAX_LINE)): a filter that refuses only what it can audit
+    /// refuses the request then, as the built-ins do (fail closed). Wait for room first
+    /// with [`Session::audit_ready`] in [`Filter::ready`].
+    pub fn audit(
+        &self,
+        rule: &str,
+        request: &RequestPeek,
+        verdict: &str,
+        details: serde_json::Value,
+    ) -> Result<(), AuditError> {
+        let conn = &self.parts.conn;
+        let key = kafka_elect_leaders::ApiKey(request.api_key);
+        let mut line = serde_json::json!({
+            "time": crate::diag::rfc3339_now(),
+            "kind": "filter",
+            "rule": rule,
+            "verdict": verdict,
+            "client": conn.client.to_string(),
+            "listener": conn.listener.to_string(),
+            "upstream": conn.upstream.to_string(),
+            "principal": self.principal(),
+            "api_key": request.api_key,
+            "api": key.name(),
+            "api_version": request.api_version,
+            "correlation_id": request.correlation_id,
+            "details": details,
+        })
+        .to_string();
+        line.push('\n');
+        if line.len() > crate::audit::MAX_LINE {
+            return Err(AuditError::TooLarge);
+        }
+        self.parts.audit.record_line(line)
+    }
+
+    /// Done when this client's share of the audit queue has room for a line (or when
+    /// waiting longer would not give it: the log fails or is stalled, and
+    /// [`Session::audit`] then says so). What a filter that audits returns from
+    /// [`Filter::ready`].
+    pub fn audit_ready(&self) -> Wait<'_> {
+        Box::pin(self.parts.audit.ready())
+    }
+
     /// The principal the broker takes this client as, when the guard knows it (from the
     /// client's certificate or a SASL exchange the broker accepted).
     pub fn principal(&self) -> Option<String> {
@@ -164,6 +284,14 @@ impl Request {
     pub(crate) fn new(frame: BytesMut, peek: RequestPeek) -> Request {
         Request {
             frame: Held::Read(frame),
+            peek,
+        }
+    }
+
+    /// The frame a filter forwarded in the request's place, as the next filter reads it.
+    pub(crate) fn forwarded(frame: Bytes, peek: RequestPeek) -> Request {
+        Request {
+            frame: Held::Kept(frame),
             peek,
         }
     }
@@ -213,6 +341,14 @@ pub(crate) enum Frame {
 }
 
 impl Frame {
+    /// The frame's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Frame::Mut(frame) => frame,
+            Frame::Shared(frame) => frame,
+        }
+    }
+
     /// The frame in a buffer of its own, to change in place: shared bytes are taken over
     /// when nothing else holds them, copied otherwise.
     fn make_mut(&mut self) -> &mut BytesMut {
@@ -244,20 +380,34 @@ impl Frame {
 
 /// What becomes of a request.
 pub enum OnRequest {
-    /// Not this filter's to decide: the next filter reads it; after the last, it is
-    /// forwarded as it came.
+    /// On to the next filter as it is; after the last, it is forwarded.
     Pass,
-    /// Forward it, or another frame in its place.
+    /// On to the next filter as this frame (the request itself, from [`Request::keep`], or
+    /// another in its place); after the last, it is forwarded.
     Forward(Forward),
-    /// Answer it on the broker's behalf, in its turn; nothing is forwarded.
+    /// Answer it on the broker's behalf, in its turn: the chain ends, nothing is
+    /// forwarded. (An earlier filter's [`Forward::merged_by`] writes the client's answer
+    /// from this one, as it would from the broker's.)
     Answer(Respond),
+    /// Neither forwarded nor answered: the chain ends, and the client waits for an answer
+    /// that will not come (its own request timeout ends the wait). Counted in
+    /// `elect_leaders_guard_filter_drops_total`.
+    Drop,
     /// Close the connection; nothing of this request is forwarded.
     Close(Close),
 }
 
 impl OnRequest {
-    /// Closes the connection for a request that must never reach the broker.
+    /// Closes the connection for a request this filter refuses: counted as closed by
+    /// `refused` (and in `elect_leaders_guard_filter_closes_total` under the filter's
+    /// name), the reason in the guard's log.
     pub fn close(why: impl Into<String>) -> OnRequest {
+        OnRequest::Close(Close::of(CloseReason::Refused, why))
+    }
+
+    /// Closes the connection for a request that is not a Kafka request as it claims:
+    /// counted as closed by `malformed`.
+    pub fn malformed(why: impl Into<String>) -> OnRequest {
         OnRequest::Close(Close::of(CloseReason::Malformed, why))
     }
 }
@@ -358,6 +508,42 @@ impl Respond {
     }
 }
 
+impl Respond {
+    /// The answer `outer` writes from what `inner` writes: `outer` merges the broker's
+    /// answer to a frame its filter forwarded in the request's place, and a later filter
+    /// answered that frame itself (`inner`), or forwarded another frame in its place with
+    /// a merge of its own. Holds what both hold; when the budget cannot give the bytes of
+    /// both answers at once, `outer`'s short answer is written, without `inner`'s.
+    pub(crate) fn nest(outer: Respond, inner: Respond) -> Respond {
+        let (outer_write, inner_write) = (outer.write, inner.write);
+        let write = move |broker: Option<&[u8]>, out: &mut BytesMut| -> Result<(), Close> {
+            let middle = match inner_write {
+                Answered::Frame(frame) => frame,
+                Answered::Later(write) => {
+                    let mut middle = BytesMut::new();
+                    write(broker, &mut middle)?;
+                    middle.freeze()
+                }
+            };
+            match outer_write {
+                Answered::Frame(frame) => {
+                    out.extend_from_slice(&frame);
+                    Ok(())
+                }
+                Answered::Later(write) => write(Some(&middle), out),
+            }
+        };
+        Respond {
+            holds: outer.holds.saturating_add(inner.holds),
+            write: Answered::Later(Box::new(write)),
+            answer: outer.answer.saturating_add(inner.answer),
+            bounded: outer.bounded.map(|bounded| -> Write {
+                Box::new(move |_: Option<&[u8]>, out: &mut BytesMut| bounded(None, out))
+            }),
+        }
+    }
+}
+
 impl fmt::Debug for Respond {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Respond")
@@ -370,13 +556,42 @@ impl fmt::Debug for Respond {
 /// The broker's answer to a request forwarded as it came, as response filters read it.
 pub struct Answer {
     frame: Frame,
+    /// A splice a filter asked for ([`OnResponse::Splice`]), not made yet: made by the
+    /// core as the answer is written (the tail never copied), or here when a later filter
+    /// reads the answer.
+    splice: Option<(BytesMut, usize)>,
 }
 
 impl Answer {
     pub(crate) fn new(frame: BytesMut) -> Answer {
         Answer {
             frame: Frame::Mut(frame),
+            splice: None,
         }
+    }
+
+    /// The splice a filter asked for, once the next filter is to read the answer: the
+    /// head, then the rest of the answer from `tail_from`, in one buffer.
+    pub(crate) fn settle(&mut self) {
+        if let Some((mut head, tail_from)) = self.splice.take() {
+            let frame = match &self.frame {
+                Frame::Mut(frame) => &frame[..],
+                Frame::Shared(frame) => &frame[..],
+            };
+            head.extend_from_slice(frame.get(tail_from..).unwrap_or_default());
+            self.frame = Frame::Mut(head);
+        }
+    }
+
+    /// Asks for a splice (see [`OnResponse::Splice`]), after any earlier one is made.
+    pub(crate) fn splice(&mut self, head: BytesMut, tail_from: usize) {
+        self.settle();
+        self.splice = Some((head, tail_from));
+    }
+
+    /// What the client gets: the frame, or a head and the frame's tail from an offset.
+    pub(crate) fn into_parts(self) -> (Frame, Option<(BytesMut, usize)>) {
+        (self.frame, self.splice)
     }
 
     /// The frame, size prefix included.
@@ -397,7 +612,9 @@ impl Answer {
         self.frame.make_shared()
     }
 
-    pub(crate) fn into_frame(self) -> Frame {
+    #[cfg(test)]
+    pub(crate) fn into_frame(mut self) -> Frame {
+        self.settle();
         self.frame
     }
 }
@@ -408,7 +625,8 @@ pub enum OnResponse {
     /// the client.
     Pass,
     /// The client gets `head` (size prefix included, counting the whole answer), then
-    /// the broker's answer from `tail_from` on, never copied. Ends the chain.
+    /// the broker's answer from `tail_from` on: never copied, unless a later filter reads
+    /// the answer (it then reads the spliced answer, in one buffer).
     Splice {
         /// What the client gets first, size prefix included.
         head: BytesMut,
@@ -473,6 +691,11 @@ impl Filters {
             requests,
             responses,
         }
+    }
+
+    /// Every filter, in order.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<dyn Filter>> + '_ {
+        self.filters.iter()
     }
 
     /// The names of the filters, in order.
@@ -614,6 +837,7 @@ pub(crate) mod testing {
             OnRequest::Pass => "pass",
             OnRequest::Forward(_) => "forward",
             OnRequest::Answer(_) => "answer",
+            OnRequest::Drop => "drop",
             OnRequest::Close(_) => "close",
         }
     }

@@ -140,7 +140,28 @@ pub use config::{
 };
 pub use file::{ConfigFile, FileError};
 pub use filter::{Filter, Filters};
+/// Kafka's tables and the headers a filter reads, from the codec: one dependency is enough
+/// to write a filter.
+pub use kafka_elect_leaders::{ApiKey, ErrorCode, Pending, RequestPeek};
+
+/// The guard's own filters, as values an embedder places in its chain ([`Filters::with`])
+/// before, after or between its own, or leaves out. [`Filters::builtin`] is all of them, in
+/// this order: [`Doors`](builtin::Doors), [`FollowerFetch`](builtin::FollowerFetch),
+/// [`Sasl`](builtin::Sasl), [`Leadership`](builtin::Leadership),
+/// [`ElectLeaders`](builtin::ElectLeaders), [`ApiVersions`](builtin::ApiVersions),
+/// [`Addresses`](builtin::Addresses).
+///
+/// Leaving one out leaves its door open: without `Doors`, the APIs only brokers send reach
+/// the broker; without `Sasl`, rules that name a principal see none; without
+/// `ApiVersions` and `Addresses`, clients learn the brokers' own addresses and leave the
+/// guard. A filter placed before `Sasl` sees no principal yet.
+pub mod builtin {
+    pub use crate::filters::{
+        Addresses, ApiVersions, Doors, ElectLeaders, FollowerFetch, Leadership, Sasl,
+    };
+}
 pub use merge::Overrides;
+pub use metrics::MAX_CLIENT_SERIES;
 pub use metrics_listener::{
     MetricsLimits, DEFAULT_METRICS_CONNECTIONS, DEFAULT_METRICS_HEADER_TIMEOUT,
     DEFAULT_METRICS_WRITE_TIMEOUT,

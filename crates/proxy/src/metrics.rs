@@ -62,6 +62,29 @@ struct Reason {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FilterLabel {
+    filter: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FilterEvent {
+    filter: &'static str,
+    event: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FilterClientEvent {
+    filter: &'static str,
+    event: &'static str,
+    client: String,
+}
+
+/// Client addresses with series of their own in a filter's per-client counters
+/// ([`Session::count_per_client`](crate::filter::Session::count_per_client)); later ones
+/// are counted as `other`.
+pub const MAX_CLIENT_SERIES: usize = 256;
+
 type Histograms = Family<Api, Histogram, fn() -> Histogram>;
 
 fn round_trip_histogram() -> Histogram {
@@ -97,6 +120,12 @@ pub struct Metrics {
     audit_failures: Counter,
     round_trip: Histograms,
     rewrites: Counter,
+    filter_events: Family<FilterEvent, Counter>,
+    filter_client_events: Family<FilterClientEvent, Counter>,
+    /// The client addresses with series of their own, at most [`MAX_CLIENT_SERIES`].
+    filter_clients: Mutex<std::collections::HashSet<std::net::IpAddr>>,
+    filter_closes: Family<FilterLabel, Counter>,
+    filter_drops: Family<FilterLabel, Counter>,
     /// The last decisions, newest last, for the status page.
     recent: Mutex<VecDeque<Recent>>,
 }
@@ -148,6 +177,11 @@ impl Metrics {
             audit_failures: Counter::default(),
             round_trip: Family::new_with_constructor(round_trip_histogram),
             rewrites: Counter::default(),
+            filter_events: Family::default(),
+            filter_client_events: Family::default(),
+            filter_clients: Mutex::default(),
+            filter_closes: Family::default(),
+            filter_drops: Family::default(),
             recent: Mutex::new(VecDeque::with_capacity(RECENT)),
             registry: Registry::default(),
         };
@@ -235,6 +269,27 @@ impl Metrics {
             "Broker answers whose broker addresses were rewritten",
             metrics.rewrites.clone(),
         );
+        registry.register(
+            "filter_events",
+            "What a filter counted (Session::count), by filter and event",
+            metrics.filter_events.clone(),
+        );
+        registry.register(
+            "filter_client_events",
+            "What a filter counted per client address (Session::count_per_client), by filter, \
+             event and client (the first 256 addresses; later ones as other)",
+            metrics.filter_client_events.clone(),
+        );
+        registry.register(
+            "filter_closes",
+            "Connections a filter closed, by filter",
+            metrics.filter_closes.clone(),
+        );
+        registry.register(
+            "filter_drops",
+            "Requests a filter dropped (neither forwarded nor answered), by filter",
+            metrics.filter_drops.clone(),
+        );
         Metrics {
             registry,
             ..metrics
@@ -264,6 +319,68 @@ impl Metrics {
                 api: api_name(api_key),
             })
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// A filter's own counter ([`Session::count`](crate::filter::Session::count)).
+    pub fn filter_event(&self, filter: &'static str, event: &'static str, by: u64) {
+        if !self.enabled {
+            return;
+        }
+        self.filter_events
+            .get_or_create(&FilterEvent { filter, event })
+            .inc_by(by);
+    }
+
+    /// A filter's own counter per client address, the first [`MAX_CLIENT_SERIES`]
+    /// addresses by name, later ones as `other`.
+    pub fn filter_client_event(
+        &self,
+        filter: &'static str,
+        event: &'static str,
+        client: std::net::IpAddr,
+        by: u64,
+    ) {
+        if !self.enabled {
+            return;
+        }
+        let named = {
+            let mut clients = self
+                .filter_clients
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            clients.contains(&client)
+                || (clients.len() < MAX_CLIENT_SERIES && clients.insert(client))
+        };
+        let client = if named {
+            client.to_string()
+        } else {
+            "other".to_owned()
+        };
+        self.filter_client_events
+            .get_or_create(&FilterClientEvent {
+                filter,
+                event,
+                client,
+            })
+            .inc_by(by);
+    }
+
+    /// A connection a filter closed.
+    pub fn filter_closed(&self, filter: &'static str) {
+        if self.enabled {
+            self.filter_closes
+                .get_or_create(&FilterLabel { filter })
+                .inc();
+        }
+    }
+
+    /// A request a filter dropped.
+    pub fn filter_dropped(&self, filter: &'static str) {
+        if self.enabled {
+            self.filter_drops
+                .get_or_create(&FilterLabel { filter })
+                .inc();
+        }
     }
 
     /// An answer whose broker addresses were rewritten.

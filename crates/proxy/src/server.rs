@@ -474,6 +474,7 @@ impl Shared {
             metrics: Arc::new(metrics),
             filters: config.filters.clone(),
             heavy: crate::heavy::Heavy::per_core(),
+            next_connection: std::sync::atomic::AtomicU64::new(1),
             policy: Arc::new(RwLock::new(Arc::new(config.policy.clone()))),
             audit: Arc::new(audit),
             max_frame_size: config.max_frame_size,

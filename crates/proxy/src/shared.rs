@@ -48,6 +48,8 @@ pub struct Shared {
     pub filters: Filters,
     /// The work on large frames: off the connection threads, one job a core at once.
     pub(crate) heavy: Heavy,
+    /// The number the next connection's session takes ([`Session::id`]).
+    pub(crate) next_connection: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -71,7 +73,11 @@ impl Session {
     /// whose connections share `shared`. Here rather than in `filter.rs`, which names no
     /// part of the guard above it.
     pub(crate) fn new(conn: ConnInfo, identity: Identity, shared: &Shared) -> Self {
+        let id = shared
+            .next_connection
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Session::of(SessionParts {
+            id,
             conn,
             identity,
             policy: shared.policy.clone(),

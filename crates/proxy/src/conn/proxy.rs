@@ -96,6 +96,12 @@ where
     let held = Arc::new(Semaphore::new(budget));
     let activity = Activity::new();
     let session = Session::new(*conn, identity, shared);
+    // Every filter hears of the connection's end, however it ends (a return, an error, or
+    // this future dropped).
+    let _closed = Closed {
+        filters: &shared.filters,
+        session: &session,
+    };
     let requests = requests(
         from_client,
         to_upstream,
@@ -139,5 +145,19 @@ where
         () = grace(&mut shutdown) => Err(Close::of(CloseReason::Stop,
             "the proxy is stopping and answers are still due after the grace period",
         )),
+    }
+}
+
+/// Tells every filter that the connection ended ([`crate::Filter::closed`]) when dropped.
+struct Closed<'a> {
+    filters: &'a crate::Filters,
+    session: &'a Session,
+}
+
+impl Drop for Closed<'_> {
+    fn drop(&mut self) {
+        for filter in self.filters.all() {
+            filter.closed(self.session);
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! request (or what a filter put in its place). Answers are the response pump's.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt};
 use kafka_elect_leaders::{peek_request, CodecError};
@@ -16,9 +17,19 @@ use super::slot::{keep, send_slot, Slot};
 use super::timers::{until, Activity};
 use crate::budget::SMALL_FRAME;
 use crate::close::{Close, CloseReason};
-use crate::filter::{Filter, Frame, OnRequest, Request, Session};
+use crate::filter::{Filter, Frame, OnRequest, Request, Respond, Session};
 use crate::owed::owed;
 use crate::shared::Shared;
+
+/// Where a request's chain of filters ended.
+enum End {
+    /// After the last filter: forwarded (as it came, or as a filter put it).
+    Forward,
+    /// A filter answers it.
+    Answer(Respond),
+    /// A filter dropped it.
+    Drop,
+}
 
 /// What woke the wait for the client's next frame, besides the frame.
 enum Wake {
@@ -118,10 +129,15 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             )
         })?;
         shared.metrics.frame(peek.api_key, "request", frame.len());
-        // The filters that read this API key, in order, until one decides.
+        // Every filter that reads this API key, in order, until one answers, drops or
+        // closes; a filter that forwards another frame hands it to the next.
         let api_key = peek.api_key;
         let mut request = Request::new(frame, peek);
-        let mut outcome = OnRequest::Pass;
+        let mut end = End::Forward;
+        // The merges of filters that forwarded another frame, outermost first, and the
+        // longest wait a forwarded frame asked the broker for.
+        let mut merges: Vec<Respond> = Vec::new();
+        let mut wait = Duration::ZERO;
         if filters.reads_request(api_key) {
             // A large frame holds a share of the budget: its filters decide off the
             // worker (see `decide_off_worker`).
@@ -130,7 +146,7 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                 if let Some(wait) = filter.ready(session, &peek) {
                     or_gone!(wait);
                 }
-                outcome = if heavy {
+                let outcome = if heavy {
                     let decided = decide_off_worker(shared, filter, session, request);
                     let (decided, back) = or_gone!(decided)?;
                     request = back;
@@ -138,34 +154,38 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                 } else {
                     filter.request(session, &mut request)
                 };
-                if !matches!(outcome, OnRequest::Pass) {
-                    break;
+                match outcome {
+                    OnRequest::Pass => {}
+                    OnRequest::Forward(forwarded) => {
+                        wait = wait.max(forwarded.wait);
+                        merges.extend(forwarded.merge);
+                        request = Request::forwarded(forwarded.frame, peek);
+                    }
+                    OnRequest::Answer(answer) => {
+                        end = End::Answer(answer);
+                        break;
+                    }
+                    OnRequest::Drop => {
+                        shared.metrics.filter_dropped(filter.name());
+                        end = End::Drop;
+                        break;
+                    }
+                    OnRequest::Close(close) => {
+                        shared.metrics.filter_closed(filter.name());
+                        return Err(close);
+                    }
                 }
             }
         }
+        // The merges, each writing its answer from the next one's (the last from the
+        // broker's answer, or from a filter's own).
+        let merges = merges.into_iter().rev();
         let sent = Instant::now();
-        match outcome {
-            OnRequest::Pass => {
-                let owed = owed(request.frame(), api_key, peek.api_version, 0);
-                if owed.answer {
-                    let slot = Slot::Forwarded {
-                        pending: peek.into(),
-                        sent,
-                        due: sent + owed.wait + shared.request_timeout,
-                        merge: None,
-                    };
-                    or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
-                }
-                match request.into_frame() {
-                    Frame::Mut(frame) => or_gone!(forward(&mut to_upstream, frame)),
-                    Frame::Shared(frame) => or_gone!(forward(&mut to_upstream, frame)),
-                }
-                .map_err(&upstream_write)?;
-            }
-            OnRequest::Forward(forwarded) => {
-                drop(request);
-                let owed = owed(&forwarded.frame, api_key, peek.api_version, 0);
-                let merge = match forwarded.merge {
+        match end {
+            End::Forward => {
+                let frame = request.into_frame();
+                let owed = owed(frame.bytes(), api_key, peek.api_version, 0);
+                let merge = match merges.reduce(|inner, outer| Respond::nest(outer, inner)) {
                     Some(merge) => Some(or_gone!(keep(
                         &held,
                         &mut to_upstream,
@@ -180,19 +200,24 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                     let slot = Slot::Forwarded {
                         pending: peek.into(),
                         sent,
-                        due: sent + owed.wait.max(forwarded.wait) + shared.request_timeout,
+                        due: sent + owed.wait.max(wait) + shared.request_timeout,
                         merge,
                     };
                     or_gone!(send_slot(&slots, &mut to_upstream, slot))?;
                 }
-                or_gone!(forward(&mut to_upstream, forwarded.frame)).map_err(&upstream_write)?;
+                match frame {
+                    Frame::Mut(frame) => or_gone!(forward(&mut to_upstream, frame)),
+                    Frame::Shared(frame) => or_gone!(forward(&mut to_upstream, frame)),
+                }
+                .map_err(&upstream_write)?;
             }
-            OnRequest::Answer(answer) => {
+            End::Answer(answer) => {
                 drop(request);
+                let answer = merges.fold(answer, |inner, outer| Respond::nest(outer, inner));
                 let kept = or_gone!(keep(&held, &mut to_upstream, shared, answer, share.take()))?;
                 or_gone!(send_slot(&slots, &mut to_upstream, Slot::Local(kept)))?;
             }
-            OnRequest::Close(close) => return Err(close),
+            End::Drop => drop(request),
         }
         drop(share);
     }

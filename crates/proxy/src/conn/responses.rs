@@ -190,28 +190,33 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                         break;
                     }
                     let mut answer = Answer::new(frame);
-                    let mut splice = None;
                     if filters.reads_response(pending.api_key) {
                         for filter in filters.for_response(pending.api_key) {
+                            // A splice an earlier filter asked for is made before this one
+                            // reads the answer.
+                            answer.settle();
                             match filter.response(session, pending, &mut answer) {
                                 OnResponse::Pass => {}
                                 OnResponse::Splice { head, tail_from } => {
-                                    splice = Some((head, tail_from));
-                                    break;
+                                    answer.splice(head, tail_from);
                                 }
-                                OnResponse::Close(close) => return Err(close),
+                                OnResponse::Close(close) => {
+                                    shared.metrics.filter_closed(filter.name());
+                                    return Err(close);
+                                }
                             }
                         }
                     }
-                    match splice {
-                        Some((head, tail_from)) => {
-                            let frame = answer.frame_bytes().clone();
+                    match answer.into_parts() {
+                        (frame, Some((head, tail_from))) => {
+                            let frame = match frame {
+                                Frame::Mut(frame) => frame.freeze(),
+                                Frame::Shared(frame) => frame,
+                            };
                             forward_spliced(&mut to_client, head, tail_from, &frame).await
                         }
-                        None => match answer.into_frame() {
-                            Frame::Mut(frame) => forward(&mut to_client, frame).await,
-                            Frame::Shared(frame) => forward(&mut to_client, frame).await,
-                        },
+                        (Frame::Mut(frame), None) => forward(&mut to_client, frame).await,
+                        (Frame::Shared(frame), None) => forward(&mut to_client, frame).await,
                     }
                     .map_err(&client_write)?;
                     break;

@@ -8,7 +8,12 @@ use kafka_elect_leaders::Pending;
 use crate::addresses::Addresses as Routes;
 use crate::filter::{Answer, Filter, OnResponse, Session};
 
-pub(crate) struct Addresses;
+/// Rewrites the brokers' addresses in the answers that carry them (Metadata,
+/// FindCoordinator, DescribeCluster, DescribeQuorum, and the KIP-951 node endpoints of
+/// Produce, Fetch, ShareFetch and ShareAcknowledge) to the guard's listeners, so that
+/// clients never leave the guard.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Addresses;
 
 impl Filter for Addresses {
     fn name(&self) -> &'static str {

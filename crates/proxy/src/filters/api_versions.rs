@@ -7,7 +7,10 @@ use crate::diag::log;
 use crate::filter::{Answer, Filter, OnResponse, Session};
 use crate::versions::{cap_elect_leaders, API_VERSIONS};
 
-pub(crate) struct ApiVersions;
+/// Caps the broker's ApiVersions answer to the versions the guard reads (ElectLeaders, and
+/// every API whose answer carries broker addresses).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ApiVersions;
 
 impl Filter for ApiVersions {
     fn name(&self) -> &'static str {

@@ -21,7 +21,10 @@ use crate::close::{Close, CloseReason};
 use crate::diag::log;
 use crate::filter::{Filter, OnRequest, Request, Session};
 
-pub(crate) struct Doors;
+/// Closes, under any rule, every API the guard never forwards (those only brokers and
+/// controllers send, and keys the guard has no decision for): `crate::apis`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Doors;
 
 impl Filter for Doors {
     fn name(&self) -> &'static str {

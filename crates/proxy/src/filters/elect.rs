@@ -20,7 +20,9 @@ use crate::metrics::RecentDecision;
 use crate::owed::millis;
 use crate::policy::{Decision, Policy, Verdict};
 
-pub(crate) struct ElectLeaders;
+/// The ElectLeaders policy: refuses, trims or forwards each election, audited.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ElectLeaders;
 
 impl Filter for ElectLeaders {
     fn name(&self) -> &'static str {

@@ -21,7 +21,10 @@ use crate::filter::{Filter, OnRequest, Request, Session};
 /// Fetch's API key.
 const FETCH: i16 = 1;
 
-pub(crate) struct FollowerFetch;
+/// Closes a Fetch sent as a follower replica (a replica id of 0 or more): the leader would
+/// count that replica in sync.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FollowerFetch;
 
 impl Filter for FollowerFetch {
     fn name(&self) -> &'static str {

@@ -15,7 +15,11 @@ use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
 use crate::leadership::{self, Api};
 use crate::policy::Verdict;
 
-pub(crate) struct Leadership;
+/// The leadership-change policy on every API other than ElectLeaders that can change a
+/// partition's leader or lose acknowledged records (configs, reassignments, topic and
+/// record deletion), audited.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Leadership;
 
 impl Filter for Leadership {
     fn name(&self) -> &'static str {

@@ -9,6 +9,14 @@ mod follower;
 mod leadership;
 mod sasl;
 
+pub use addresses::Addresses;
+pub use api_versions::ApiVersions;
+pub use doors::Doors;
+pub use elect::ElectLeaders;
+pub use follower::FollowerFetch;
+pub use leadership::Leadership;
+pub use sasl::Sasl;
+
 use std::sync::Arc;
 
 use crate::filter::{Filter, Filters};

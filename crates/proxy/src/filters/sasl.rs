@@ -9,7 +9,10 @@ use crate::diag::log;
 use crate::filter::{Answer, Filter, OnRequest, OnResponse, Request, Respond, Session};
 use crate::identity::{Action, SASL_AUTHENTICATE};
 
-pub(crate) struct Sasl;
+/// Follows the SASL exchange to learn the principal the broker authenticated, for the rules
+/// that name principals.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sasl;
 
 impl Filter for Sasl {
     fn name(&self) -> &'static str {
