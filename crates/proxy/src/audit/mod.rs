@@ -122,6 +122,14 @@ pub enum AuditError {
     NoMemory,
 }
 
+impl std::fmt::Display for AuditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.reason())
+    }
+}
+
+impl std::error::Error for AuditError {}
+
 impl AuditError {
     /// Every kind, for what checks the reasons a refusal can give.
     pub const ALL: [AuditError; 4] = [
