@@ -7,9 +7,9 @@
 //! On the thread that runs the connection it held up every other connection of that
 //! thread (issue 42, item 5: two clients sending such requests back to back took another
 //! client's p99 from under 1 ms to 100 ms). Here it runs on the runtime's blocking pool,
-//! at most [`Heavy::per_core`] jobs at once, so that however many clients send large
-//! requests, the cores left over still run the small frames; the others wait their turn
-//! (first come, first served). A client's connection waits for its own job, so its
+//! at most one job a core but one at once ([`Heavy::per_core`]), so that however many
+//! clients send large requests, a core is left for the small frames; the others wait
+//! their turn (first come, first served). A client's connection waits for its own job, so its
 //! answers stay in order.
 //!
 //! Tried and left out: a lower scheduling priority (nice 10) for these jobs made no
@@ -44,9 +44,11 @@ impl Heavy {
         }
     }
 
-    /// One job a core at once.
+    /// One job a core at once, but one: a core is always left for the small frames (on
+    /// one core, one job).
     pub fn per_core() -> Heavy {
-        Heavy::new(std::thread::available_parallelism().map_or(1, usize::from))
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Heavy::new(cores.saturating_sub(1))
     }
 
     /// Runs `job` on the runtime's blocking pool when its turn comes, its result back when

@@ -46,7 +46,7 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// What reads each frame, in order.
     pub filters: Filters,
-    /// The work on large frames: off the connection threads, one job a core at once.
+    /// The work on large frames: off the connection threads, a core always left to the others.
     pub(crate) heavy: Heavy,
     /// The number the next connection's session takes ([`Session::id`]).
     pub(crate) next_connection: std::sync::atomic::AtomicU64,

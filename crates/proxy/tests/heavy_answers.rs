@@ -3,8 +3,8 @@
 //! (two clients sending large refused requests took another client's Metadata p50 from
 //! 0.6 ms to 177-304 ms). Now the filters' decision on a request larger than a small
 //! frame, and an answer whose request or whose own bytes are larger than a small frame,
-//! run off the connection's thread (on the runtime's blocking pool, one job a core at
-//! once), and the connection's answers still go out in the order of its requests.
+//! run off the connection's thread (on the runtime's blocking pool, a core always left
+//! to the others), and the connection's answers still go out in the order of its requests.
 //!
 //! The upstream is a fake broker that answers every request with its correlation id alone.
 //! No assertion here is on time: on which thread an answer was written, and in which order

@@ -223,10 +223,9 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
     }
 }
 
-/// A filter's decision on a large frame, off the connection's thread and at most one a
-/// core at once (`heavy`): on the connection's thread it held up every other connection
-/// of that thread (issue 42, item 5). The request moves there and
-/// back, not copied; the connection waits for the decision, so its requests stay in
+/// A filter's decision on a large frame, off the connection's thread, a core always left
+/// to the others (`heavy`): on the connection's thread it held up every other connection
+/// of that thread (issue 42, item 5). The request moves there and back, not copied; the connection waits for the decision, so its requests stay in
 /// order. A small frame is decided in place: the hop would cost more than the decision.
 async fn decide_off_worker(
     shared: &Shared,

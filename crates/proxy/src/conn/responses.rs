@@ -255,9 +255,9 @@ fn late(waiting: &VecDeque<Slot>, shared: &Shared) -> Close {
 /// the connection would keep the largest answer's allocation outside the budget).
 ///
 /// A heavy answer (its request, the answer or the broker's answer larger than a small
-/// frame) is written off the connection's thread, at most one a core at once (`heavy`):
-/// writing the refusal of a 16 MiB request on the worker held up every other connection
-/// on its thread (issue 42, item 5: another client's Metadata p50 went from 0.6 ms to
+/// frame) is written off the connection's thread, a core always left to the others
+/// (`heavy`): writing the refusal of a 16 MiB request on the worker held up every other
+/// connection on its thread (issue 42, item 5: another client's Metadata p50 went from 0.6 ms to
 /// 177-304 ms). The pump waits for it, so answers still go out in the order of the
 /// requests.
 async fn write_answer<W: AsyncWrite + Unpin>(
