@@ -94,6 +94,7 @@
 
 pub mod addresses;
 pub mod answer;
+mod answer_due;
 pub mod apis;
 pub mod audit;
 mod budget;
@@ -101,6 +102,7 @@ mod clients;
 mod close;
 mod config;
 mod conn;
+mod connection_threads;
 pub mod diag;
 pub mod file;
 pub mod filter;
@@ -111,15 +113,13 @@ pub mod leadership;
 mod merge;
 mod metrics;
 mod metrics_listener;
-mod owed;
 pub mod policy;
 mod reload;
 mod server;
-mod shards;
 mod shared;
 pub mod tls;
 mod versions;
-mod weaker;
+mod weakening;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.

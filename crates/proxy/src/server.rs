@@ -16,10 +16,10 @@ use crate::budget::Budget;
 use crate::config::MAX_CONNECTION_THREADS;
 use crate::config::{AuditTarget, Config, Route};
 use crate::conn;
+use crate::connection_threads::ConnectionThreads;
 use crate::diag::log;
 use crate::metrics::{Metrics, Refused};
 use crate::reload::Reloader;
-use crate::shards::Shards;
 use crate::shared::Shared;
 use crate::tls::{Tls, TlsError};
 
@@ -197,17 +197,18 @@ impl Guard {
     /// closed (or the grace period is over).
     pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
         let max_connections = self.max_connections;
-        let shards = match Shards::start(self.connection_threads.min(MAX_CONNECTION_THREADS)) {
-            Ok(shards) => Arc::new(shards),
-            Err(e) => {
-                log(format_args!(
-                    "cannot start {} connection threads ({e}): connections run on the \
+        let threads =
+            match ConnectionThreads::start(self.connection_threads.min(MAX_CONNECTION_THREADS)) {
+                Ok(threads) => Arc::new(threads),
+                Err(e) => {
+                    log(format_args!(
+                        "cannot start {} connection threads ({e}): connections run on the \
                      guard's runtime",
-                    self.connection_threads
-                ));
-                Arc::new(Shards::start(0).expect("no threads to start"))
-            }
-        };
+                        self.connection_threads
+                    ));
+                    Arc::new(ConnectionThreads::start(0).expect("no threads to start"))
+                }
+            };
         let (stop_tx, stop_rx) = watch::channel(false);
         let connections = Arc::new(Semaphore::new(max_connections));
         let mut accepting = Vec::new();
@@ -224,7 +225,7 @@ impl Guard {
                 connections.clone(),
                 max_connections,
                 self.shared.clone(),
-                shards.clone(),
+                threads.clone(),
                 stop_rx.clone(),
             )));
         }
@@ -258,7 +259,7 @@ impl Guard {
                         connections.clone(),
                         max_connections,
                         self.shared.clone(),
-                        shards.clone(),
+                        threads.clone(),
                         stop_rx.clone(),
                     )));
                 }
@@ -281,7 +282,7 @@ impl Guard {
             ));
         }
         // The connection threads end, and with them what still ran there.
-        drop(shards);
+        drop(threads);
         // The audit lines of the decisions made, and the last diagnostics, are written
         // before this returns (the program may exit right after).
         let shared = self.shared.clone();
@@ -318,7 +319,7 @@ async fn accept(
     connections: Arc<Semaphore>,
     max_connections: usize,
     shared: Arc<Shared>,
-    shards: Arc<Shards>,
+    threads: Arc<ConnectionThreads>,
     mut stop: watch::Receiver<bool>,
 ) {
     // One descriptor held back, to be able to refuse a client when all others are taken.
@@ -387,7 +388,7 @@ async fn accept(
                 continue;
             }
         };
-        shards.spawn(async move {
+        threads.spawn(async move {
             let client = match TcpStream::from_std(client) {
                 Ok(client) => client,
                 Err(e) => {

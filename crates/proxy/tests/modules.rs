@@ -24,8 +24,8 @@ fn proxy_module_graph_has_the_edges_it_should() {
     assert!(uses(&graph, "audit::sink", "audit::queue"));
     // `pub(crate) use crate::diag::log;` in audit/mod.rs
     assert!(uses(&graph, "audit", "diag"));
-    // `use crate::shards::Shards;` in server.rs
-    assert!(uses(&graph, "server", "shards"));
+    // `use crate::connection_threads::ConnectionThreads;` in server.rs
+    assert!(uses(&graph, "server", "connection_threads"));
     // The diagnostics are below the audit log, not above it.
     assert!(!uses(&graph, "diag", "audit"));
 }

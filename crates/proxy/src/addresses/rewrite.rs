@@ -18,9 +18,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
 use super::routes::Addresses;
+use crate::answer_due::Reader;
 use crate::audit::ConnInfo;
 use crate::diag::log;
-use crate::owed::Reader;
 
 /// Metadata's API key.
 pub const METADATA: i16 = 3;

@@ -15,10 +15,10 @@ use super::client_read::{unless_gone, ClientRead};
 use super::frames::{flush, forward, shrink, FromClient, ToPeer};
 use super::slot::{keep, send_slot, Slot};
 use super::timers::{until, Activity};
+use crate::answer_due::answer_due;
 use crate::budget::SMALL_FRAME;
 use crate::close::{Close, CloseReason};
 use crate::filter::{Filter, Frame, OnRequest, Request, Respond, Session};
-use crate::owed::owed;
 use crate::shared::Shared;
 
 /// Where a request's chain of filters ended.
@@ -184,7 +184,7 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         match end {
             End::Forward => {
                 let frame = request.into_frame();
-                let owed = owed(frame.bytes(), api_key, peek.api_version, 0);
+                let due = answer_due(frame.bytes(), api_key, peek.api_version, 0);
                 let merge = match merges.reduce(|inner, outer| Respond::nest(outer, inner)) {
                     Some(merge) => Some(or_gone!(keep(
                         &held,
@@ -196,11 +196,11 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                     None => None,
                 };
                 // A request a filter keeps to merge its answer is always answered.
-                if owed.answer || merge.is_some() {
+                if due.answer || merge.is_some() {
                     let slot = Slot::Forwarded {
                         pending: peek.into(),
                         sent,
-                        due: sent + owed.wait.max(wait) + shared.request_timeout,
+                        due: sent + due.wait.max(wait) + shared.request_timeout,
                         merge,
                     };
                     or_gone!(send_slot(&slots, &mut to_upstream, slot))?;

@@ -24,16 +24,16 @@ use kafka_elect_leaders::{peek_produce, read_request_header, ApiKey};
 
 /// What the broker owes one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Owed {
+pub struct AnswerDue {
     /// False only for a `Produce` with `acks=0`.
     pub answer: bool,
     /// How long the request lets the broker wait before it answers.
     pub wait: Duration,
 }
 
-impl Default for Owed {
-    fn default() -> Owed {
-        Owed {
+impl Default for AnswerDue {
+    fn default() -> AnswerDue {
+        AnswerDue {
             answer: true,
             wait: Duration::ZERO,
         }
@@ -45,22 +45,27 @@ impl Default for Owed {
 /// its `timeout_ms` as `elect_timeout_ms`. The header, and a Produce's acks, are read by the
 /// codec ([`read_request_header`], [`peek_produce`]): the capture reader reads them there
 /// too.
-pub fn owed(frame: &[u8], api_key: i16, api_version: i16, elect_timeout_ms: i32) -> Owed {
+pub fn answer_due(
+    frame: &[u8],
+    api_key: i16,
+    api_version: i16,
+    elect_timeout_ms: i32,
+) -> AnswerDue {
     match ApiKey(api_key) {
-        ApiKey::ELECT_LEADERS => Owed {
+        ApiKey::ELECT_LEADERS => AnswerDue {
             answer: true,
             wait: millis(elect_timeout_ms),
         },
         ApiKey::PRODUCE => match peek_produce(frame) {
-            Ok(produce) => Owed {
+            Ok(produce) => AnswerDue {
                 answer: produce.acks != 0,
                 wait: millis(produce.timeout_ms),
             },
-            Err(_) => Owed::default(),
+            Err(_) => AnswerDue::default(),
         },
         key @ (ApiKey::FETCH | ApiKey::JOIN_GROUP) => {
             let Ok((header, body)) = read_request_header(frame) else {
-                return Owed::default();
+                return AnswerDue::default();
             };
             let flexible = header.header_version >= 2;
             let read = |r: &mut Reader<'_>| -> Option<Duration> {
@@ -80,9 +85,9 @@ pub fn owed(frame: &[u8], api_key: i16, api_version: i16, elect_timeout_ms: i32)
                 Some(millis(rebalance_timeout_ms))
             };
             read(&mut Reader::new(body))
-                .map_or_else(Owed::default, |wait| Owed { answer: true, wait })
+                .map_or_else(AnswerDue::default, |wait| AnswerDue { answer: true, wait })
         }
-        _ => Owed::default(),
+        _ => AnswerDue::default(),
     }
 }
 
@@ -227,16 +232,16 @@ mod tests {
                         flexible,
                         &produce_body(flexible, id, acks),
                     );
-                    let owed = owed(&f, PRODUCE, version, 0);
-                    assert_eq!(owed.answer, acks != 0, "v{version} {id:?} acks={acks}");
-                    assert_eq!(owed.wait, Duration::from_millis(1500));
+                    let due = answer_due(&f, PRODUCE, version, 0);
+                    assert_eq!(due.answer, acks != 0, "v{version} {id:?} acks={acks}");
+                    assert_eq!(due.wait, Duration::from_millis(1500));
                 }
             }
         }
         // Before v3 there is no transactional id: acks come first.
         let mut old = 0i16.to_be_bytes().to_vec();
         old.extend(100i32.to_be_bytes());
-        assert!(!owed(&frame(PRODUCE, 2, false, &old), PRODUCE, 2, 0).answer);
+        assert!(!answer_due(&frame(PRODUCE, 2, false, &old), PRODUCE, 2, 0).answer);
     }
 
     #[test]
@@ -244,27 +249,42 @@ mod tests {
         let mut fetch = 5i32.to_be_bytes().to_vec(); // replica id
         fetch.extend(500i32.to_be_bytes());
         let f = frame(FETCH, 11, false, &fetch);
-        assert_eq!(owed(&f, FETCH, 11, 0).wait, Duration::from_millis(500));
+        assert_eq!(
+            answer_due(&f, FETCH, 11, 0).wait,
+            Duration::from_millis(500)
+        );
         let f = frame(FETCH, 15, true, &700i32.to_be_bytes());
-        assert_eq!(owed(&f, FETCH, 15, 0).wait, Duration::from_millis(700));
+        assert_eq!(
+            answer_due(&f, FETCH, 15, 0).wait,
+            Duration::from_millis(700)
+        );
 
         let mut join = vec![0, 1, b'g'];
         join.extend(10_000i32.to_be_bytes());
         join.extend(300_000i32.to_be_bytes());
         let f = frame(JOIN_GROUP, 5, false, &join);
-        assert_eq!(owed(&f, JOIN_GROUP, 5, 0).wait, Duration::from_secs(300));
+        assert_eq!(
+            answer_due(&f, JOIN_GROUP, 5, 0).wait,
+            Duration::from_secs(300)
+        );
         let f = frame(JOIN_GROUP, 0, false, &join[..7]);
-        assert_eq!(owed(&f, JOIN_GROUP, 0, 0).wait, Duration::from_secs(10));
+        assert_eq!(
+            answer_due(&f, JOIN_GROUP, 0, 0).wait,
+            Duration::from_secs(10)
+        );
         let mut compact = vec![2, b'g'];
         compact.extend(&join[3..]);
         let f = frame(JOIN_GROUP, 6, true, &compact);
-        assert_eq!(owed(&f, JOIN_GROUP, 6, 0).wait, Duration::from_secs(300));
+        assert_eq!(
+            answer_due(&f, JOIN_GROUP, 6, 0).wait,
+            Duration::from_secs(300)
+        );
 
         assert_eq!(
-            owed(&[], ELECT_LEADERS, 2, 60_000).wait,
+            answer_due(&[], ELECT_LEADERS, 2, 60_000).wait,
             Duration::from_secs(60)
         );
-        assert_eq!(owed(&[], ELECT_LEADERS, 2, -5).wait, Duration::ZERO);
+        assert_eq!(answer_due(&[], ELECT_LEADERS, 2, -5).wait, Duration::ZERO);
     }
 
     #[test]
@@ -272,16 +292,16 @@ mod tests {
         let f = frame(PRODUCE, 9, true, &produce_body(true, None, 0));
         for cut in 0..f.len() {
             assert_eq!(
-                owed(&f[..cut], PRODUCE, 9, 0),
-                Owed::default(),
+                answer_due(&f[..cut], PRODUCE, 9, 0),
+                AnswerDue::default(),
                 "cut at {cut}"
             );
         }
         // Other APIs: nothing is read.
-        assert_eq!(owed(&f, 3, 12, 0), Owed::default());
+        assert_eq!(answer_due(&f, 3, 12, 0), AnswerDue::default());
         // A huge tagged field count or varint does not loop or overflow.
         let mut bad = frame(PRODUCE, 9, false, &[]);
         bad.extend([0xff; 8]);
-        assert_eq!(owed(&bad, PRODUCE, 9, 0), Owed::default());
+        assert_eq!(answer_due(&bad, PRODUCE, 9, 0), AnswerDue::default());
     }
 }

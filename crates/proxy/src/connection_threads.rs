@@ -17,7 +17,7 @@ use tokio::runtime::{Builder, Handle};
 use tokio::sync::oneshot;
 
 /// The connection threads: spawned on in turn; ended when dropped.
-pub struct Shards {
+pub struct ConnectionThreads {
     threads: Vec<Shard>,
     next: AtomicUsize,
 }
@@ -28,9 +28,9 @@ struct Shard {
     _end: oneshot::Sender<()>,
 }
 
-impl Shards {
+impl ConnectionThreads {
     /// `n` threads, each with a runtime of its own (I/O and timers enabled).
-    pub fn start(n: usize) -> io::Result<Shards> {
+    pub fn start(n: usize) -> io::Result<ConnectionThreads> {
         let mut threads = Vec::with_capacity(n);
         for i in 0..n {
             let runtime = Builder::new_current_thread().enable_all().build()?;
@@ -45,7 +45,7 @@ impl Shards {
                 })?;
             threads.push(Shard { handle, _end: end });
         }
-        Ok(Shards {
+        Ok(ConnectionThreads {
             threads,
             next: AtomicUsize::new(0),
         })
@@ -73,11 +73,11 @@ mod tests {
 
     #[test]
     fn tasks_run_on_the_threads_in_turn_and_the_threads_end_when_dropped() {
-        let shards = Shards::start(2).unwrap();
+        let threads = ConnectionThreads::start(2).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         for _ in 0..4 {
             let tx = tx.clone();
-            shards.spawn(async move {
+            threads.spawn(async move {
                 // A timer: the thread's runtime has one.
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
                 tx.send(std::thread::current().name().map(str::to_owned))
@@ -95,13 +95,13 @@ mod tests {
                 "guard-conn-1"
             ]
         );
-        // A task still running when the shards are dropped is dropped with its thread.
+        // A task still running when the threads are dropped is dropped with its thread.
         let (alive_tx, alive_rx) = std::sync::mpsc::channel::<()>();
-        shards.spawn(async move {
+        threads.spawn(async move {
             let _alive = alive_tx;
             std::future::pending::<()>().await;
         });
-        drop(shards);
+        drop(threads);
         assert_eq!(
             alive_rx.recv_timeout(std::time::Duration::from_secs(10)),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
