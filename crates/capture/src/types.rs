@@ -225,6 +225,13 @@ pub struct Limits {
     /// The same, on all connections together. Default
     /// [`Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES`].
     pub in_flight_total_bytes: usize,
+    /// Bytes of frames held on all connections together, at most: frames in progress
+    /// (ElectLeaders frames are held whole until they end; a frame of another API only
+    /// for its head, [`crate::traffic::PASS_OVER_HEAD`] bytes, then passed over as it
+    /// streams by) and responses waiting for their requests. Past it the largest is let
+    /// go (passed over, or handed on unpaired) and named in a note. Default
+    /// [`Limits::DEFAULT_HELD_BYTES`].
+    pub held_bytes: usize,
 }
 
 impl Limits {
@@ -237,6 +244,10 @@ impl Limits {
     pub const DEFAULT_IN_FLIGHT_BYTES: usize = 1 << 20;
     /// The default in-flight budget of all connections together: 64 MiB.
     pub const DEFAULT_IN_FLIGHT_TOTAL_BYTES: usize = 64 << 20;
+    /// The default bound on the bytes of frames held on all connections: 128 MiB, room
+    /// for one frame of Kafka's largest default size (`socket.request.max.bytes`, 100 MiB)
+    /// and more.
+    pub const DEFAULT_HELD_BYTES: usize = 128 << 20;
 }
 
 impl Default for Limits {
@@ -246,6 +257,7 @@ impl Default for Limits {
             max_connections: Limits::DEFAULT_MAX_CONNECTIONS,
             in_flight_bytes: Limits::DEFAULT_IN_FLIGHT_BYTES,
             in_flight_total_bytes: Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES,
+            held_bytes: Limits::DEFAULT_HELD_BYTES,
         }
     }
 }

@@ -9,14 +9,15 @@ use std::collections::{HashMap, VecDeque};
 
 use kafka_elect_leaders::{
     api_name, peek_request, peek_response, split_frame_with_max, Pending, DEFAULT_MAX_FRAME_SIZE,
+    SIZE_PREFIX_LEN,
 };
 
-use super::framing::{find_boundary, Dir};
+use super::framing::{find_boundary, Dir, PASS_OVER_HEAD};
 use super::in_flight::{never_answered, Waiting};
 use super::item::{Asked, Found, Item, Note, Origin, Role, What};
 use super::pairing::{
     hand_on, in_doubt, must_wait, release_front, release_held, settle_front, Budget, Conn, Doubt,
-    Held, BEYOND_BOUND, HELD_RESPONSES, HELD_RESPONSE_BYTES,
+    Held, BEYOND_BOUND, BEYOND_HELD_BYTES, HELD_RESPONSES, HELD_RESPONSE_BYTES,
 };
 use crate::types::{ConnId, Event, Limits};
 
@@ -29,6 +30,15 @@ pub struct Analyzer {
     max_frame: usize,
     conns: HashMap<ConnId, Conn>,
     budget: Budget,
+    /// Bytes of frames held on all connections ([`conn_bytes`]), and the bound on them.
+    held: usize,
+    held_limit: usize,
+}
+
+/// Bytes of frames a connection holds: its directions' buffers and heads, and the
+/// responses waiting for their requests.
+fn conn_bytes(c: &Conn) -> usize {
+    c.dirs[0].held_bytes() + c.dirs[1].held_bytes() + c.held_bytes
 }
 
 impl Analyzer {
@@ -45,6 +55,8 @@ impl Analyzer {
                 total_limit: Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES,
                 total: 0,
             },
+            held: 0,
+            held_limit: Limits::DEFAULT_HELD_BYTES,
         }
     }
 
@@ -53,6 +65,12 @@ impl Analyzer {
     pub fn set_limits(&mut self, limits: Limits) {
         self.budget.per_conn = limits.in_flight_bytes;
         self.budget.total_limit = limits.in_flight_total_bytes;
+        self.held_limit = limits.held_bytes;
+    }
+
+    /// Bytes of frames held now, on all connections (bounded by [`Limits::held_bytes`]).
+    pub fn held_bytes(&self) -> usize {
+        self.held
     }
 
     /// Bytes of the in-flight budgets held now, on all connections.
@@ -109,6 +127,7 @@ impl Analyzer {
                 let Some(c) = self.conns.get_mut(&conn) else {
                     return;
                 };
+                let before = conn_bytes(c);
                 let i = c.dir_index(from);
                 let d = &mut c.dirs[i];
                 if d.buf.len() == d.pos {
@@ -127,6 +146,10 @@ impl Analyzer {
                 drain(conn, c, requests, max_frame, budget, out);
                 drain(conn, c, 1 - requests, max_frame, budget, out);
                 release_held(conn, c, budget, out);
+                self.held = (self.held + conn_bytes(c)).saturating_sub(before);
+                if self.held > self.held_limit {
+                    self.let_go(packet, out);
+                }
             }
             Event::Gap {
                 conn,
@@ -140,6 +163,7 @@ impl Analyzer {
                 let Some(c) = self.conns.get_mut(&conn) else {
                     return;
                 };
+                let before = conn_bytes(c);
                 let i = c.dir_index(from);
                 let d = &mut c.dirs[i];
                 let held = d.live().len();
@@ -155,7 +179,37 @@ impl Analyzer {
                         d.from, d.to
                     )
                 };
-                if held > 0 {
+                let passing = d.passing.as_ref().map(|p| (p.offset, p.len, p.rest as u64));
+                if let Some((at, frame_len, rest)) = passing.filter(|p| p.2 >= len && held == 0) {
+                    // Inside a frame passed over, whose end is known: nothing else lost.
+                    message.push_str(&format!(
+                        "; inside the frame passed over at offset {at} ({frame_len} bytes, not \
+                         decoded), whose end is known: decoding goes on after it"
+                    ));
+                    let (from, to) = (d.from, d.to);
+                    if let Some(p) = d.passing.as_mut() {
+                        p.rest = (rest - len) as usize;
+                    }
+                    d.start = offset + len;
+                    d.packets.clear();
+                    out(Item::Note(Note {
+                        conn: Some((conn, from, to)),
+                        packet: Some(packet),
+                        message,
+                        partial: true,
+                    }));
+                    // A frame that ends with the gap is handed on now.
+                    let max_frame = self.max_frame;
+                    drain(conn, c, i, max_frame, &mut self.budget, out);
+                    self.held = (self.held + conn_bytes(c)).saturating_sub(before);
+                    return;
+                }
+                if let Some((at, frame_len, _)) = passing {
+                    message.push_str(&format!(
+                        "; the frame passed over at offset {at} ({frame_len} bytes, not decoded) \
+                         is lost"
+                    ));
+                } else if held > 0 {
                     message.push_str(&format!(
                         "; the frame in progress at offset {} ({held} bytes held) is lost",
                         d.start
@@ -174,12 +228,14 @@ impl Analyzer {
                 d.buf.clear();
                 d.pos = 0;
                 d.packets.clear();
+                d.passing = None;
                 d.start = offset + len;
                 d.lose_sync(d.start);
                 d.lost_since_frame = true;
                 if c.server.is_some() {
                     release_held(conn, c, &mut self.budget, out);
                 }
+                self.held = (self.held + conn_bytes(c)).saturating_sub(before);
             }
             Event::Close {
                 conn,
@@ -189,6 +245,7 @@ impl Analyzer {
                 let Some(mut c) = self.conns.remove(&conn) else {
                     return;
                 };
+                self.held = self.held.saturating_sub(conn_bytes(&c));
                 // Nothing more will come: what waits for a request has none.
                 while !c.held.is_empty() {
                     settle_front(&mut c, true);
@@ -199,6 +256,27 @@ impl Analyzer {
                 // order, whichever direction that is.
                 let mut cut_short = Vec::new();
                 for d in &c.dirs {
+                    if let Some(p) = &d.passing {
+                        let ends = match limit {
+                            Some(reason) => {
+                                format!("the reader let go of the connection ({reason})")
+                            }
+                            None => "the stream ends".to_owned(),
+                        };
+                        cut_short.push(Note {
+                            conn: Some((conn, d.from, d.to)),
+                            packet: packet.or(Some(p.first_packet)),
+                            message: format!(
+                                "{ends} inside a frame passed over: {} bytes from stream offset \
+                                 {} of {} are not a whole frame",
+                                p.len - p.rest,
+                                p.offset,
+                                p.len
+                            ),
+                            partial: true,
+                        });
+                        continue;
+                    }
                     let held = d.live().len();
                     if held > 0 {
                         let ends = match limit {
@@ -250,6 +328,133 @@ impl Analyzer {
                 partial: true,
             })),
         }
+    }
+}
+
+impl Analyzer {
+    /// The frames held on all connections passed [`Limits::held_bytes`]: lets go of the
+    /// largest, one at a time, until they fit. A frame in progress is passed over as it
+    /// streams by (not decoded); the oldest response waiting for its request is handed on
+    /// unpaired. Each is named in a note.
+    fn let_go(&mut self, packet: u64, out: &mut dyn FnMut(Item)) {
+        while self.held > self.held_limit {
+            // The largest frame in progress, and the connection holding the most
+            // responses waiting.
+            let frame = self
+                .conns
+                .iter()
+                .flat_map(|(&id, c)| {
+                    (0..2).filter_map(move |i| {
+                        let d = &c.dirs[i];
+                        let size_known = d.synced && d.passing.is_none() && d.live().len() >= 8;
+                        (size_known && c.role(i).is_some()).then_some((d.buf.capacity(), id, i))
+                    })
+                })
+                .max();
+            let held = self
+                .conns
+                .iter()
+                .filter(|(_, c)| !c.held.is_empty())
+                .map(|(&id, c)| (c.held_bytes, id))
+                .max();
+            let frame = frame.filter(|f| held.map_or(true, |h| h.0 < f.0));
+            let (conn, c, before) = if let Some((_, conn, i)) = frame {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let before = conn_bytes(c);
+                let_go_frame(conn, c, i, packet, self.held_limit, out);
+                (conn, c, before)
+            } else if let Some((_, conn)) = held {
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                let before = conn_bytes(c);
+                release_front(conn, c, Some(BEYOND_HELD_BYTES), &mut self.budget, out);
+                (conn, c, before)
+            } else {
+                return;
+            };
+            let after = conn_bytes(c);
+            self.held = (self.held + after).saturating_sub(before);
+            if after >= before {
+                // Nothing of connection `conn` could be given back: stop rather than loop.
+                let _ = conn;
+                return;
+            }
+        }
+    }
+}
+
+/// Lets go of the frame in progress in direction `i` of `c` (see [`Analyzer::let_go`]).
+fn let_go_frame(
+    conn: ConnId,
+    c: &mut Conn,
+    i: usize,
+    packet: u64,
+    limit: usize,
+    out: &mut dyn FnMut(Item),
+) {
+    let Some(role) = c.role(i) else {
+        return;
+    };
+    let d = &c.dirs[i];
+    let live = d.live();
+    let Ok((size, _)) = peek_response(live).map(|p| (p.size, p.correlation_id)) else {
+        return;
+    };
+    let len = size + SIZE_PREFIX_LEN;
+    let (keep, never, what) = match role {
+        Role::Requests => match peek_request(live) {
+            Ok(peek) => {
+                let client_id = live
+                    .get(12..14)
+                    .map_or(-1, |b| i16::from_be_bytes([b[0], b[1]]));
+                (
+                    14 + usize::try_from(client_id).unwrap_or(0),
+                    never_answered(live, Pending::from(peek)),
+                    format!(
+                        "{} v{} request (correlation id {})",
+                        api_name(peek.api_key).unwrap_or("unknown API"),
+                        peek.api_version,
+                        peek.correlation_id
+                    ),
+                )
+            }
+            Err(_) => (live.len(), false, "request".to_owned()),
+        },
+        Role::Responses => (
+            8,
+            false,
+            format!(
+                "response (correlation id {})",
+                peek_response(live).map_or(0, |p| p.correlation_id)
+            ),
+        ),
+    };
+    let (offset, held) = (d.start, live.len());
+    let (from, to) = (d.from, d.to);
+    out(Item::Note(Note {
+        conn: Some((conn, from, to)),
+        packet: Some(packet),
+        message: format!(
+            "{what} frame at stream offset {offset} ({len} bytes, {held} of them held) let \
+             go: the frames held on all connections reached the reader's bound ({limit} \
+             bytes: --max-held-bytes); passed over as it streams by, not decoded"
+        ),
+        partial: true,
+    }));
+    let d = &mut c.dirs[i];
+    d.frames += 1;
+    d.first_frame.get_or_insert(offset);
+    d.pass_over(len, keep.min(held), never);
+    if let Some(p) = d.passing.as_mut() {
+        p.let_go = true;
+    }
+    if d.live().is_empty() {
+        // Its room given back whatever its size.
+        d.buf = Vec::new();
+        d.pos = 0;
     }
 }
 
@@ -330,9 +535,48 @@ fn drain(
             d.skipped = 0;
         }
         let d = &mut c.dirs[i];
+        if d.passing.is_some() {
+            // A frame passed over as it streams by: its bytes dropped as they come.
+            let Some(p) = d.pass_live() else {
+                return;
+            };
+            let origin = Origin {
+                conn,
+                from: d.from,
+                to: d.to,
+                first_packet: p.first_packet,
+                last_packet: p.last_packet,
+                time: p.time,
+                offset: p.offset,
+                index: d.frames,
+            };
+            let frame = Cut {
+                frame: p.head,
+                len: p.len,
+                origin,
+                acked: p.acked,
+                never_answered: Some(p.never_answered),
+                noted: p.let_go,
+            };
+            hand_frame(conn, c, i, role, frame, budget, out);
+            continue;
+        }
         let frame_len = match split_frame_with_max(d.live(), max_frame) {
             Ok((frame, _)) => frame.len(),
-            Err(e) if e.is_incomplete() => return,
+            Err(e) if e.is_incomplete() => {
+                if let Some((len, keep, never)) = passes_over(c, i, role) {
+                    let d = &mut c.dirs[i];
+                    d.frames += 1;
+                    d.first_frame.get_or_insert(d.start);
+                    d.pass_over(len, keep, never);
+                    let first_packet = d.passing.as_ref().map(|p| p.first_packet);
+                    if let Some(p) = first_packet {
+                        d.first_frame_packet.get_or_insert(p);
+                    }
+                    continue;
+                }
+                return;
+            }
             Err(e) => {
                 out(Item::Note(Note {
                     conn: Some((conn, d.from, d.to)),
@@ -363,6 +607,92 @@ fn drain(
             index: d.frames,
         };
         d.consume(frame_len);
+        let frame = Cut {
+            len: frame.len(),
+            frame,
+            origin,
+            acked,
+            never_answered: None,
+            noted: false,
+        };
+        hand_frame(conn, c, i, role, frame, budget, out);
+    }
+}
+
+/// A frame cut from a direction: whole, or the head of one passed over.
+struct Cut {
+    frame: Vec<u8>,
+    len: usize,
+    origin: Origin,
+    /// How far the packets that carried it acknowledged the other direction.
+    acked: Option<u64>,
+    /// For a request passed over: whether Kafka never answers it, read off its head when
+    /// it was whole (`None`: read it off `frame`).
+    never_answered: Option<bool>,
+    /// Passed over and named in a note already (let go by the bound on bytes held).
+    noted: bool,
+}
+
+/// Whether the frame at the front of direction `i`, not whole yet, is to be passed over
+/// as it streams by: longer than [`PASS_OVER_HEAD`], its head read, and of an API not
+/// decoded (a request other than ElectLeaders v0-v2, a response to none of the
+/// ElectLeaders requests waiting). Returns its length, the bytes of its head to keep
+/// (the header), and for a request whether Kafka never answers it.
+fn passes_over(c: &Conn, i: usize, role: Role) -> Option<(usize, usize, bool)> {
+    let live = c.dirs[i].live();
+    if live.len() < PASS_OVER_HEAD {
+        return None;
+    }
+    match role {
+        Role::Requests => {
+            let peek = peek_request(live).ok()?;
+            let pending = Pending::from(peek);
+            if pending.is_elect_leaders() {
+                return None;
+            }
+            // Size prefix, api key, version, correlation id, client id.
+            let client_id = i16::from_be_bytes([live[12], live[13]]);
+            let keep = 14 + usize::try_from(client_id).unwrap_or(0);
+            Some((
+                peek.size + SIZE_PREFIX_LEN,
+                keep,
+                never_answered(live, pending),
+            ))
+        }
+        Role::Responses => {
+            let peek = peek_response(live).ok()?;
+            let elect = c.waiting.iter().any(|w| {
+                w.pending.correlation_id == peek.correlation_id && w.pending.is_elect_leaders()
+            });
+            (!elect).then_some((peek.size + SIZE_PREFIX_LEN, 8, false))
+        }
+    }
+}
+
+/// Hands on a frame cut from direction `i`: a request is remembered until its response
+/// comes, a response paired (or held until its request comes).
+fn hand_frame(
+    conn: ConnId,
+    c: &mut Conn,
+    i: usize,
+    role: Role,
+    cut: Cut,
+    budget: &mut Budget,
+    out: &mut dyn FnMut(Item),
+) {
+    let Cut {
+        frame,
+        len,
+        origin,
+        acked,
+        never_answered: never,
+        noted,
+    } = cut;
+    let offset = origin.offset;
+    // A frame ElectLeaders would be decoded from, let go by the bound on the bytes held
+    // (named in a note): listed as passed over.
+    let whole = frame.len() == len;
+    {
         let mut waits = role == Role::Requests;
         let what = match role {
             Role::Requests => match peek_request(&frame) {
@@ -372,7 +702,7 @@ fn drain(
                         time: origin.time,
                         index: origin.index,
                     };
-                    if never_answered(&frame, pending) {
+                    if never.unwrap_or_else(|| never_answered(&frame, pending)) {
                         // Kafka sends nothing back: nothing to wait for.
                         waits = false;
                     } else if let Err(full) = {
@@ -403,7 +733,7 @@ fn drain(
                             partial: true,
                         }));
                     }
-                    if pending.is_elect_leaders() {
+                    if pending.is_elect_leaders() && whole {
                         What::ElectRequest
                     } else {
                         What::Other {
@@ -424,7 +754,7 @@ fn drain(
                         ),
                         partial: true,
                     }));
-                    continue;
+                    return;
                 }
             },
             Role::Responses => match peek_response(&frame) {
@@ -438,17 +768,19 @@ fn drain(
                             request: None,
                             waits: false,
                             frame,
+                            len,
                         },
                         correlation_id: peek.correlation_id,
                         acked,
                         doubt: Doubt::None,
+                        noted,
                     };
                     if c.held.is_empty()
                         && !must_wait(c, &held)
                         && !in_doubt(c, peek.correlation_id)
                     {
                         hand_on(conn, c, held, None, budget, out);
-                        continue;
+                        return;
                     }
                     // Captured before its request, or behind one that was: held, in order.
                     c.held_bytes += held.found.frame.len();
@@ -459,7 +791,7 @@ fn drain(
                         release_front(conn, c, Some(BEYOND_BOUND), budget, out);
                     }
                     release_held(conn, c, budget, out);
-                    continue;
+                    return;
                 }
                 Err(e) => {
                     out(Item::Note(Note {
@@ -471,7 +803,7 @@ fn drain(
                         ),
                         partial: true,
                     }));
-                    continue;
+                    return;
                 }
             },
         };
@@ -481,6 +813,7 @@ fn drain(
             request: None,
             waits,
             frame,
+            len,
         }));
     }
 }

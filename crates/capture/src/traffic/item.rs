@@ -76,8 +76,21 @@ pub struct Found {
     /// answers (a Produce with `acks` 0: not counted as unanswered), for one the in-flight
     /// budget could not keep (a note names it), and for every response.
     pub waits: bool,
-    /// The frame's bytes, size prefix included.
+    /// The frame's bytes, size prefix included: all of them, unless the frame was passed
+    /// over as it streamed by (a frame of an API not decoded, longer than
+    /// [`PASS_OVER_HEAD`](crate::traffic::PASS_OVER_HEAD), or one let go by
+    /// [`Limits::held_bytes`](crate::Limits::held_bytes)): then its head alone (size
+    /// prefix and header).
     pub frame: Vec<u8>,
+    /// The frame's length, size prefix included (`frame.len()` when it is whole).
+    pub len: usize,
+}
+
+impl Found {
+    /// Whether [`Found::frame`] holds the whole frame (it was not passed over).
+    pub fn is_whole(&self) -> bool {
+        self.frame.len() == self.len
+    }
 }
 
 /// Something the reader of the output should know: where, and what. `partial` when it

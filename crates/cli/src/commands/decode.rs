@@ -212,7 +212,7 @@ fn decode_capture(
                 kind,
                 api,
                 correlation_id,
-                bytes: found.frame.len(),
+                bytes: found.len,
             })))
         };
         let parsed = match found.what {

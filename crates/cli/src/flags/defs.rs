@@ -151,6 +151,12 @@ pub struct ReadFlags {
     /// 1048576)
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight_bytes: Option<u64>,
+    /// Bytes of a capture's frames held on all connections at once (an ElectLeaders frame
+    /// is held whole until it ends; a frame of another API only for its first 72 KiB, then
+    /// passed over as it streams by); past it the largest is let go, and named (default
+    /// 134217728)
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_held_bytes: Option<u64>,
 }
 
 impl ReadFlags {
@@ -167,6 +173,9 @@ impl ReadFlags {
                 .map_or(default.in_flight_bytes, |n| {
                     usize::try_from(n).unwrap_or(usize::MAX)
                 }),
+            held_bytes: self.max_held_bytes.map_or(default.held_bytes, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
             ..default
         }
     }
