@@ -10,7 +10,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use kafka_elect_leaders::{api_name, ElectLeadersRequest, ElectLeadersResponse, API_KEY};
+use kafka_elect_leaders::{
+    api_name, ElectLeadersRequest, ElectLeadersResponse, ErrorCode, API_KEY,
+};
+use kafka_elect_leaders_capture::summary::Outcome;
 
 use crate::flags::FilterFlags;
 
@@ -20,6 +23,9 @@ pub struct Filter {
     topics: Vec<Vec<u8>>,
     client_ids: Vec<Vec<u8>>,
     errors_only: bool,
+    /// With `errors_only`: every error code counts, ELECTION_NOT_NEEDED included
+    /// (`--any-error`), not only failures.
+    any_error: bool,
     /// Per connection, the frame numbers of the ElectLeaders requests that matched
     /// `--client-id` and wait for their responses, oldest first.
     matched: HashMap<u32, VecDeque<u64>>,
@@ -32,14 +38,30 @@ pub struct Asked {
     topic: bool,
 }
 
-/// Whether a response has an error code other than NONE, top level or a partition's.
+/// Whether a response reports an error code `counts` (top level or a partition's).
+fn reports(r: &ElectLeadersResponse<'_>, counts: impl Fn(ErrorCode) -> bool) -> bool {
+    counts(r.error_code())
+        || r.replica_election_results()
+            .iter()
+            .any(|t| t.partition_result().iter().any(|p| counts(p.error_code())))
+}
+
+/// Whether an error code is a failure, as the summary counts them: any code but NONE and
+/// ELECTION_NOT_NEEDED (the preferred replica leads already: Kafka's
+/// `kafka-leader-election.sh` reports it apart, "Valid replica already elected").
+pub fn is_failure(code: ErrorCode) -> bool {
+    Outcome::of(code) == Outcome::Failed
+}
+
+/// Whether a response reports a failure ([`is_failure`]), top level or a partition's.
+pub fn has_failure(r: &ElectLeadersResponse<'_>) -> bool {
+    reports(r, is_failure)
+}
+
+/// Whether a response has an error code other than NONE, top level or a partition's
+/// (ELECTION_NOT_NEEDED included).
 pub fn has_error(r: &ElectLeadersResponse<'_>) -> bool {
-    r.error_code().is_error()
-        || r.replica_election_results().iter().any(|t| {
-            t.partition_result()
-                .iter()
-                .any(|p| p.error_code().is_error())
-        })
+    reports(r, |code| code.is_error())
 }
 
 /// An API key from `--api`: Kafka's name (any case) or the key's number.
@@ -82,7 +104,8 @@ impl Filter {
                 .iter()
                 .map(|c| c.as_bytes().to_vec())
                 .collect(),
-            errors_only: flags.errors_only,
+            errors_only: flags.errors_only || flags.any_error,
+            any_error: flags.any_error,
             matched: HashMap::new(),
         })
     }
@@ -148,7 +171,7 @@ impl Filter {
             || r.replica_election_results()
                 .iter()
                 .any(|t| self.topics.iter().any(|w| w == t.topic()));
-        let errors = !self.errors_only || has_error(r);
+        let errors = !self.errors_only || self.failed(r);
         client && topic && errors
     }
 
@@ -190,7 +213,7 @@ impl Filter {
 
     /// Whether a request and its response, listed together (`scan`), are shown: the
     /// request is from a `--client-id` given, the request or the response names a `--topic`
-    /// given, and with `--errors-only` the response has an error code other than NONE.
+    /// given, and with `--errors-only` the response reports a failure ([`is_failure`]).
     /// `asked` is `None` for a response whose request was not found, `response` for a
     /// request not answered.
     pub fn pair(&self, asked: Option<Asked>, response: Option<&ElectLeadersResponse<'_>>) -> bool {
@@ -205,8 +228,18 @@ impl Filter {
                     .iter()
                     .any(|t| self.topics.iter().any(|w| w == t.topic()))
             });
-        let errors = !self.errors_only || response.is_some_and(has_error);
+        let errors = !self.errors_only || response.is_some_and(|r| self.failed(r));
         client && topic && errors
+    }
+
+    /// Whether a response is one `--errors-only` shows: it reports a failure, or with
+    /// `--any-error` any error code.
+    fn failed(&self, r: &ElectLeadersResponse<'_>) -> bool {
+        if self.any_error {
+            has_error(r)
+        } else {
+            has_failure(r)
+        }
     }
 
     /// A connection ended: nothing of it is awaited any more.

@@ -15,6 +15,7 @@ use kafka_elect_leaders::{
     is_supported, parse_request, parse_response, scan_requests, split_frame, ElectLeadersRequest,
     ElectLeadersResponse, ErrorCode, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
+use kafka_elect_leaders_capture::summary::Outcome;
 use kafka_elect_leaders_json::hex::to_hex;
 use kafka_elect_leaders_json::print::{Message, Place};
 
@@ -545,20 +546,21 @@ fn request_line(offset: u64, r: &ElectLeadersRequest<'_>) -> String {
 
 fn response_line(offset: u64, r: &ElectLeadersResponse<'_>) -> String {
     let results = r.replica_election_results();
-    let mut partitions = 0;
-    let mut errors = 0;
+    let (mut partitions, mut failed, mut not_needed) = (0, 0, 0);
     for result in results.iter() {
         for p in result.partition_result() {
             partitions += 1;
-            if p.error_code().is_error() {
-                errors += 1;
+            match Outcome::of(p.error_code()) {
+                Outcome::Failed => failed += 1,
+                Outcome::NotNeeded => not_needed += 1,
+                Outcome::Elected => {}
             }
         }
     }
     format!(
         "response offset={offset} (0x{offset:x}) bytes={} v{} correlation_id={} \
          throttle_time_ms={} error_code={} results={} partitions={partitions} \
-         partition_errors={errors}",
+         failed={failed} not_needed={not_needed}",
         r.frame().len(),
         r.version(),
         r.correlation_id(),

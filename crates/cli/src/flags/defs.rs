@@ -204,10 +204,15 @@ pub struct FilterFlags {
     /// (repeatable)
     #[arg(long, value_name = "ID")]
     pub client_id: Vec<String>,
-    /// Only ElectLeaders responses with an error code other than NONE (top level or a
-    /// partition's)
+    /// Only ElectLeaders responses that report a failure: an error code other than NONE
+    /// and ELECTION_NOT_NEEDED (the preferred leader leads already), top level or a
+    /// partition's, as the summary counts failed partitions
     #[arg(long)]
     pub errors_only: bool,
+    /// Only ElectLeaders responses with any error code other than NONE, ELECTION_NOT_NEEDED
+    /// included (--errors-only, widened)
+    #[arg(long)]
+    pub any_error: bool,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -114,8 +114,9 @@ Filters: --api NAME (repeatable) prints the frames of those APIs only (by Kafka'
 case, or key; other APIs need no --all then); --topic, --client-id and --errors-only look
 into ElectLeaders frames (a request for every partition matches any --topic; a response
 matches --client-id through its request, so only in a capture; --errors-only prints only
-responses with an error code other than NONE), and with any of them frames of other APIs
-are not printed.
+responses that report a failure, an error code other than NONE and ELECTION_NOT_NEEDED,
+as the summary counts failed partitions; --any-error every error code), and with any of
+them frames of other APIs are not printed.
 
 \
 Live capture: --interface IFACE captures on a network interface through libpcap (root or
@@ -191,7 +192,9 @@ Filters, as on 'decode': --topic, --client-id, --errors-only and --api NAME (sca
 ElectLeaders frames only: --api without ElectLeaders lists nothing). A request listed with
 its response (RESPONSES_FILE, or a capture with --json) is listed when the request is from
 a --client-id given, the request or the response names a --topic given, and with
---errors-only the response has an error code other than NONE.";
+--errors-only the response reports a failure (an error code other than NONE and
+ELECTION_NOT_NEEDED; --any-error: any code other than NONE). A response's line counts its
+partitions failed= and not_needed= (ELECTION_NOT_NEEDED) apart.";
 
 pub const SUMMARY_ABOUT: &str =
     "What a capture or a file of frames holds, counted: elections, outcomes, latency, anomalies";
@@ -211,7 +214,7 @@ status is 1 when some traffic could not be read (the summary is then partial, an
 self-contained HTML page (no script, nothing fetched): the same tables, a timeline of the
 elections per topic coloured by outcome, and a histogram of the latencies.
 
-Filters, as on 'decode --all' (--api, --topic, --client-id, --errors-only): the summary
+Filters, as on 'decode --all' (--api, --topic, --client-id, --errors-only, --any-error): the summary
 counts the frames decode would print; the anomalies are counted whatever the filters.
 
 --interface IFACE (with --filter BPF, --count N, --duration D) summarizes live packets
