@@ -94,6 +94,9 @@ pub struct Anomalies {
     pub unanswered: BTreeMap<i16, u64>,
     /// Responses whose request was not seen.
     pub unpaired: u64,
+    /// Requests the capture reader's in-flight budget could not keep for pairing (their
+    /// responses are among the unpaired; they are not unanswered).
+    pub not_kept: u64,
     /// Frames the library refused.
     pub malformed: u64,
     /// Bytes missing from the capture.

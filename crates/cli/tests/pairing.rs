@@ -375,6 +375,21 @@ fn correlation_reuse_hole() -> Vec<u8> {
     c.pcap()
 }
 
+/// Issue 44, item 6: ElectLeaders request 1's size prefix corrupted (10 bytes short: the
+/// frame cut there is malformed, the rest of it is garbage), never answered; then request
+/// 2, answered.
+fn corrupted_size_prefix() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let mut bad = elect_request(1, "alpha");
+    let size = i32::from_be_bytes([bad[0], bad[1], bad[2], bad[3]]) - 10;
+    bad[..4].copy_from_slice(&size.to_be_bytes());
+    c.client(bad, 100_000);
+    c.client(elect_request(2, "beta"), 200_000);
+    c.server(elect_response(2, "beta", 0), 300_000);
+    c.fin(400_000);
+    c.pcap()
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -385,6 +400,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("correlation-reuse-hole.pcap", correlation_reuse_hole()),
         ("gaps-both-ways.pcap", gaps_both_ways()),
         ("lost-middle-segment.pcap", lost_middle_segment()),
+        ("corrupted-size-prefix.pcap", corrupted_size_prefix()),
     ]
 }
 
@@ -761,8 +777,9 @@ struct Counts {
     partial: bool,
 }
 
-fn by_decode(path: &str) -> Counts {
-    let output = tool::run_in(&tool::captures_dir(), &["decode", "--all", path], b"");
+fn by_decode(path: &str, extra: &[&str]) -> Counts {
+    let args = [&["decode", "--all"][..], extra, &[path]].concat();
+    let output = tool::run_in(&tool::captures_dir(), &args, b"");
     let objects: Vec<Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
@@ -783,9 +800,10 @@ fn by_decode(path: &str) -> Counts {
             )
         })
         .collect();
+    // A request not kept for pairing is not unanswered: its answer is listed unpaired.
     let unanswered_elect = of_kind(&objects, "request")
         .iter()
-        .filter(|o| o["api_key"] == 43)
+        .filter(|o| o["api_key"] == 43 && o["source"]["not_kept"] != true)
         .filter(|o| {
             let s = &o["source"];
             !answered.contains(&(
@@ -803,8 +821,9 @@ fn by_decode(path: &str) -> Counts {
     }
 }
 
-fn by_scan(path: &str) -> Counts {
-    let output = tool::run_in(&tool::captures_dir(), &["scan", "--json", path], b"");
+fn by_scan(path: &str, extra: &[&str]) -> Counts {
+    let args = [&["scan", "--json"][..], extra, &[path]].concat();
+    let output = tool::run_in(&tool::captures_dir(), &args, b"");
     let lines: Vec<Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
@@ -815,16 +834,81 @@ fn by_scan(path: &str) -> Counts {
         paired: None,
         paired_elect: lines.iter().filter(|l| !l["response"].is_null()).count(),
         unpaired_responses: None,
-        unanswered_elect: lines.iter().filter(|l| l["response"].is_null()).count(),
+        unanswered_elect: lines
+            .iter()
+            .filter(|l| l["response"].is_null() && l["request"]["source"]["not_kept"] != true)
+            .count(),
         partial: output.status.code() == Some(1),
     }
 }
 
-fn by_summary(path: &str) -> Counts {
-    let output = tool::run_in(&tool::captures_dir(), &["summary", "--json", path], b"");
+fn by_summary(path: &str, extra: &[&str]) -> Counts {
+    let args = [&["summary", "--json"][..], extra, &[path]].concat();
+    let output = tool::run_in(&tool::captures_dir(), &args, b"");
     let s: Value = serde_json::from_slice(&output.stdout).unwrap();
     let a = &s["anomalies"];
     let n = |v: &Value| v.as_u64().unwrap() as usize;
+    // The text and the HTML page say the same as the JSON.
+    let (json_unanswered, json_unpaired, json_not_kept) = (
+        n(&a["unanswered_requests"]),
+        n(&a["unpaired_responses"]),
+        n(&a["not_kept_requests"]),
+    );
+    let text = tool::run_in(
+        &tool::captures_dir(),
+        &[&["summary"][..], extra, &[path]].concat(),
+        b"",
+    );
+    let text = String::from_utf8(text.stdout).unwrap();
+    let line_number = |prefix: &str| -> usize {
+        text.lines()
+            .find_map(|l| l.trim_start().strip_prefix(prefix))
+            .map_or(0, |rest| {
+                rest.split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+    };
+    let paired_elect = n(&s["latency_us"]["paired"]);
+    assert_eq!(
+        (
+            line_number("latency (us, "),
+            line_number("unanswered requests: "),
+            line_number("responses whose request was not seen: "),
+            line_number("requests not kept for pairing (the in-flight budget was full): "),
+        ),
+        (paired_elect, json_unanswered, json_unpaired, json_not_kept),
+        "{path}: summary's text and JSON\n{text}"
+    );
+    let dir = tempfile_dir();
+    let page = dir.join("summary.html");
+    let html_args = [
+        &["summary", "--html", page.to_str().unwrap()][..],
+        extra,
+        &[path],
+    ]
+    .concat();
+    tool::run_in(&tool::captures_dir(), &html_args, b"");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let cell = |id: &str| -> usize {
+        let at = html
+            .find(&format!("id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("{id}"));
+        let rest = &html[at + id.len() + 6..];
+        rest[..rest.find('<').unwrap()].parse().unwrap()
+    };
+    assert_eq!(
+        (
+            cell("latency-paired"),
+            cell("unanswered"),
+            cell("unpaired"),
+            cell("not-kept"),
+        ),
+        (paired_elect, json_unanswered, json_unpaired, json_not_kept),
+        "{path}: summary's HTML and JSON"
+    );
     Counts {
         paired: Some(
             s["apis"]
@@ -834,8 +918,8 @@ fn by_summary(path: &str) -> Counts {
                 .map(|api| n(&api["responses"]))
                 .sum(),
         ),
-        paired_elect: n(&s["latency_us"]["paired"]),
-        unpaired_responses: Some(n(&a["unpaired_responses"])),
+        paired_elect,
+        unpaired_responses: Some(json_unpaired),
         unanswered_elect: a["unanswered_by_api"]
             .as_array()
             .unwrap()
@@ -845,6 +929,34 @@ fn by_summary(path: &str) -> Counts {
             .sum(),
         partial: a["partial"] == true,
     }
+}
+
+/// A directory of this test run's own, for the HTML pages.
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "elect-leaders-pairing-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// decode, scan and summary (JSON, text, HTML) on one capture: they agree, and say
+/// `want` when given.
+fn assert_agree(path: &str, extra: &[&str], want: Option<Counts>) {
+    let decode = by_decode(path, extra);
+    let scan = by_scan(path, extra);
+    let summary = by_summary(path, extra);
+    assert_eq!(decode, summary, "{path} {extra:?}: decode, summary");
+    if let Some(want) = want {
+        assert_eq!(decode, want, "{path} {extra:?}");
+    }
+    assert_eq!(
+        (decode.paired_elect, decode.unanswered_elect, decode.partial),
+        (scan.paired_elect, scan.unanswered_elect, scan.partial),
+        "{path} {extra:?}: decode, scan"
+    );
 }
 
 #[test]
@@ -871,33 +983,44 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         ),
         ("adversarial/gaps-both-ways.pcap", (2, 2, 1, 2, true)),
         ("adversarial/lost-middle-segment.pcap", (2, 2, 1, 0, true)),
+        // The malformed request is no request, and not unanswered.
+        ("adversarial/corrupted-size-prefix.pcap", (1, 1, 0, 0, true)),
     ]
     .into_iter()
     .collect();
     assert_eq!(expected.len(), captures().len());
     for path in &paths {
-        let decode = by_decode(path);
-        let scan = by_scan(path);
-        let summary = by_summary(path);
-        assert_eq!(decode, summary, "{path}: decode, summary");
-        if let Some(&(paired, paired_elect, unpaired, unanswered_elect, partial)) =
-            expected.get(path.as_str())
-        {
-            let want = Counts {
+        let want = expected.get(path.as_str()).map(
+            |&(paired, paired_elect, unpaired, unanswered_elect, partial)| Counts {
                 paired: Some(paired),
                 paired_elect,
                 unpaired_responses: Some(unpaired),
                 unanswered_elect,
                 partial,
-            };
-            assert_eq!(decode, want, "{path}");
-        }
-        assert_eq!(
-            (decode.paired_elect, decode.unanswered_elect, decode.partial),
-            (scan.paired_elect, scan.unanswered_elect, scan.partial),
-            "{path}: decode, scan"
+            },
         );
+        assert_agree(path, &[], want);
     }
+}
+
+/// Issue 44, item 6: requests pipelined past the in-flight budget are not kept for
+/// pairing; their answers are unpaired, and no command counts them unanswered.
+#[test]
+fn requests_not_kept_for_pairing_are_counted_alike() {
+    // 1,100 requests with room for 400: ElectLeaders 100 to 400 paired, 500 to 1,100 not
+    // kept (7), their answers unpaired.
+    let budget = (400 * kafka_elect_leaders_capture::traffic::IN_FLIGHT_ENTRY_BYTES).to_string();
+    let extra = ["--max-in-flight-bytes", budget.as_str()];
+    let want = Counts {
+        paired: Some(400),
+        paired_elect: 4,
+        unpaired_responses: Some(700),
+        unanswered_elect: 0,
+        partial: true,
+    };
+    assert_agree("adversarial/pipelined-1100.pcap", &extra, Some(want));
+    let (s, _, _) = summary(&pipelined(1100), &extra);
+    assert_eq!(s["anomalies"]["not_kept_requests"], 700, "{s:#}");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -589,6 +589,25 @@ fn drain(
                 continue;
             }
         };
+        if role == Role::Requests {
+            if let Some(why) = no_request_header(&d.live()[..frame_len]) {
+                // Garbage after a corrupted size prefix reads as a size too: trusting it
+                // would swallow the requests after it. Search for a boundary instead.
+                out(Item::Note(Note {
+                    conn: Some((conn, d.from, d.to)),
+                    packet: Some(d.packets_of(d.start, d.start + 1).0),
+                    message: format!(
+                        "stream offset {}: not a request frame ({why}); decoding resumes at \
+                         the next frame boundary that can be proven",
+                        d.start
+                    ),
+                    partial: true,
+                }));
+                let next = d.start + 1;
+                d.lose_sync(next);
+                continue;
+            }
+        }
         d.frames += 1;
         let offset = d.start;
         let (first_packet, last_packet, time, acked) =
@@ -616,6 +635,30 @@ fn drain(
             noted: false,
         };
         hand_frame(conn, c, i, role, frame, budget, out);
+    }
+}
+
+/// Why `frame` cannot be a request of any API, known to this crate or not: its size cannot
+/// hold a request header (api key, version, correlation id, client id length: 10 bytes),
+/// its api key or version is negative, or its client id runs past its end.
+fn no_request_header(frame: &[u8]) -> Option<&'static str> {
+    let size = frame.len().saturating_sub(SIZE_PREFIX_LEN);
+    let at = |i: usize| {
+        frame
+            .get(i..i + 2)
+            .map(|b| i16::from_be_bytes([b[0], b[1]]))
+    };
+    if size < 10 {
+        return Some("a size too small for a request header");
+    }
+    if at(4).is_some_and(|k| k < 0) || at(6).is_some_and(|v| v < 0) {
+        return Some("a negative api key or version");
+    }
+    match at(12) {
+        Some(n) if n >= 0 && usize::from(n.unsigned_abs()) > size - 10 => {
+            Some("a client id longer than the frame")
+        }
+        _ => None,
     }
 }
 
@@ -694,6 +737,7 @@ fn hand_frame(
     let whole = frame.len() == len;
     {
         let mut waits = role == Role::Requests;
+        let mut not_kept = false;
         let what = match role {
             Role::Requests => match peek_request(&frame) {
                 Ok(peek) => {
@@ -719,6 +763,7 @@ fn hand_frame(
                         // Named, one by one; the requests already waiting are kept.
                         c.not_kept += 1;
                         waits = false;
+                        not_kept = true;
                         out(Item::Note(Note {
                             conn: Some((conn, origin.from, origin.to)),
                             packet: Some(origin.first_packet),
@@ -767,6 +812,7 @@ fn hand_frame(
                             },
                             request: None,
                             waits: false,
+                            not_kept: false,
                             frame,
                             len,
                         },
@@ -812,6 +858,7 @@ fn hand_frame(
             what,
             request: None,
             waits,
+            not_kept,
             frame,
             len,
         }));

@@ -76,6 +76,10 @@ pub struct Found {
     /// answers (a Produce with `acks` 0: not counted as unanswered), for one the in-flight
     /// budget could not keep (a note names it), and for every response.
     pub waits: bool,
+    /// For a request: the in-flight budget could not keep it for pairing (a note named
+    /// it); its response, if the capture has one, is listed unpaired. Never counted as
+    /// unanswered.
+    pub not_kept: bool,
     /// The frame's bytes, size prefix included: all of them, unless the frame was passed
     /// over as it streamed by (a frame of an API not decoded, longer than
     /// [`PASS_OVER_HEAD`](crate::traffic::PASS_OVER_HEAD), or one let go by

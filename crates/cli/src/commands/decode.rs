@@ -244,6 +244,7 @@ fn decode_capture(
                     origin: &found.origin,
                     request: found.request,
                     file,
+                    not_kept: found.not_kept,
                 };
                 message.line(out, Some(&place))?
             }

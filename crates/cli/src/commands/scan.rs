@@ -414,6 +414,7 @@ fn scan_capture(
                             origin: o,
                             request: found.request,
                             file: None,
+                            not_kept: found.not_kept,
                         }));
                         if found.waits {
                             waiting
@@ -447,6 +448,7 @@ fn scan_capture(
                             origin: o,
                             request: found.request,
                             file: None,
+                            not_kept: found.not_kept,
                         }));
                         // The request the reader paired it with; the older ones waiting
                         // were left unanswered (Kafka answers in order).

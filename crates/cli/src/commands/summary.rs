@@ -136,8 +136,17 @@ fn summarize_capture(
         }
         // Unanswered requests, whatever the filters: those the reader waits an answer for
         // (not a Produce with acks=0, which Kafka never answers).
+        // A request the library refuses is counted as malformed, not as a request nor as
+        // unanswered (issue 44, item 6).
+        let parsed_request = match found.what {
+            What::ElectRequest => Some(parse_request(&found.frame)),
+            _ => None,
+        };
+        tally.anomalies.not_kept += u64::from(found.not_kept);
         match found.what {
-            What::ElectRequest if found.waits => tally.asked(conn, o.index, API_KEY),
+            What::ElectRequest if found.waits && matches!(parsed_request, Some(Ok(_))) => {
+                tally.asked(conn, o.index, API_KEY)
+            }
             What::Other {
                 role: Role::Requests,
                 api_key,
@@ -150,19 +159,21 @@ fn summarize_capture(
             tally.answered(conn, asked.index);
         }
         match found.what {
-            What::ElectRequest => match parse_request(&found.frame) {
-                Ok(r) => {
-                    if filter.request(&r, found.waits.then_some((conn, o.index))) {
-                        tally.counted(conn);
-                        tally.elect_request(&r, Some(conn));
+            What::ElectRequest => {
+                match parsed_request.unwrap_or_else(|| parse_request(&found.frame)) {
+                    Ok(r) => {
+                        if filter.request(&r, found.waits.then_some((conn, o.index))) {
+                            tally.counted(conn);
+                            tally.elect_request(&r, Some(conn));
+                        }
+                    }
+                    Err(e) => {
+                        let note = traffic::bad_frame(o, &e);
+                        tally.note(&note);
+                        notes.report(&mut stderr, name, &note)?;
                     }
                 }
-                Err(e) => {
-                    let note = traffic::bad_frame(o, &e);
-                    tally.note(&note);
-                    notes.report(&mut stderr, name, &note)?;
-                }
-            },
+            }
             What::ElectResponse { version } => match parse_response(&found.frame, version) {
                 Ok(r) => {
                     let request = found.request.map(|asked| (conn, asked.index));
@@ -436,6 +447,13 @@ impl Printed for Tally {
                 format!(" ({})", unanswered.join(", "))
             }
         )?;
+        if a.not_kept > 0 {
+            writeln!(
+                out,
+                "  requests not kept for pairing (the in-flight budget was full): {}",
+                a.not_kept
+            )?;
+        }
         writeln!(
             out,
             "  responses whose request was not seen: {}",
@@ -528,6 +546,7 @@ impl Printed for Tally {
                     "requests": n,
                 })).collect::<Value>(),
                 "unpaired_responses": a.unpaired,
+                "not_kept_requests": a.not_kept,
                 "malformed_frames": a.malformed,
                 "gaps": a.gaps,
                 "other_notes": a.other_notes,

@@ -225,6 +225,11 @@ fn write_page(h: &mut String, t: &Tally) -> std::fmt::Result {
             "responses whose request was not seen",
             a.unpaired,
         ),
+        (
+            "not-kept",
+            "requests not kept for pairing (in-flight budget full)",
+            a.not_kept,
+        ),
         ("malformed", "malformed frames", a.malformed),
         ("gaps", "gaps in the capture", a.gaps),
         ("other-notes", "other notes", a.other_notes),
