@@ -259,6 +259,14 @@ pub(crate) struct Tracker {
     /// Connections closed for being idle, and evicted by the limit.
     idle_closed: u64,
     evicted: u64,
+    /// The capture clock idleness is judged by: moved only by packets that continue a
+    /// connection within the idle timeout of its own previous packet, so that one packet
+    /// stamped far ahead (unrelated traffic, a new connection) lets go of nothing.
+    clock: Option<Timestamp>,
+}
+
+fn nanos(t: Timestamp) -> u128 {
+    u128::from(t.secs) * 1_000_000_000 + u128::from(t.nanos)
 }
 
 /// Where events and notes go.
@@ -298,7 +306,6 @@ impl Tracker {
 
     /// Closes the connections idle for longer than the idle timeout at capture time `now`.
     fn close_idle(&mut self, now: Timestamp, packet: u64, sink: &mut Sink) {
-        let nanos = |t: Timestamp| u128::from(t.secs) * 1_000_000_000 + u128::from(t.nanos);
         let timeout = self.limits.idle_timeout.as_nanos();
         while let Some(key) = self.recency.oldest() {
             let Some(conn) = self.conns.get(&key) else {
@@ -329,7 +336,25 @@ impl Tracker {
         let syn = seg.flags & TCP_SYN != 0;
         let pure_syn = syn && seg.flags & TCP_ACK == 0;
         let carries = !seg.payload.is_empty() || seg.missing > 0;
-        self.close_idle(time, packet, sink);
+        // Idleness is judged by the connections' own packets: this one's previous packet,
+        // and a clock that only packets continuing a connection move.
+        let timeout = self.limits.idle_timeout.as_nanos();
+        let own_idle = self
+            .conns
+            .get(&key)
+            .map(|conn| nanos(conn.last) + timeout < nanos(time));
+        if own_idle == Some(false) {
+            self.clock = Some(self.clock.map_or(time, |c| c.max(time)));
+        }
+        if let Some(clock) = self.clock {
+            self.close_idle(clock, packet, sink);
+        }
+        if own_idle == Some(true) && self.conns.contains_key(&key) {
+            // Its own packet comes after longer than the timeout: a broker would have
+            // closed it; what follows is a connection seen mid-stream.
+            self.idle_closed += 1;
+            self.close_as(key, (packet, time), CloseReason::Idle, false, sink);
+        }
 
         let reused = self.conns.get(&key).is_some_and(|conn| {
             let dir = &conn.dirs[usize::from(seg.src != conn.a)];

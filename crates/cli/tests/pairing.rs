@@ -165,6 +165,7 @@ struct Conv {
     cseq: u32,
     sseq: u32,
     client_port: u16,
+    server_port: u16,
 }
 
 impl Conv {
@@ -175,6 +176,7 @@ impl Conv {
             cseq: CLIENT_ISN + 1,
             sseq: SERVER_ISN + 1,
             client_port: CLIENT_PORT,
+            server_port: PORT,
         };
         if handshake {
             c.push(true, CLIENT_ISN, 0, SYN, vec![], 0);
@@ -240,15 +242,15 @@ impl Conv {
 
     /// The captured segments as Ethernet frames, with their times.
     fn frames(&self) -> Vec<(u32, Vec<u8>)> {
-        let port = self.client_port;
+        let (port, server_port) = (self.client_port, self.server_port);
         self.segs
             .iter()
             .filter(|s| s.captured)
             .map(|s| {
                 let (src, dst, sport, dport) = if s.to_server {
-                    (CLIENT, SERVER, port, PORT)
+                    (CLIENT, SERVER, port, server_port)
                 } else {
-                    (SERVER, CLIENT, PORT, port)
+                    (SERVER, CLIENT, server_port, port)
                 };
                 let ip = cap::ipv4_tcp(src, dst, sport, dport, s.seq, s.ack, s.flags, &s.payload);
                 (s.at_us, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &ip))
@@ -390,6 +392,68 @@ fn corrupted_size_prefix() -> Vec<u8> {
     c.pcap()
 }
 
+/// Issue 44, item 4: a capture that joins a connection as the broker sends two whole
+/// answers (ids 7 and 8) to requests sent before it; no request follows; then FIN.
+fn leading_answers_only() -> Vec<u8> {
+    let mut c = Conv::new(false);
+    c.server(elect_response(7, "before", 0), 100_000);
+    c.server(elect_response(8, "before", 84), 150_000);
+    c.fin(200_000);
+    c.pcap()
+}
+
+/// Issue 44, item 4: the broker on port 9093 (not the default), no SYN: its answer to a
+/// request sent before the capture (id 7), then one exchange (id 8).
+fn non_default_port() -> Vec<u8> {
+    let mut c = Conv::new(false);
+    c.server_port = 9093;
+    c.server(elect_response(7, "before", 0), 100_000);
+    c.client(elect_request(8, "after"), 200_000);
+    c.server(elect_response(8, "after", 0), 300_000);
+    c.fin(400_000);
+    c.pcap()
+}
+
+/// Issue 44, item 4: an ElectLeaders request answered 11 minutes later, longer than the
+/// idle timeout (10 minutes): the reader lets go of the connection at the answer's packet;
+/// the answer is listed, unpaired.
+fn idle_then_answer() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "slow"), 100_000);
+    c.server(elect_response(1, "slow", 0), 660_100_000);
+    c.fin(660_200_000);
+    c.pcap()
+}
+
+/// Issue 44, item 4: one exchange, and between the request and its answer one packet of
+/// unrelated traffic (an ACK 10.0.0.9:443 -> 10.0.0.8:5000) stamped a year ahead.
+fn year_ahead_packet() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "now"), 100_000);
+    c.server(elect_response(1, "now", 0), 200_000);
+    c.fin(300_000);
+    let mut frames: Vec<(u32, u32, Vec<u8>)> = c
+        .frames()
+        .into_iter()
+        .map(|(at, f)| (EPOCH_S + at / 1_000_000, at % 1_000_000, f))
+        .collect();
+    let unrelated = cap::ipv4_tcp([10, 0, 0, 9], [10, 0, 0, 8], 443, 5000, 1, 1, ACK, b"");
+    let year = 365 * 86_400;
+    frames.insert(
+        4,
+        (
+            EPOCH_S + year,
+            150_000,
+            cap::ethernet(&[], cap::ETHERTYPE_IPV4, &unrelated),
+        ),
+    );
+    let packets: Vec<cap::Packet<'_>> = frames
+        .iter()
+        .map(|(s, us, f)| (*s, us * 1_000, &f[..], f.len() as u32))
+        .collect();
+    cap::pcap_file(cap::LINKTYPE_ETHERNET, false, false, &packets)
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -401,6 +465,10 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("gaps-both-ways.pcap", gaps_both_ways()),
         ("lost-middle-segment.pcap", lost_middle_segment()),
         ("corrupted-size-prefix.pcap", corrupted_size_prefix()),
+        ("leading-answers-only.pcap", leading_answers_only()),
+        ("non-default-port.pcap", non_default_port()),
+        ("idle-then-answer.pcap", idle_then_answer()),
+        ("year-ahead-packet.pcap", year_ahead_packet()),
     ]
 }
 
@@ -985,6 +1053,12 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         ("adversarial/lost-middle-segment.pcap", (2, 2, 1, 0, true)),
         // The malformed request is no request, and not unanswered.
         ("adversarial/corrupted-size-prefix.pcap", (1, 1, 0, 0, true)),
+        // Both answers listed, unpaired, without a note (sent before the capture).
+        ("adversarial/leading-answers-only.pcap", (0, 0, 2, 0, false)),
+        ("adversarial/non-default-port.pcap", (1, 1, 1, 0, false)),
+        // The let-go is named (partial); the answer listed, unpaired.
+        ("adversarial/idle-then-answer.pcap", (0, 0, 1, 1, true)),
+        ("adversarial/year-ahead-packet.pcap", (1, 1, 0, 0, false)),
     ]
     .into_iter()
     .collect();

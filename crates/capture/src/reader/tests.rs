@@ -1682,7 +1682,9 @@ fn capture_a_recent_packet_keeps_a_connection_from_eviction() {
 #[test]
 fn capture_idle_connections_are_closed_at_the_timeout() {
     // One packet a second: with a 3.5 s idle timeout each connection (SYN, then a byte a
-    // second later) is let go at the fifth packet after its last, that is, 4 s later.
+    // second later) is let go 4 s after its last packet (the clock idleness is judged by
+    // moves with the bytes that continue a connection, and with them only: issue 44,
+    // item 4).
     let limits = Limits {
         idle_timeout: Duration::from_millis(3500),
         ..Limits::default()

@@ -137,7 +137,7 @@ impl Analyzer {
                 d.packets
                     .push_back((offset + bytes.len() as u64, packet, time, acked));
                 if c.server.is_none() {
-                    decide_server(c, i);
+                    decide_server(conn, c, i, out);
                 }
                 // Requests first: a response direction may be waiting for a request, to pair
                 // a frame or to prove a boundary.
@@ -246,6 +246,15 @@ impl Analyzer {
                     return;
                 };
                 self.held = self.held.saturating_sub(conn_bytes(&c));
+                // Whole answers the search could not prove a boundary for (a capture that
+                // joined the connection, no request after them): listed, not called a
+                // frame cut short.
+                if let Some(i) = (0..2).find(|&i| c.role(i) == Some(Role::Responses)) {
+                    if !c.dirs[i].synced && whole_frames(c.dirs[i].live(), self.max_frame) {
+                        c.dirs[i].synced = true;
+                        drain(conn, &mut c, i, self.max_frame, &mut self.budget, out);
+                    }
+                }
                 // Nothing more will come: what waits for a request has none.
                 while !c.held.is_empty() {
                     settle_front(&mut c, true);
@@ -462,7 +471,7 @@ fn let_go_frame(
 /// the side where an ElectLeaders request is found at a boundary that can be proven. A
 /// weaker sign is not enough: a response with a small correlation id reads as a request
 /// header of api key 0.
-fn decide_server(c: &mut Conn, i: usize) {
+fn decide_server(conn: ConnId, c: &mut Conn, i: usize, out: &mut dyn FnMut(Item)) {
     let found = find_boundary(
         &mut c.dirs[i],
         Role::Requests,
@@ -478,12 +487,54 @@ fn decide_server(c: &mut Conn, i: usize) {
             d.waiting.clear();
             d.frontier = d.start;
         }
-    } else {
-        // What was ruled out as a request here is let go, so that an undecided connection
-        // holds at most a frame's worth per direction.
-        c.dirs[i].drop_ruled_out();
+    } else if c.dirs[i].live().len() > UNDECIDED_KEEP {
+        // What was ruled out as a request here is let go past a bound, so that an
+        // undecided connection holds little per direction; below it the bytes are kept,
+        // since this may be the broker's side (its leading answers are listed once the
+        // requests tell which side the broker is). What is let go is named.
+        let d = &mut c.dirs[i];
+        let (before, at) = (d.skipped, d.start);
+        d.drop_ruled_out();
+        let dropped = d.skipped - before;
+        if dropped > 0 {
+            out(Item::Note(Note {
+                conn: Some((conn, d.from, d.to)),
+                packet: Some(d.packets_of(at, at + 1).0),
+                message: format!(
+                    "{dropped} bytes from stream offset {at} passed over before the broker's \
+                     side of the connection could be told (no SYN seen, and neither port is \
+                     the broker's: --port)"
+                ),
+                partial: true,
+            }));
+        }
     }
 }
+
+/// Whether `live` is frames back to back, each long enough for a correlation id, the last
+/// ending where `live` ends.
+fn whole_frames(live: &[u8], max_frame: usize) -> bool {
+    let mut at = 0usize;
+    while at < live.len() {
+        let Some(size) = live
+            .get(at..at + SIZE_PREFIX_LEN)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        else {
+            return false;
+        };
+        let Ok(size) = usize::try_from(size) else {
+            return false;
+        };
+        if !(4..=max_frame).contains(&size) {
+            return false;
+        }
+        at += SIZE_PREFIX_LEN + size;
+    }
+    at == live.len() && !live.is_empty()
+}
+
+/// Bytes of a direction kept while the broker's side of its connection is not known.
+const UNDECIDED_KEEP: usize = 256 * 1024;
 
 /// Cuts what it can of direction `i` into frames.
 fn drain(
