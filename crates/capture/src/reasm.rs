@@ -378,6 +378,7 @@ impl Tracker {
                 if carries {
                     sink.push(Event::Note {
                         packet,
+                        partial: true,
                         message: format!(
                             "TCP data {} -> {} after the connection closed: ignored",
                             seg.src, seg.dst
@@ -414,6 +415,7 @@ impl Tracker {
                     Some(_) => {
                         sink.push(Event::Note {
                             packet,
+                            partial: true,
                             message: format!(
                                 "SYN {from} -> {to} with a new initial sequence number on an open connection: ignored"
                             ),
@@ -462,6 +464,7 @@ impl Tracker {
         if let Some((a, b)) = differs {
             sink.push(Event::Note {
                 packet,
+                partial: true,
                 message: format!(
                     "TCP bytes {from} -> {to} at stream offsets {a}..{b} disagree with the bytes captured first there: kept the first"
                 ),

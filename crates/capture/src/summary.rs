@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use kafka_elect_leaders::{ElectLeadersRequest, ElectLeadersResponse, ErrorCode, API_KEY};
 
 use crate::traffic::Note;
+use crate::types::Timestamp;
 
 /// `bytes` in lowercase hex.
 fn to_hex(bytes: &[u8]) -> String {
@@ -158,6 +159,9 @@ pub struct Tally {
     pub failed: BTreeMap<FailedKey, u64>,
     /// Latencies of the paired ElectLeaders responses, sorted by `finish`.
     pub latencies: Vec<i64>,
+    /// Paired ElectLeaders responses left out of [`Tally::latencies`]: timed before their
+    /// request by more than [`Timestamp::STEP_BACK`] (the capture's clock stepped back).
+    pub latency_across_steps: u64,
     /// What is unusual.
     pub anomalies: Anomalies,
     /// For `--html`: the timeline.
@@ -185,6 +189,7 @@ impl Tally {
             outcomes_by_topic: BTreeMap::new(),
             failed: BTreeMap::new(),
             latencies: Vec::new(),
+            latency_across_steps: 0,
             anomalies: Anomalies::default(),
             timeline: timeline.then(Timeline::default),
             open: HashMap::new(),
@@ -300,9 +305,16 @@ impl Tally {
         self.api(API_KEY).responses += 1;
         self.elect_responses += 1;
         *self.top_level.entry(r.error_code().0).or_default() += 1;
-        if let Some(latency) = latency {
-            self.latencies
-                .push(i64::try_from(latency).unwrap_or(i64::MAX));
+        match latency {
+            // Timed before its request by more than reordering explains: the capture's
+            // clock stepped back between them (a note names the packet). Counted apart.
+            Some(latency) if latency < -(Timestamp::STEP_BACK.as_micros() as i128) => {
+                self.latency_across_steps += 1;
+            }
+            Some(latency) => self
+                .latencies
+                .push(i64::try_from(latency).unwrap_or(i64::MAX)),
+            None => {}
         }
         for t in r.replica_election_results().iter() {
             let topic = t.topic();

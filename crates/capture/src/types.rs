@@ -49,6 +49,21 @@ impl Timestamp {
 impl Timestamp {
     /// The last second RFC 3339 can write (four-digit years): 9999-12-31T23:59:59Z.
     const LAST_RFC3339_SECOND: u64 = 253_402_300_799;
+
+    /// The latest capture time the reader hands on: 2^53 - 1 microseconds after the epoch
+    /// (2255-06-05T23:47:34.740991Z), the largest whole number of microseconds the doubles
+    /// of JSON readers (`jq`) hold exactly. A packet stamped later is taken as this, and
+    /// named in a note.
+    pub const LATEST: Timestamp = Timestamp {
+        secs: 9_007_199_254,
+        nanos: 740_991_000,
+    };
+
+    /// A capture clock that steps back further than this between two packets is named in a
+    /// note: packets reordered by a multi-queue capture are out of order by microseconds
+    /// to milliseconds, not by a second. An answer timed earlier than its request by more
+    /// is left out of the latency percentiles (counted apart).
+    pub const STEP_BACK: Duration = Duration::from_secs(1);
 }
 
 impl fmt::Display for Timestamp {
@@ -146,8 +161,13 @@ pub enum Event {
     },
     /// A packet that could not be used and why, or a problem with the capture itself. For a
     /// problem that is not about one packet (an unreadable block, the end of the file),
-    /// `packet` is the number the next packet would have had.
-    Note { packet: u64, message: String },
+    /// `packet` is the number the next packet would have had. `partial` when some traffic
+    /// could not be read because of it (not for a clock that steps back, say).
+    Note {
+        packet: u64,
+        message: String,
+        partial: bool,
+    },
 }
 
 impl Event {

@@ -454,6 +454,21 @@ fn year_ahead_packet() -> Vec<u8> {
     cap::pcap_file(cap::LINKTYPE_ETHERNET, false, false, &packets)
 }
 
+/// Issue 44, item 3: the capture's clock steps back an hour between ElectLeaders request
+/// 2 and its answer (request 2 at 3,600.1 s, its answer at 0.3 s); exchanges 1 and 3 are
+/// timed right.
+fn clock_step_back() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "a"), 100_000);
+    c.server(elect_response(1, "a", 0), 110_000);
+    c.client(elect_request(2, "b"), 3_600_100_000);
+    c.server(elect_response(2, "b", 0), 300_000);
+    c.client(elect_request(3, "c"), 400_000);
+    c.server(elect_response(3, "c", 0), 420_000);
+    c.fin(500_000);
+    c.pcap()
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -469,6 +484,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("non-default-port.pcap", non_default_port()),
         ("idle-then-answer.pcap", idle_then_answer()),
         ("year-ahead-packet.pcap", year_ahead_packet()),
+        ("clock-step-back.pcap", clock_step_back()),
     ]
 }
 
@@ -939,7 +955,8 @@ fn by_summary(path: &str, extra: &[&str]) -> Counts {
                     .unwrap()
             })
     };
-    let paired_elect = n(&s["latency_us"]["paired"]);
+    let in_percentiles = n(&s["latency_us"]["paired"]);
+    let paired_elect = in_percentiles + n(&s["latency_us"]["across_clock_steps"]);
     assert_eq!(
         (
             line_number("latency (us, "),
@@ -947,7 +964,12 @@ fn by_summary(path: &str, extra: &[&str]) -> Counts {
             line_number("responses whose request was not seen: "),
             line_number("requests not kept for pairing (the in-flight budget was full): "),
         ),
-        (paired_elect, json_unanswered, json_unpaired, json_not_kept),
+        (
+            in_percentiles,
+            json_unanswered,
+            json_unpaired,
+            json_not_kept
+        ),
         "{path}: summary's text and JSON\n{text}"
     );
     let dir = tempfile_dir();
@@ -974,7 +996,12 @@ fn by_summary(path: &str, extra: &[&str]) -> Counts {
             cell("unpaired"),
             cell("not-kept"),
         ),
-        (paired_elect, json_unanswered, json_unpaired, json_not_kept),
+        (
+            in_percentiles,
+            json_unanswered,
+            json_unpaired,
+            json_not_kept
+        ),
         "{path}: summary's HTML and JSON"
     );
     Counts {
@@ -1059,6 +1086,8 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         // The let-go is named (partial); the answer listed, unpaired.
         ("adversarial/idle-then-answer.pcap", (0, 0, 1, 1, true)),
         ("adversarial/year-ahead-packet.pcap", (1, 1, 0, 0, false)),
+        // Three paired; the step back named in a note that does not make it partial.
+        ("adversarial/clock-step-back.pcap", (3, 3, 0, 0, false)),
     ]
     .into_iter()
     .collect();
@@ -1208,4 +1237,66 @@ fn notes_come_in_packet_order_when_a_response_waited_for_the_requests() {
         .filter(|o| o["source"]["request_frame"].is_u64())
         .count();
     assert_eq!(paired, 2, "{objects:#?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 3: time that goes backward
+
+#[test]
+fn a_clock_that_steps_back_is_named_and_kept_out_of_the_percentiles() {
+    let (objects, err, status) = decode(&clock_step_back(), &[]);
+    assert_eq!(status, Some(0), "named, not partial: {err}");
+    assert!(
+        err.contains(": packet 7: the capture's clock steps back 3599.800000 s here"),
+        "{err}"
+    );
+    // decode shows what the capture says, the answer timed an hour before its request.
+    let answer = objects
+        .iter()
+        .find(|o| o["kind"] == "response" && o["correlation_id"] == 2)
+        .unwrap();
+    assert_eq!(
+        answer["source"]["latency_us"], -3_599_800_000i64,
+        "{answer}"
+    );
+    let (s, _, status) = summary(&clock_step_back(), &[]);
+    assert_eq!(status, Some(0));
+    let l = &s["latency_us"];
+    assert_eq!(
+        (l["paired"].as_u64(), l["across_clock_steps"].as_u64()),
+        (Some(2), Some(1)),
+        "{s:#}"
+    );
+    assert_eq!(
+        (l["p50"].as_i64(), l["max"].as_i64()),
+        (Some(10_000), Some(20_000)),
+        "{s:#}"
+    );
+}
+
+#[test]
+fn times_past_what_json_holds_exactly_are_taken_as_its_last_and_named() {
+    // pcapng, microsecond ticks: the exchange stamped near u64::MAX microseconds (year
+    // 584,556), the answer a second before its request.
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "far"), 100_000);
+    c.server(elect_response(1, "far", 0), 200_000);
+    let frames = c.frames();
+    let ticks = |k: usize| match k {
+        4 => u64::MAX,
+        _ => u64::MAX - 1_000_000,
+    };
+    let packets: Vec<(u32, u64, &[u8], u32)> = frames
+        .iter()
+        .enumerate()
+        .map(|(k, (_, f))| (0, ticks(k), &f[..], f.len() as u32))
+        .collect();
+    let capture = cap::pcapng_file(false, &[(cap::LINKTYPE_ETHERNET as u16, None)], &packets);
+    let (objects, err, status) = decode(&capture, &[]);
+    assert_eq!(status, Some(0), "{err}");
+    assert!(err.contains("is past 2255-06-05T23:47:34.740991"), "{err}");
+    for o in &objects {
+        assert_eq!(o["source"]["epoch_us"], 9_007_199_254_740_991u64, "{o}");
+        assert_eq!(o["source"]["time"], "2255-06-05T23:47:34.740991000Z", "{o}");
+    }
 }

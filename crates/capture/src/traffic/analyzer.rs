@@ -330,11 +330,15 @@ impl Analyzer {
                 }
                 out(Item::Closed(conn));
             }
-            Event::Note { packet, message } => out(Item::Note(Note {
+            Event::Note {
+                packet,
+                message,
+                partial,
+            } => out(Item::Note(Note {
                 conn: None,
                 packet: Some(packet),
                 message,
-                partial: true,
+                partial,
             })),
         }
     }

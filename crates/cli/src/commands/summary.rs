@@ -430,6 +430,14 @@ impl Printed for Tally {
             )?,
             _ => writeln!(out, "latency: no paired ElectLeaders response")?,
         }
+        if self.latency_across_steps > 0 {
+            writeln!(
+                out,
+                "  left out: {} paired responses timed before their request by more than a \
+                 second (the capture's clock stepped back; a note names where)",
+                self.latency_across_steps
+            )?;
+        }
         let a = &self.anomalies;
         writeln!(out, "anomalies:")?;
         let unanswered: Vec<String> = a
@@ -537,6 +545,7 @@ impl Printed for Tally {
                 "p90": latency(self.percentile(90)),
                 "p99": latency(self.percentile(99)),
                 "max": latency(self.latencies.last().copied()),
+                "across_clock_steps": self.latency_across_steps,
             },
             "anomalies": {
                 "unanswered_requests": self.unanswered(),
