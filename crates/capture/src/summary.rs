@@ -131,6 +131,9 @@ pub struct Tally {
     pub capture: bool,
     /// Frames read.
     pub frames: u64,
+    /// A capture file's packets, and those of them not TCP over IP (ARP, UDP, a link type
+    /// not read...).
+    pub packets: Option<(u64, u64)>,
     /// Connections with a frame counted.
     pub connections: u64,
     /// Requests and connections by client id (None: a null client id).
@@ -176,6 +179,7 @@ impl Tally {
             name: name.to_owned(),
             capture: false,
             frames: 0,
+            packets: None,
             connections: 0,
             clients: BTreeMap::new(),
             apis: BTreeMap::new(),

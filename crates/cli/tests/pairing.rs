@@ -469,6 +469,38 @@ fn clock_step_back() -> Vec<u8> {
     c.pcap()
 }
 
+/// Issue 44, item 7: one exchange in IEEE 802.3 frames with an LLC/SNAP header (RFC 1042)
+/// instead of an Ethernet II type, as tshark reads them; and one UDP packet (DNS).
+fn llc_snap() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "snap"), 100_000);
+    c.server(elect_response(1, "snap", 0), 200_000);
+    c.fin(300_000);
+    let mut frames: Vec<(u32, Vec<u8>)> = c
+        .frames()
+        .into_iter()
+        .map(|(at, ethernet_ii)| {
+            // The same addresses, then the 802.3 length, LLC (AA AA 03), SNAP (OUI 0, IPv4).
+            let ip = &ethernet_ii[14..];
+            let mut f = ethernet_ii[..12].to_vec();
+            f.extend(((8 + ip.len()) as u16).to_be_bytes());
+            f.extend([0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+            f.extend(ip);
+            (at, f)
+        })
+        .collect();
+    let dns = cap::ipv4(
+        [10, 0, 0, 1],
+        [10, 0, 0, 53],
+        17,
+        1,
+        0,
+        &cap::udp(5353, 53, b"q"),
+    );
+    frames.insert(0, (50_000, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &dns)));
+    pcap_of(&frames)
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -485,6 +517,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("idle-then-answer.pcap", idle_then_answer()),
         ("year-ahead-packet.pcap", year_ahead_packet()),
         ("clock-step-back.pcap", clock_step_back()),
+        ("llc-snap.pcap", llc_snap()),
     ]
 }
 
@@ -1088,6 +1121,7 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         ("adversarial/year-ahead-packet.pcap", (1, 1, 0, 0, false)),
         // Three paired; the step back named in a note that does not make it partial.
         ("adversarial/clock-step-back.pcap", (3, 3, 0, 0, false)),
+        ("adversarial/llc-snap.pcap", (1, 1, 0, 0, false)),
     ]
     .into_iter()
     .collect();
@@ -1299,4 +1333,41 @@ fn times_past_what_json_holds_exactly_are_taken_as_its_last_and_named() {
         assert_eq!(o["source"]["epoch_us"], 9_007_199_254_740_991u64, "{o}");
         assert_eq!(o["source"]["time"], "2255-06-05T23:47:34.740991000Z", "{o}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 7: the summary says what it read
+
+#[test]
+fn the_summary_counts_the_packets_it_read_and_those_not_tcp() {
+    let (s, _, status) = summary(&llc_snap(), &[]);
+    assert_eq!(status, Some(0));
+    assert_eq!(s["packets"]["read"], 9, "{s:#}");
+    assert_eq!(s["packets"]["not_tcp_ip"], 1, "{s:#}");
+    let text = run(&["summary", "-"], &llc_snap());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("\npackets: 9 (1 not TCP/IP)\n"), "{text}");
+}
+
+#[test]
+fn a_capture_without_tcp_says_so() {
+    let dns = cap::ipv4(
+        [10, 0, 0, 1],
+        [10, 0, 0, 53],
+        17,
+        1,
+        0,
+        &cap::udp(5353, 53, b"q"),
+    );
+    let frames = vec![
+        (0, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &dns)),
+        (1_000, cap::ethernet(&[], cap::ETHERTYPE_ARP, &[0; 28])),
+    ];
+    let (objects, err, status) = decode(&pcap_of(&frames), &["--all"]);
+    assert!(objects.is_empty());
+    assert_eq!(status, Some(0), "said, not an error: {err}");
+    assert!(
+        err.contains("none of the capture's 2 packets is TCP over IP (2 of them not TCP/IP"),
+        "{err}"
+    );
 }

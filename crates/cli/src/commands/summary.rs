@@ -218,7 +218,11 @@ fn summarize_capture(
         }
         Ok(())
     });
-    walked.map(|_| ())
+    let walked = walked?;
+    tally.packets = walked
+        .stats
+        .map(|s| (s.packets, s.not_tcp + s.unsupported_link));
+    Ok(())
 }
 
 /// Frames back to back: requests of any API (a recorded connection), or ElectLeaders
@@ -332,6 +336,9 @@ impl Printed for Tally {
     fn text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let kind = if self.capture { "capture" } else { "frames" };
         writeln!(out, "summary of {} ({kind})", self.name)?;
+        if let Some((packets, not_tcp)) = self.packets {
+            writeln!(out, "packets: {packets} ({not_tcp} not TCP/IP)")?;
+        }
         writeln!(out, "frames counted: {}", self.frames)?;
         if self.capture {
             writeln!(out, "connections: {}", self.connections)?;
@@ -497,6 +504,10 @@ impl Printed for Tally {
                 "name": self.name,
                 "format": if self.capture { "capture" } else { "frames" },
             },
+            "packets": self.packets.map_or(Value::Null, |(read, not_tcp)| json!({
+                "read": read,
+                "not_tcp_ip": not_tcp,
+            })),
             "frames": self.frames,
             "connections": if self.capture { Value::from(self.connections) } else { Value::Null },
             "client_ids": self.clients.iter().map(|(client, c)| json!({
