@@ -88,6 +88,31 @@ impl Outcome {
     }
 }
 
+/// How many of the slowest round trips the summary keeps.
+pub const SLOWEST: usize = 5;
+
+/// Partitions kept per slow round trip (the others counted).
+pub const SLOW_PARTITIONS: usize = 8;
+
+/// One of the slowest ElectLeaders round trips: where it was and what it elected.
+#[derive(Clone, Debug)]
+pub struct Slow {
+    /// From the request to its answer, in microseconds.
+    pub latency_us: i64,
+    /// The connection.
+    pub conn: u32,
+    /// The request's frame number in its direction.
+    pub request_frame: u64,
+    /// The packet that completed the answer.
+    pub packet: u64,
+    /// The answer's capture time (µs since 1970).
+    pub at: u128,
+    /// Its first partitions: topic, partition, error code.
+    pub partitions: Vec<(Vec<u8>, i32, i16)>,
+    /// All its partitions.
+    pub partitions_total: u64,
+}
+
 /// What is unusual, counted whatever the filters.
 #[derive(Default)]
 pub struct Anomalies {
@@ -165,6 +190,8 @@ pub struct Tally {
     /// Paired ElectLeaders responses left out of [`Tally::latencies`]: timed before their
     /// request by more than [`Timestamp::STEP_BACK`] (the capture's clock stepped back).
     pub latency_across_steps: u64,
+    /// The slowest paired ElectLeaders round trips, slowest first (at most [`SLOWEST`]).
+    pub slowest: Vec<Slow>,
     /// What is unusual.
     pub anomalies: Anomalies,
     /// For `--html`: the timeline.
@@ -194,6 +221,7 @@ impl Tally {
             failed: BTreeMap::new(),
             latencies: Vec::new(),
             latency_across_steps: 0,
+            slowest: Vec::new(),
             anomalies: Anomalies::default(),
             timeline: timeline.then(Timeline::default),
             open: HashMap::new(),
@@ -344,6 +372,34 @@ impl Tally {
                 timeline.add(topic, epoch_us, connection, counts);
             }
         }
+    }
+
+    /// A paired response's round trip, kept when it is among the [`SLOWEST`] (ties: the
+    /// first seen) and within the percentiles (not across a clock step).
+    pub fn round_trip(&mut self, r: &ElectLeadersResponse<'_>, slow: Slow) {
+        if slow.latency_us < -(Timestamp::STEP_BACK.as_micros() as i64) {
+            return;
+        }
+        let at = self
+            .slowest
+            .iter()
+            .position(|s| s.latency_us < slow.latency_us)
+            .unwrap_or(self.slowest.len());
+        if at >= SLOWEST {
+            return;
+        }
+        let mut slow = slow;
+        for t in r.replica_election_results().iter() {
+            for p in t.partition_result().iter() {
+                slow.partitions_total += 1;
+                if slow.partitions.len() < SLOW_PARTITIONS {
+                    slow.partitions
+                        .push((t.topic().to_vec(), p.partition_id(), p.error_code().0));
+                }
+            }
+        }
+        self.slowest.insert(at, slow);
+        self.slowest.truncate(SLOWEST);
     }
 
     /// The end of the input: connections still open are closed, latencies sorted.

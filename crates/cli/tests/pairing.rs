@@ -501,6 +501,93 @@ fn llc_snap() -> Vec<u8> {
     pcap_of(&frames)
 }
 
+/// An ElectLeaders v2 request of `client` for `partitions` of `topic`.
+fn election(
+    id: i32,
+    client: &str,
+    election_type: ElectionType,
+    topic: &str,
+    partitions: &[i32],
+) -> Vec<u8> {
+    let topics = [TopicPartitionsData::new(topic.as_bytes(), partitions)];
+    let data = ElectLeadersRequestData {
+        correlation_id: id,
+        client_id: Some(client.as_bytes()),
+        election_type,
+        topic_partitions: Some(&topics),
+        timeout_ms: 30_000,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+/// Its answer: each partition's error code and message.
+fn election_answer(id: i32, topic: &str, results: &[(i32, i16, Option<&str>)]) -> Vec<u8> {
+    let partitions: Vec<PartitionResultData<'_>> = results
+        .iter()
+        .map(|&(partition_id, code, message)| PartitionResultData {
+            partition_id,
+            error_code: ErrorCode(code),
+            error_message: message.map(str::as_bytes),
+            tagged_fields: &[],
+        })
+        .collect();
+    let results = [ReplicaElectionResultData {
+        topic: topic.as_bytes(),
+        partition_result: &partitions,
+        tagged_fields: &[],
+    }];
+    let data = ElectLeadersResponseData {
+        correlation_id: id,
+        replica_election_results: &results,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+/// Issue 44, item 8: the everyday questions, on two connections. Connection 1, client
+/// `ops-tool`: an UNCLEAN election of orders/0 and orders/1, answered after 2.5 s, orders/1
+/// ELIGIBLE_LEADERS_NOT_AVAILABLE. Connection 2, client `admin`: ApiVersions, then a
+/// PREFERRED election of payments/0 (40 ms, NONE) and of payments/1 (90 ms,
+/// PREFERRED_LEADER_NOT_AVAILABLE).
+fn elections() -> Vec<u8> {
+    let mut ops = Conv::new(true);
+    ops.client(
+        election(1, "ops-tool", ElectionType::UNCLEAN, "orders", &[0, 1]),
+        100_000,
+    );
+    let lost = Some("no live replica in the ISR or out of it");
+    ops.server(
+        election_answer(1, "orders", &[(0, 0, None), (1, 83, lost)]),
+        2_600_000,
+    );
+    ops.fin(2_700_000);
+    let mut admin = Conv::new(true);
+    admin.client_port = CLIENT_PORT + 1;
+    admin.client(api_versions_request(1), 200_000);
+    admin.server(api_versions_response(1), 210_000);
+    admin.client(
+        election(2, "admin", ElectionType::PREFERRED, "payments", &[0]),
+        300_000,
+    );
+    admin.server(election_answer(2, "payments", &[(0, 0, None)]), 340_000);
+    admin.client(
+        election(3, "admin", ElectionType::PREFERRED, "payments", &[1]),
+        400_000,
+    );
+    let busy = Some("preferred replica 3 is not in the ISR");
+    admin.server(election_answer(3, "payments", &[(1, 80, busy)]), 490_000);
+    admin.fin(3_000_000);
+    let mut frames = ops.frames();
+    frames.extend(admin.frames());
+    frames.sort_by_key(|f| f.0);
+    pcap_of(&frames)
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -518,6 +605,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("year-ahead-packet.pcap", year_ahead_packet()),
         ("clock-step-back.pcap", clock_step_back()),
         ("llc-snap.pcap", llc_snap()),
+        ("elections.pcap", elections()),
     ]
 }
 
@@ -1122,6 +1210,7 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         // Three paired; the step back named in a note that does not make it partial.
         ("adversarial/clock-step-back.pcap", (3, 3, 0, 0, false)),
         ("adversarial/llc-snap.pcap", (1, 1, 0, 0, false)),
+        ("adversarial/elections.pcap", (4, 3, 0, 0, false)),
     ]
     .into_iter()
     .collect();
@@ -1370,4 +1459,104 @@ fn a_capture_without_tcp_says_so() {
         err.contains("none of the capture's 2 packets is TCP over IP (2 of them not TCP/IP"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 8: questions in one short command
+
+/// The commands of the README's "Questions in one command", each with what it must show
+/// on `elections.pcap`.
+#[test]
+fn each_everyday_question_is_one_short_command() {
+    let readme = std::fs::read_to_string(tool::captures_dir().join("../../README.md")).unwrap();
+    let at = readme
+        .find("### Questions in one command")
+        .expect("the README's section");
+    let section = &readme[at..];
+    let section = &section[..section[4..].find("\n#").map_or(section.len(), |e| e + 4)];
+    let commands: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .filter_map(|l| l.find("`elect-leaders ").map(|at| &l[at + 15..]))
+        .map(|l| &l[..l.find('`').unwrap()])
+        .collect();
+    assert_eq!(commands.len(), 4, "{section}");
+    let capture = elections();
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let line = format!("elect-leaders {command}");
+        assert!(line.len() <= 60, "{line}: {} characters", line.len());
+        let args: Vec<&str> = command
+            .split_whitespace()
+            .map(|a| if a == "capture.pcap" { "-" } else { a })
+            .collect();
+        let output = run(&args, &capture);
+        assert_eq!(output.status.code(), Some(0), "{line}");
+        outputs.push(String::from_utf8(output.stdout).unwrap());
+    }
+    // Which clients ran UNCLEAN elections, and what happened.
+    assert!(
+        outputs[0].contains("client_id=\"ops-tool\" election_type=UNCLEAN")
+            && outputs[0].contains("failed=1 not_needed=0")
+            && !outputs[0].contains("admin"),
+        "{}",
+        outputs[0]
+    );
+    // The slowest round trips, with their partitions.
+    assert!(
+        outputs[1].contains(
+            "slowest ElectLeaders round trips:\n  2500000 us  connection 1, request frame 1, \
+             answer packet 14: \"orders\"/0 NONE, \"orders\"/1 ELIGIBLE_LEADERS_NOT_AVAILABLE\n  \
+             90000 us  connection 2"
+        ),
+        "{}",
+        outputs[1]
+    );
+    // Which partitions failed, and why.
+    assert!(
+        outputs[2].contains("\"orders\" partition 1  ELIGIBLE_LEADERS_NOT_AVAILABLE (83)  x1  message \"no live replica in the ISR or out of it\"")
+            && outputs[2].contains("\"payments\" partition 1  PREFERRED_LEADER_NOT_AVAILABLE (80)"),
+        "{}",
+        outputs[2]
+    );
+    // Every frame of one connection, in order.
+    let frames: Vec<Value> = outputs[3]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<(String, u64)> = frames
+        .iter()
+        .map(|o| {
+            assert_eq!(o["source"]["connection"], 2, "{o}");
+            (
+                o["api_name"].as_str().unwrap().to_owned(),
+                o["source"]["frame"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds.len(), 6, "{kinds:?}");
+    assert_eq!(kinds[0], ("ApiVersions".to_owned(), 1));
+    assert!(kinds[1..]
+        .iter()
+        .all(|k| k.0 == "ApiVersions" || k.0 == "ElectLeaders"));
+}
+
+#[test]
+fn a_filter_that_can_never_match_says_so() {
+    let output = run(
+        &["decode", "--api", "Metadata", "--errors-only", "-"],
+        &elections(),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert!(err.contains("can never match"), "{err}");
+    // --connection on frames that are not a capture.
+    let output = tool::run_in(
+        &tool::captures_dir().join(".."),
+        &["decode", "--connection", "1", "request-v0.bin"],
+        b"",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert!(err.contains("this input is not a capture"), "{err}");
 }

@@ -7,7 +7,7 @@ use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_
 use kafka_elect_leaders_json::print::{Message, OtherFrame, Place};
 
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
-use crate::filter::Filter;
+use crate::filter::{not_a_capture, Filter};
 use crate::flags::DecodeArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::output::LineFlushed;
@@ -102,6 +102,9 @@ fn decode_stream(
     reader: Box<dyn std::io::Read + Send>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
+    if !filter.shows_conn(None) {
+        return Err(not_a_capture("decode", name));
+    }
     let mut frames = FrameReader::new(reader);
     let mut index = 0;
     let mut connection = false;
@@ -205,6 +208,9 @@ fn decode_capture(
             }
         };
         let conn = found.origin.conn.0;
+        if !filter.shows_conn(Some(conn)) {
+            return Ok(());
+        }
         let shows_other =
             |api: Option<(i16, i16)>| filter.shows_other(api.map(|a| a.0), args.others.all);
         let other = |kind, api, correlation_id| {

@@ -60,6 +60,12 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 traffic::walk(&name, *capture, &args.read, each)
             });
         }
+        Opened::Stream(_) if !filter.shows_conn(None) => {
+            return Err(crate::filter::not_a_capture(
+                "scan",
+                &requests_source.name(),
+            ));
+        }
         Opened::Stream(reader) => reader,
     };
     let responses_source = args.responses.as_deref().map(Source::from_arg);
@@ -404,6 +410,9 @@ fn scan_capture(
             Item::Frame(found) => found,
         };
         let o = &found.origin;
+        if !filter.shows_conn(Some(o.conn.0)) {
+            return Ok(());
+        }
         let place = format!("connection {} {} -> {}", o.conn.0, o.from, o.to);
         match found.what {
             What::ElectRequest => match parse_request(&found.frame) {

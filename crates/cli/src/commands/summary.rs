@@ -32,7 +32,7 @@ use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::traffic::{self, api_label, Item, Role, What};
 
 use kafka_elect_leaders_capture::summary::{
-    code_name, election_name, shown, FailedKey, Outcome, Tally,
+    code_name, election_name, shown, FailedKey, Outcome, Slow, Tally,
 };
 
 /// `summary [FILE]`.
@@ -69,6 +69,9 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 summarize_capture(&mut filter, &name, &mut tally, &mut notes, |each| {
                     traffic::walk(&name, *capture, &args.read, each)
                 })
+            }
+            Opened::Stream(_) if !filter.shows_conn(None) => {
+                return Err(crate::filter::not_a_capture("summary", &name));
             }
             Opened::Stream(reader) => {
                 let kind = args.kind.kind_of(&source);
@@ -158,6 +161,9 @@ fn summarize_capture(
         if let Some(asked) = found.request {
             tally.answered(conn, asked.index);
         }
+        if !filter.shows_conn(Some(conn)) {
+            return Ok(());
+        }
         match found.what {
             What::ElectRequest => {
                 match parsed_request.unwrap_or_else(|| parse_request(&found.frame)) {
@@ -182,6 +188,18 @@ fn summarize_capture(
                         let at = epoch_us(o.time);
                         let latency = found.request.map(|a| latency_us(a.time, o.time));
                         tally.elect_response(&r, Some((at, conn)), latency);
+                        if let (Some(asked), Some(latency)) = (found.request, latency) {
+                            let slow = Slow {
+                                latency_us: i64::try_from(latency).unwrap_or(i64::MAX),
+                                conn,
+                                request_frame: asked.index,
+                                packet: o.last_packet,
+                                at,
+                                partitions: Vec::new(),
+                                partitions_total: 0,
+                            };
+                            tally.round_trip(&r, slow);
+                        }
                     }
                 }
                 Err(e) => {
@@ -437,6 +455,37 @@ impl Printed for Tally {
             )?,
             _ => writeln!(out, "latency: no paired ElectLeaders response")?,
         }
+        if !self.slowest.is_empty() {
+            writeln!(out, "slowest ElectLeaders round trips:")?;
+            for slow in &self.slowest {
+                let partitions: Vec<String> = slow
+                    .partitions
+                    .iter()
+                    .map(|(topic, p, code)| {
+                        format!("{}/{p} {}", shown(Some(topic)), code_name(*code))
+                    })
+                    .collect();
+                let more = slow.partitions_total - slow.partitions.len() as u64;
+                writeln!(
+                    out,
+                    "  {} us  connection {}, request frame {}, answer packet {}: {}{}",
+                    slow.latency_us,
+                    slow.conn,
+                    slow.request_frame,
+                    slow.packet,
+                    if partitions.is_empty() {
+                        "no partition".to_owned()
+                    } else {
+                        partitions.join(", ")
+                    },
+                    if more > 0 {
+                        format!(" (+{more} more)")
+                    } else {
+                        String::new()
+                    }
+                )?;
+            }
+        }
         if self.latency_across_steps > 0 {
             writeln!(
                 out,
@@ -558,6 +607,20 @@ impl Printed for Tally {
                 "max": latency(self.latencies.last().copied()),
                 "across_clock_steps": self.latency_across_steps,
             },
+            "slowest": self.slowest.iter().map(|slow| json!({
+                "latency_us": slow.latency_us,
+                "connection": slow.conn,
+                "request_frame": slow.request_frame,
+                "packet": slow.packet,
+                "epoch_us": u64::try_from(slow.at).unwrap_or(u64::MAX),
+                "partitions": slow.partitions.iter().map(|(topic, p, code)| json!({
+                    "topic": bytes(Some(topic)),
+                    "partition": p,
+                    "error_code": code,
+                    "error_name": ErrorCode(*code).name(),
+                })).collect::<Value>(),
+                "partitions_total": slow.partitions_total,
+            })).collect::<Value>(),
             "anomalies": {
                 "unanswered_requests": self.unanswered(),
                 "unanswered_by_api": a.unanswered.iter().map(|(k, n)| json!({

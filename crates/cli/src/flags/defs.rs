@@ -213,6 +213,14 @@ pub struct FilterFlags {
     /// included (--errors-only, widened)
     #[arg(long)]
     pub any_error: bool,
+    /// Only ElectLeaders requests of this election type (PREFERRED, UNCLEAN, or its number),
+    /// and in a capture their responses (repeatable)
+    #[arg(long, value_name = "TYPE")]
+    pub election_type: Vec<String>,
+    /// Only the frames of this connection of a capture (its number, as "source" gives it),
+    /// of every API they are of (repeatable)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub connection: Vec<u32>,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -115,8 +115,11 @@ case, or key; other APIs need no --all then); --topic, --client-id and --errors-
 into ElectLeaders frames (a request for every partition matches any --topic; a response
 matches --client-id through its request, so only in a capture; --errors-only prints only
 responses that report a failure, an error code other than NONE and ELECTION_NOT_NEEDED,
-as the summary counts failed partitions; --any-error every error code), and with any of
-them frames of other APIs are not printed.
+as the summary counts failed partitions; --any-error every error code; --election-type
+TYPE only requests of that type, and in a capture their responses), and with any of them
+frames of other APIs are not printed; a combination that can never match (--api without
+ElectLeaders and one of them) is refused. --connection N prints only the frames of a
+capture's connection N (every API with --all), in their order.
 
 \
 Live capture: --interface IFACE captures on a network interface through libpcap (root or
@@ -188,7 +191,8 @@ ElectLeaders request and per response, as they come, with the packet and the con
 --interface IFACE (with --filter BPF, --count N, --duration D) reads live packets the same
 way, through libpcap, as 'decode --interface' does, each line written out at once.
 
-Filters, as on 'decode': --topic, --client-id, --errors-only and --api NAME (scan lists
+Filters, as on 'decode': --topic, --client-id, --election-type, --errors-only,
+--any-error, --connection N and --api NAME (scan lists
 ElectLeaders frames only: --api without ElectLeaders lists nothing). A request listed with
 its response (RESPONSES_FILE, or a capture with --json) is listed when the request is from
 a --client-id given, the request or the response names a --topic given, and with
@@ -205,7 +209,8 @@ it holds, counted: the connections; the client ids, with their requests and conn
 the APIs, with their requests and responses; the ElectLeaders requests by election type
 and by topic; the outcomes, partitions by error code, overall and per topic; the
 partitions that failed, with their error messages; the latency of the paired ElectLeaders
-responses (p50, p90, p99 and max, in microseconds, nearest rank); and the anomalies:
+responses (p50, p90, p99 and max, in microseconds, nearest rank) and the five slowest
+round trips with their connection, frames and partitions; and the anomalies:
 requests never answered, responses whose request was not seen, malformed frames, gaps and
 other notes. The notes are also reported on stderr as 'decode' reports them, and the exit
 status is 1 when some traffic could not be read (the summary is then partial, and says so).
@@ -214,7 +219,8 @@ status is 1 when some traffic could not be read (the summary is then partial, an
 self-contained HTML page (no script, nothing fetched): the same tables, a timeline of the
 elections per topic coloured by outcome, and a histogram of the latencies.
 
-Filters, as on 'decode --all' (--api, --topic, --client-id, --errors-only, --any-error): the summary
+Filters, as on 'decode --all' (--api, --topic, --client-id, --election-type, --errors-only,
+--any-error, --connection): the summary
 counts the frames decode would print; the anomalies are counted whatever the filters.
 
 --interface IFACE (with --filter BPF, --count N, --duration D) summarizes live packets
