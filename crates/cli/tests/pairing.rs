@@ -1560,3 +1560,26 @@ fn a_filter_that_can_never_match_says_so() {
     let err = String::from_utf8(output.stderr).unwrap();
     assert!(err.contains("this input is not a capture"), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 9: a packet range names the packet whose time it gives
+
+#[test]
+fn a_packet_range_runs_in_capture_order_and_ends_with_the_packet_timed() {
+    // The request's second half captured first (packet 4, 110 ms), its first half next
+    // (packet 5, 120 ms): the range was [5,4], timed by packet 5.
+    let mut c = Conv::new(true);
+    let request = elect_request(1, "reordered");
+    let (head, tail) = request.split_at(20);
+    let (seq, ack) = (c.cseq, c.sseq);
+    c.push(true, seq + 20, ack, ACK | PSH, tail.to_vec(), 110_000);
+    c.push(true, seq, ack, ACK | PSH, head.to_vec(), 120_000);
+    c.cseq += request.len() as u32;
+    c.server(elect_response(1, "reordered", 0), 200_000);
+    c.fin(300_000);
+    let (objects, err, status) = decode(&c.pcap(), &[]);
+    assert_eq!(status, Some(0), "{err}");
+    let source = &of_kind(&objects, "request")[0]["source"];
+    assert_eq!(source["packets"], serde_json::json!([4, 5]), "{source}");
+    assert_eq!(source["epoch_us"], 1_700_000_000_120_000u64, "{source}");
+}

@@ -139,11 +139,14 @@ impl Dir {
         let p = self.passing.as_mut()?;
         let n = p.rest.min(self.live().len());
         if n > 0 {
-            let (_, last, time, acked) = self.packets_of(self.start, self.start + n as u64);
+            let (first, last, time, acked) = self.packets_of(self.start, self.start + n as u64);
             let p = self.passing.as_mut()?;
             p.rest -= n;
-            p.last_packet = last;
-            p.time = p.time.max(time);
+            p.first_packet = p.first_packet.min(first);
+            if last >= p.last_packet {
+                p.last_packet = last;
+                p.time = time;
+            }
             p.acked = p.acked.max(acked);
             self.consume(n);
         }
@@ -203,27 +206,29 @@ impl Dir {
         self.consume(n as usize);
     }
 
-    /// The packets that carried stream bytes `[from, to)`: the first's number, the last's,
-    /// the latest capture time among them (when the last of the bytes was captured: a
-    /// byte held out of order may come from an earlier packet than one that filled a hole
-    /// before it) and the furthest any of them acknowledged the other direction.
+    /// The packets that carried stream bytes `[from, to)`: the first and the last of them
+    /// in capture order (the last completed the bytes: a byte held out of order may come
+    /// from an earlier packet than one that filled a hole before it), the last one's
+    /// capture time (so that a range names the packet whose time it gives), and the
+    /// furthest any of them acknowledged the other direction.
     pub(super) fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp, Option<u64>) {
-        let mut first = None;
-        let mut last = 0;
-        let mut time = Timestamp::default();
+        let mut first: Option<u64> = None;
+        let mut last: Option<(u64, Timestamp)> = None;
         let mut acked: Option<u64> = None;
         for &(end, packet, at, ack) in &self.packets {
             if end <= from {
                 continue;
             }
-            first.get_or_insert(packet);
-            last = packet;
-            time = time.max(at);
+            first = Some(first.map_or(packet, |f| f.min(packet)));
+            if last.map_or(true, |(p, _)| packet > p) {
+                last = Some((packet, at));
+            }
             acked = acked.max(ack);
             if end >= to {
                 break;
             }
         }
+        let (last, time) = last.unwrap_or((0, Timestamp::default()));
         (first.unwrap_or(last), last, time, acked)
     }
 

@@ -23,11 +23,12 @@ pub struct Origin {
     pub from: Endpoint,
     /// The receiver of the frame.
     pub to: Endpoint,
-    /// The packet that carried the frame's first byte (numbered from 1, as Wireshark does).
+    /// The first packet, in capture order, that carried bytes of the frame (numbered from
+    /// 1, as Wireshark does).
     pub first_packet: u64,
-    /// The packet that carried the frame's last byte.
+    /// The last one: the packet that completed the frame.
     pub last_packet: u64,
-    /// The capture time of the packet that completed the frame.
+    /// The capture time of `last_packet`.
     pub time: Timestamp,
     /// The frame's first byte in its direction's stream.
     pub offset: u64,
