@@ -375,6 +375,33 @@ fn other_requests_close_the_connection_and_are_recorded() {
     );
 }
 
+/// Issue 44, item 9: an ApiVersions request answered gets an `"action":"answered"` line,
+/// and FUZZING.md names it with the other action lines.
+#[test]
+fn answered_requests_of_other_apis_are_recorded_as_fuzzing_md_says() {
+    let record = scratch("answered");
+    let (child, addr, _) = serve(&["--record", record.to_str().unwrap()]);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // ApiVersions (18) v0, correlation id 4: advertised, answered.
+    s.write_all(&request(18, 0, 4, &[])).unwrap();
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).unwrap();
+    drop(s);
+    drop(child);
+    let lines = record_lines(&record);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["api"] == 18 && l["correlation_id"] == 4 && l["action"] == "answered"),
+        "{lines:?}"
+    );
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../FUZZING.md"))
+            .unwrap();
+    assert!(doc.contains(r#""action":"answered""#), "FUZZING.md");
+}
+
 fn fuzz_target(args: &[&str]) -> (i32, String, Duration) {
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))

@@ -1,7 +1,7 @@
 //! `decode`: frames in, one JSON object per frame out, one per line (the objects are
 //! [`kafka_elect_leaders_json::print`]'s).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_request, API_KEY};
 use kafka_elect_leaders_json::print::{Message, OtherFrame, Place};
@@ -27,6 +27,13 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
         });
     }
     let sources: Vec<Source> = if args.files.is_empty() {
+        if std::io::stdin().is_terminal() {
+            // Not a hang: say what it waits for (issue 44, item 9).
+            eprintln!(
+                "elect-leaders decode: reading frames or a capture from standard input (a \
+                 terminal); end it with Ctrl-D, or give a FILE (decode --help)"
+            );
+        }
         vec![Source::Stdin]
     } else {
         args.files.iter().map(|f| Source::from_arg(f)).collect()

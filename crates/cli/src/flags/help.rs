@@ -94,7 +94,8 @@ A pcap or pcapng capture needs no flag. Piped in as it is written ('tcpdump -U -
 elect-leaders decode -'), it is read as it arrives, and each object is written out as soon
 as its frame is read. Each connection's two directions are
 reassembled; the broker's side is the one on --port (default 9092), else the side that
-received the SYN, else the side the first request header was sent to. Every request is
+received the SYN, else the side an ElectLeaders request was proven to go to (until then up
+to 256 KiB of each side is kept; what is let go past that is named). Every request is
 remembered, whatever its API, so each ElectLeaders response is decoded with its
 request's version. Every object gets \"source\": the packet (or \"packets\":[FIRST,LAST])
 that carried the frame, the capture \"time\" of the last one, the \"connection\" number,
@@ -153,7 +154,14 @@ version lacks is an error, as in Kafka's own writer. Byte strings may be given a
 Binary frames are not written to a terminal: use --hex, or redirect standard output.
 
 'decode | encode' gives back the same bytes for any frame whose varints are minimal and
-whose tagged fields are in ascending order (the writer writes canonical frames).";
+whose tagged fields are in ascending order (the writer writes canonical frames).
+
+Fed from decode: 'elect-leaders decode FILE | elect-leaders encode --hex' works as it is
+for files of frames. Objects decoded from a capture carry \"source\", which encode refuses
+as a field of no frame, and 'decode --all' adds objects of other APIs, which have no body
+to encode: keep the ElectLeaders objects and drop their source with jq:
+
+  elect-leaders decode capture.pcap | jq -c 'del(.source)' | elect-leaders encode --hex";
 
 pub const ENCODE_AFTER: &str = "\
 On a bad object, writes the frames before it, then one line on stderr naming the line
