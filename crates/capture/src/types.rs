@@ -189,7 +189,8 @@ pub enum CloseReason {
     /// A RST: `RST`.
     Rst,
     /// A new SYN on its 4-tuple (the old connection's end was not captured): `the 4-tuple
-    /// was reused by a new SYN`.
+    /// was reused by a new SYN`. The old connection is kept, for segments whose sequence
+    /// numbers fit it and not the new one (a late answer), and closes with the new one.
     Reused,
     /// The end of the capture (the Close has no packet): `end of capture`.
     EndOfCapture,

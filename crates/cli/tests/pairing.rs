@@ -588,6 +588,29 @@ fn elections() -> Vec<u8> {
     pcap_of(&frames)
 }
 
+/// Issue 44, item 4: a client reconnects from the same port (a new SYN, new initial
+/// sequence numbers) while its ElectLeaders request 1 waits; the broker's late answer to
+/// it comes on the old connection after the new handshake; then request 2 on the new one.
+fn reused_late_answer() -> Vec<u8> {
+    let mut old = Conv::new(true);
+    old.client(elect_request(1, "before"), 100_000);
+    old.server(elect_response(1, "before", 0), 300_000);
+    let mut new = Conv::new(false);
+    let (cisn, sisn) = (70_000, 90_000);
+    new.push(true, cisn, 0, SYN, vec![], 200_000);
+    new.push(false, sisn, cisn + 1, SYN | ACK, vec![], 200_000);
+    new.push(true, cisn + 1, sisn + 1, ACK, vec![], 200_000);
+    new.cseq = cisn + 1;
+    new.sseq = sisn + 1;
+    new.client(elect_request(2, "after"), 400_000);
+    new.server(elect_response(2, "after", 0), 500_000);
+    new.fin(600_000);
+    let mut frames = old.frames();
+    frames.extend(new.frames());
+    frames.sort_by_key(|f| f.0);
+    pcap_of(&frames)
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -606,6 +629,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("clock-step-back.pcap", clock_step_back()),
         ("llc-snap.pcap", llc_snap()),
         ("elections.pcap", elections()),
+        ("reused-late-answer.pcap", reused_late_answer()),
     ]
 }
 
@@ -1211,6 +1235,8 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         ("adversarial/clock-step-back.pcap", (3, 3, 0, 0, false)),
         ("adversarial/llc-snap.pcap", (1, 1, 0, 0, false)),
         ("adversarial/elections.pcap", (4, 3, 0, 0, false)),
+        // The late answer paired with its request on the old connection.
+        ("adversarial/reused-late-answer.pcap", (2, 2, 0, 0, false)),
     ]
     .into_iter()
     .collect();
