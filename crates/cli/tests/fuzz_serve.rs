@@ -1203,6 +1203,47 @@ fn an_answer_that_drips_in_is_cut_at_the_timeout() {
     );
 }
 
+/// Issue 44, item 9: a broker that answers each request twice puts the answers out of
+/// step; the first answer to another request is reported as a correlation mismatch, said
+/// so, and the connection started again, not read on out of step.
+#[test]
+fn answers_out_of_step_are_a_correlation_mismatch_and_a_new_connection() {
+    let broker = FakeBroker::start(|mut s| {
+        let Ok(first) = read_frame(&mut s) else {
+            return;
+        };
+        if s.write_all(&api_versions_answer(&first)).is_err() {
+            return;
+        }
+        while let Ok(request) = read_frame(&mut s) {
+            let Some(answer) = elect_answer(&request, None) else {
+                return;
+            };
+            if s.write_all(&answer)
+                .and_then(|()| s.write_all(&answer))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["fuzz", "--target", &broker.addr, "--timeout", "5000"])
+        .args(["--count", "6", "--seed", "2"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    let anomalies: Vec<&str> = out.lines().filter(|l| l.starts_with("anomaly ")).collect();
+    assert!(!anomalies.is_empty(), "{out}");
+    for a in &anomalies {
+        assert!(
+            a.starts_with("anomaly correlation: ") && a.contains("the answers are out of step"),
+            "{out}"
+        );
+    }
+}
+
 /// Issue 44, item 9: an ApiVersions answer without ElectLeaders (key 43) is reported; the
 /// campaign went on silently at the newest version.
 #[test]

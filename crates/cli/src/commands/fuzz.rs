@@ -50,6 +50,11 @@ fn asked(frame: &[u8]) -> Option<BTreeSet<(Vec<u8>, i32)>> {
     Some(set)
 }
 
+/// The correlation id an answer carries (after its size prefix), if it is that long.
+fn answer_id(answer: &[u8]) -> Option<i32> {
+    Some(i32::from_be_bytes(answer.get(4..8)?.try_into().ok()?))
+}
+
 /// `fuzz`.
 pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let target = match (args.serve, args.target, args.compare) {
@@ -192,6 +197,24 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
             ));
         };
         match answer {
+            Ok(Some(answer)) if well_formed && answer_id(&answer).is_some_and(|a| a != id) => {
+                // An answer to another request (an extra or a late one): the answers are out
+                // of step, and every later one would be too. Said as such, and the
+                // connection started again (before, each later answer was parsed at the
+                // wrong request's version and reported unparsable or mismatched).
+                tally.answered += 1;
+                let got = answer_id(&answer).unwrap_or_default();
+                problem(
+                    "correlation",
+                    format!(
+                        "sent {id}, answered {got}: the answers are out of step (an extra or \
+                         a late answer); the connection is started again; answer {}",
+                        to_hex(&answer)
+                    ),
+                );
+                conn = None;
+                tally.reconnects += 1;
+            }
             Ok(Some(answer)) => {
                 tally.answered += 1;
                 if let Some(e) = refusal {
