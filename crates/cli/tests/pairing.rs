@@ -611,6 +611,27 @@ fn reused_late_answer() -> Vec<u8> {
     pcap_of(&frames)
 }
 
+/// Issue 44, item 4: holes both ways: request 1 lost, answer 2 lost, request 3 lost. The
+/// answer to 4 comes in the packet whose ACK proves request 3 lost and request 4 sent
+/// (request 4 was held behind that hole): it was searched for a boundary before request 4
+/// was handed on, ruled out, and lost ("7 bytes ... not a whole frame").
+fn holes_three() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let l1 = c.client(elect_request(1, "a"), 100_000);
+    c.client(elect_request(2, "b"), 110_000);
+    c.server(elect_response(1, "a", 0), 200_000);
+    let l2 = c.server(elect_response(2, "b", 0), 210_000);
+    let l3 = c.client(elect_request(3, "c"), 300_000);
+    c.server(elect_response(3, "c", 0), 310_000);
+    c.client(elect_request(4, "d"), 320_000);
+    c.server(elect_response(4, "d", 0), 330_000);
+    c.fin(400_000);
+    for lost in [l1, l2, l3] {
+        c.lose(lost);
+    }
+    c.pcap()
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -630,6 +651,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("llc-snap.pcap", llc_snap()),
         ("elections.pcap", elections()),
         ("reused-late-answer.pcap", reused_late_answer()),
+        ("holes-three.pcap", holes_three()),
     ]
 }
 
@@ -1237,6 +1259,8 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         ("adversarial/elections.pcap", (4, 3, 0, 0, false)),
         // The late answer paired with its request on the old connection.
         ("adversarial/reused-late-answer.pcap", (2, 2, 0, 0, false)),
+        // Answer 4 paired (it was lost); answer 1 unpaired; request 2 unanswered.
+        ("adversarial/holes-three.pcap", (1, 1, 1, 1, true)),
     ]
     .into_iter()
     .collect();

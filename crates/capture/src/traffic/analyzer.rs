@@ -360,7 +360,14 @@ impl Analyzer {
                     (0..2).filter_map(move |i| {
                         let d = &c.dirs[i];
                         let size_known = d.synced && d.passing.is_none() && d.live().len() >= 8;
-                        (size_known && c.role(i).is_some()).then_some((d.buf.capacity(), id, i))
+                        // Or bytes held while a boundary is searched for (answers waiting
+                        // for the requests that may prove one).
+                        let searching = !d.synced && !d.live().is_empty();
+                        ((size_known || searching) && c.role(i).is_some()).then_some((
+                            d.buf.capacity(),
+                            id,
+                            i,
+                        ))
                     })
                 })
                 .max();
@@ -376,7 +383,14 @@ impl Analyzer {
                     return;
                 };
                 let before = conn_bytes(c);
-                let_go_frame(conn, c, i, packet, self.held_limit, out);
+                if c.dirs[i].synced {
+                    let_go_frame(conn, c, i, packet, self.held_limit, out);
+                } else {
+                    // Searched now, without waiting for the requests: what the search
+                    // rules out is let go.
+                    c.dirs[i].search_now = true;
+                    drain(conn, c, i, self.max_frame, &mut self.budget, out);
+                }
                 (conn, c, before)
             } else if let Some((_, conn)) = held {
                 let Some(c) = self.conns.get_mut(&conn) else {
@@ -554,6 +568,20 @@ fn drain(
     };
     loop {
         if !c.dirs[i].synced {
+            if role == Role::Responses
+                && !c.dirs[i].search_now
+                && c.dirs[i].live().len() <= HELD_RESPONSE_BYTES
+            {
+                // The ACK of the last packet proves requests were sent that the requests'
+                // direction has not handed on yet (held behind a hole the same ACK proves
+                // lost): a boundary here may be proven by one of them. Wait for them
+                // rather than rule the answers out (within a bound).
+                let acked = c.dirs[i].packets.back().and_then(|p| p.3);
+                let requests = &c.dirs[c.requests()];
+                if acked.is_some_and(|a| !requests.caught_up(a)) {
+                    return;
+                }
+            }
             // A capture that joined the connection: the responses' first bytes may be the
             // answers to requests sent before it began.
             let leading = role == Role::Responses && !c.syn_seen && c.dirs[i].frames == 0;
@@ -586,6 +614,7 @@ fn drain(
             }
             let d = &mut c.dirs[i];
             d.synced = true;
+            d.search_now = false;
             d.waiting.clear();
             d.skipped = 0;
         }

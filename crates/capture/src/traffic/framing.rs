@@ -52,6 +52,9 @@ pub(super) struct Dir {
     /// A frame being passed over as it streams by: its head kept, its other bytes counted
     /// and dropped as they come.
     pub(super) passing: Option<PassOver>,
+    /// While not synced: search for a boundary at once, without waiting for requests the
+    /// last ACK proves were sent (set when the bound on bytes held is reached).
+    pub(super) search_now: bool,
 }
 
 /// The bytes of a frame's start that are read before it is passed over: the request
@@ -102,6 +105,7 @@ impl Dir {
             first_frame: None,
             first_frame_packet: None,
             passing: None,
+            search_now: false,
         }
     }
 
