@@ -27,6 +27,8 @@ pub const TCP_ACK: u8 = 0x10;
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// An Ethernet type field this small is an IEEE 802.3 length (an LLC header follows).
+const MAX_8023_LENGTH: u16 = 1500;
 /// 802.1Q, 802.1ad, and the two pre-standard QinQ values.
 const ETHERTYPE_VLAN: [u16; 4] = [0x8100, 0x88a8, 0x9100, 0x9200];
 /// More stacked VLAN tags than this is not a real frame.
@@ -144,7 +146,18 @@ fn ethernet(frame: &[u8], cut: u64) -> Decoded<'_> {
             at += 4;
             continue;
         }
-        return by_ethertype(ethertype, frame.get(at + 2..).unwrap_or(&[]), cut);
+        let rest = frame.get(at + 2..).unwrap_or(&[]);
+        if ethertype <= MAX_8023_LENGTH {
+            // IEEE 802.3: a length, then an 802.2 LLC header. With SNAP (RFC 1042: DSAP and
+            // SSAP 0xAA, control 3 (UI), OUI 0) the ethertype follows, as tshark reads it.
+            return match rest {
+                [0xaa, 0xaa, 0x03, 0, 0, 0, hi, lo, payload @ ..] => {
+                    by_ethertype(u16::from_be_bytes([*hi, *lo]), payload, cut)
+                }
+                _ => Decoded::NotTcp,
+            };
+        }
+        return by_ethertype(ethertype, rest, cut);
     }
     Decoded::Bad(format!("more than {MAX_VLAN_TAGS} VLAN tags"))
 }

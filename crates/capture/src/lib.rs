@@ -50,8 +50,11 @@
 //! request sent before the first frame the capture shows is unpaired without a note.
 //!
 //! **Memory is bounded by the connections followed, never by the capture:** per direction
-//! at most one frame (up to the maximum frame size) and a bounded reassembly buffer, per
-//! connection the requests waiting for their responses, within a budget in bytes
+//! at most one ElectLeaders frame (a frame of another API longer than
+//! [`traffic::PASS_OVER_HEAD`] is passed over as it streams by, its header kept and its
+//! bytes counted) and a bounded reassembly buffer, the frames held on all connections
+//! within [`Limits::held_bytes`] (128 MiB by default; past it the largest is let go and
+//! named), per connection the requests waiting for their responses, within a budget in bytes
 //! ([`Limits::in_flight_bytes`], 1 MiB by default, and [`Limits::in_flight_total_bytes`]
 //! for all connections, 64 MiB): a request beyond it is not kept for pairing and is named
 //! in a note, one by one, and its response says why it is unpaired. A request Kafka never

@@ -259,6 +259,29 @@ pub(crate) struct Tracker {
     /// Connections closed for being idle, and evicted by the limit.
     idle_closed: u64,
     evicted: u64,
+    /// The capture clock idleness is judged by: moved only by packets that continue a
+    /// connection within the idle timeout of its own previous packet, so that one packet
+    /// stamped far ahead (unrelated traffic, a new connection) lets go of nothing.
+    clock: Option<Timestamp>,
+    /// Connections whose 4-tuple a new SYN reused, kept for their late segments (an answer
+    /// to a request sent before the new SYN): those whose sequence numbers fit the old
+    /// connection and not the new one go to the old. Closed with the new one, when another
+    /// SYN reuses the 4-tuple again, or past [`LINGER_LIMIT`] (oldest first).
+    lingering: HashMap<Key, Conn>,
+    lingering_order: VecDeque<Key>,
+}
+
+/// Connections kept for their late segments after a new SYN reused their 4-tuple, at most.
+const LINGER_LIMIT: usize = 1024;
+
+/// How far from where a direction's stream stands a segment may start and still be taken
+/// as one of its own (for a 4-tuple reused by a new connection): behind by the window of
+/// bytes remembered, or ahead by a megabyte.
+const OWN_BEHIND: i128 = RECENT_LIMIT as i128;
+const OWN_AHEAD: i128 = 1 << 20;
+
+fn nanos(t: Timestamp) -> u128 {
+    u128::from(t.secs) * 1_000_000_000 + u128::from(t.nanos)
 }
 
 /// Where events and notes go.
@@ -298,7 +321,6 @@ impl Tracker {
 
     /// Closes the connections idle for longer than the idle timeout at capture time `now`.
     fn close_idle(&mut self, now: Timestamp, packet: u64, sink: &mut Sink) {
-        let nanos = |t: Timestamp| u128::from(t.secs) * 1_000_000_000 + u128::from(t.nanos);
         let timeout = self.limits.idle_timeout.as_nanos();
         while let Some(key) = self.recency.oldest() {
             let Some(conn) = self.conns.get(&key) else {
@@ -329,7 +351,29 @@ impl Tracker {
         let syn = seg.flags & TCP_SYN != 0;
         let pure_syn = syn && seg.flags & TCP_ACK == 0;
         let carries = !seg.payload.is_empty() || seg.missing > 0;
-        self.close_idle(time, packet, sink);
+        // Idleness is judged by the connections' own packets: this one's previous packet,
+        // and a clock that only packets continuing a connection move.
+        let timeout = self.limits.idle_timeout.as_nanos();
+        let own_idle = self
+            .conns
+            .get(&key)
+            .map(|conn| nanos(conn.last) + timeout < nanos(time));
+        if own_idle == Some(false) {
+            self.clock = Some(self.clock.map_or(time, |c| c.max(time)));
+        }
+        if let Some(clock) = self.clock {
+            self.close_idle(clock, packet, sink);
+        }
+        if !syn && self.lingering.contains_key(&key) && self.is_lingerings(key, seg) {
+            self.lingering_segment(key, seg, packet, time, sink);
+            return;
+        }
+        if own_idle == Some(true) && self.conns.contains_key(&key) {
+            // Its own packet comes after longer than the timeout: a broker would have
+            // closed it; what follows is a connection seen mid-stream.
+            self.idle_closed += 1;
+            self.close_as(key, (packet, time), CloseReason::Idle, false, sink);
+        }
 
         let reused = self.conns.get(&key).is_some_and(|conn| {
             let dir = &conn.dirs[usize::from(seg.src != conn.a)];
@@ -344,7 +388,8 @@ impl Tracker {
                         .any(|d| d.next > 0 || !d.held.is_empty() || d.fin.is_some()))
         });
         if reused {
-            self.close(key, (packet, time), CloseReason::Reused, sink);
+            // The old connection is kept for its late segments (see `lingering`).
+            self.linger(key, (packet, time), sink);
             self.open(key, seg, true, packet, time, sink);
         } else if self.conns.contains_key(&key) {
             // Carry on below.
@@ -353,6 +398,7 @@ impl Tracker {
                 if carries {
                     sink.push(Event::Note {
                         packet,
+                        partial: true,
                         message: format!(
                             "TCP data {} -> {} after the connection closed: ignored",
                             seg.src, seg.dst
@@ -389,6 +435,7 @@ impl Tracker {
                     Some(_) => {
                         sink.push(Event::Note {
                             packet,
+                            partial: true,
                             message: format!(
                                 "SYN {from} -> {to} with a new initial sequence number on an open connection: ignored"
                             ),
@@ -437,6 +484,7 @@ impl Tracker {
         if let Some((a, b)) = differs {
             sink.push(Event::Note {
                 packet,
+                partial: true,
                 message: format!(
                     "TCP bytes {from} -> {to} at stream offsets {a}..{b} disagree with the bytes captured first there: kept the first"
                 ),
@@ -522,6 +570,82 @@ impl Tracker {
         });
     }
 
+    /// Whether `seg`, on the 4-tuple `key` that a new SYN reused, belongs to the old
+    /// connection: its sequence number fits where the old one's direction stands, and not
+    /// where the new one's does.
+    fn is_lingerings(&self, key: Key, seg: &Segment<'_>) -> bool {
+        let fits = |conn: &Conn| {
+            let dir = &conn.dirs[usize::from(seg.src != conn.a)];
+            dir.base.is_some_and(|base| {
+                let at = dir.offset(base, seg.seq) - i128::from(dir.next);
+                (-OWN_BEHIND..=OWN_AHEAD).contains(&at)
+            })
+        };
+        self.lingering.get(&key).is_some_and(fits) && !self.conns.get(&key).is_some_and(fits)
+    }
+
+    /// Keeps the connection on `key` (its 4-tuple just reused by a new SYN) for its late
+    /// segments; one kept before on the same 4-tuple is closed now.
+    fn linger(&mut self, key: Key, at: (u64, Timestamp), sink: &mut Sink) {
+        self.close_lingering(key, at, CloseReason::Reused, sink);
+        let Some(conn) = self.conns.remove(&key) else {
+            return;
+        };
+        self.recency.remove(conn.node);
+        if self.lingering_order.len() >= LINGER_LIMIT {
+            if let Some(oldest) = self.lingering_order.pop_front() {
+                self.close_lingering(oldest, at, CloseReason::Reused, sink);
+            }
+        }
+        self.lingering.insert(key, conn);
+        self.lingering_order.push_back(key);
+    }
+
+    /// Runs `f` with the lingering connection of `key` in the place of the open one (which
+    /// is put back after, with its place in the recency list), and keeps it lingering after
+    /// unless `f` closed it.
+    fn with_lingering(&mut self, key: Key, f: impl FnOnce(&mut Tracker)) {
+        let Some(mut old) = self.lingering.remove(&key) else {
+            return;
+        };
+        self.lingering_order.retain(|k| *k != key);
+        let new = self.conns.remove(&key);
+        old.node = self.recency.push(key);
+        self.conns.insert(key, old);
+        f(self);
+        if let Some(old) = self.conns.remove(&key) {
+            self.recency.remove(old.node);
+            self.lingering.insert(key, old);
+            self.lingering_order.push_back(key);
+        }
+        if let Some(new) = new {
+            self.conns.insert(key, new);
+        }
+    }
+
+    /// A late segment of the connection a new SYN superseded on `key`.
+    fn lingering_segment(
+        &mut self,
+        key: Key,
+        seg: &Segment<'_>,
+        packet: u64,
+        time: Timestamp,
+        sink: &mut Sink,
+    ) {
+        self.with_lingering(key, |t| t.segment(seg, packet, time, sink));
+    }
+
+    /// Closes the lingering connection of `key`, if any.
+    fn close_lingering(
+        &mut self,
+        key: Key,
+        at: (u64, Timestamp),
+        reason: CloseReason,
+        sink: &mut Sink,
+    ) {
+        self.with_lingering(key, |t| t.close_as(key, at, reason, false, sink));
+    }
+
     /// Flushes what is held (gaps for the holes), then closes. `at` is the packet (and its
     /// time) that the flushed events name; at the end of the capture
     /// ([`CloseReason::EndOfCapture`]) the Close names no packet.
@@ -543,6 +667,17 @@ impl Tracker {
             return;
         };
         self.recency.remove(conn.node);
+        // The connection its 4-tuple superseded ends with it, first (it began first).
+        if self.lingering.contains_key(&key) {
+            self.conns.insert(key, conn);
+            let node = self.conns.get(&key).map(|c| c.node);
+            self.close_lingering(key, at, CloseReason::Reused, sink);
+            conn = match self.conns.remove(&key) {
+                Some(conn) => conn,
+                None => return,
+            };
+            debug_assert_eq!(Some(conn.node), node);
+        }
         let ends = [(conn.a, conn.b), (conn.b, conn.a)];
         for (dir, (from, to)) in conn.dirs.iter_mut().zip(ends) {
             let mut out = Vec::new();

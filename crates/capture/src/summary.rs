@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use kafka_elect_leaders::{ElectLeadersRequest, ElectLeadersResponse, ErrorCode, API_KEY};
 
 use crate::traffic::Note;
+use crate::types::Timestamp;
 
 /// `bytes` in lowercase hex.
 fn to_hex(bytes: &[u8]) -> String {
@@ -87,6 +88,31 @@ impl Outcome {
     }
 }
 
+/// How many of the slowest round trips the summary keeps.
+pub const SLOWEST: usize = 5;
+
+/// Partitions kept per slow round trip (the others counted).
+pub const SLOW_PARTITIONS: usize = 8;
+
+/// One of the slowest ElectLeaders round trips: where it was and what it elected.
+#[derive(Clone, Debug)]
+pub struct Slow {
+    /// From the request to its answer, in microseconds.
+    pub latency_us: i64,
+    /// The connection.
+    pub conn: u32,
+    /// The request's frame number in its direction.
+    pub request_frame: u64,
+    /// The packet that completed the answer.
+    pub packet: u64,
+    /// The answer's capture time (µs since 1970).
+    pub at: u128,
+    /// Its first partitions: topic, partition, error code.
+    pub partitions: Vec<(Vec<u8>, i32, i16)>,
+    /// All its partitions.
+    pub partitions_total: u64,
+}
+
 /// What is unusual, counted whatever the filters.
 #[derive(Default)]
 pub struct Anomalies {
@@ -94,6 +120,9 @@ pub struct Anomalies {
     pub unanswered: BTreeMap<i16, u64>,
     /// Responses whose request was not seen.
     pub unpaired: u64,
+    /// Requests the capture reader's in-flight budget could not keep for pairing (their
+    /// responses are among the unpaired; they are not unanswered).
+    pub not_kept: u64,
     /// Frames the library refused.
     pub malformed: u64,
     /// Bytes missing from the capture.
@@ -127,6 +156,9 @@ pub struct Tally {
     pub capture: bool,
     /// Frames read.
     pub frames: u64,
+    /// A capture file's packets, and those of them not TCP over IP (ARP, UDP, a link type
+    /// not read...).
+    pub packets: Option<(u64, u64)>,
     /// Connections with a frame counted.
     pub connections: u64,
     /// Requests and connections by client id (None: a null client id).
@@ -155,6 +187,11 @@ pub struct Tally {
     pub failed: BTreeMap<FailedKey, u64>,
     /// Latencies of the paired ElectLeaders responses, sorted by `finish`.
     pub latencies: Vec<i64>,
+    /// Paired ElectLeaders responses left out of [`Tally::latencies`]: timed before their
+    /// request by more than [`Timestamp::STEP_BACK`] (the capture's clock stepped back).
+    pub latency_across_steps: u64,
+    /// The slowest paired ElectLeaders round trips, slowest first (at most [`SLOWEST`]).
+    pub slowest: Vec<Slow>,
     /// What is unusual.
     pub anomalies: Anomalies,
     /// For `--html`: the timeline.
@@ -169,6 +206,7 @@ impl Tally {
             name: name.to_owned(),
             capture: false,
             frames: 0,
+            packets: None,
             connections: 0,
             clients: BTreeMap::new(),
             apis: BTreeMap::new(),
@@ -182,6 +220,8 @@ impl Tally {
             outcomes_by_topic: BTreeMap::new(),
             failed: BTreeMap::new(),
             latencies: Vec::new(),
+            latency_across_steps: 0,
+            slowest: Vec::new(),
             anomalies: Anomalies::default(),
             timeline: timeline.then(Timeline::default),
             open: HashMap::new(),
@@ -297,9 +337,16 @@ impl Tally {
         self.api(API_KEY).responses += 1;
         self.elect_responses += 1;
         *self.top_level.entry(r.error_code().0).or_default() += 1;
-        if let Some(latency) = latency {
-            self.latencies
-                .push(i64::try_from(latency).unwrap_or(i64::MAX));
+        match latency {
+            // Timed before its request by more than reordering explains: the capture's
+            // clock stepped back between them (a note names the packet). Counted apart.
+            Some(latency) if latency < -(Timestamp::STEP_BACK.as_micros() as i128) => {
+                self.latency_across_steps += 1;
+            }
+            Some(latency) => self
+                .latencies
+                .push(i64::try_from(latency).unwrap_or(i64::MAX)),
+            None => {}
         }
         for t in r.replica_election_results().iter() {
             let topic = t.topic();
@@ -325,6 +372,34 @@ impl Tally {
                 timeline.add(topic, epoch_us, connection, counts);
             }
         }
+    }
+
+    /// A paired response's round trip, kept when it is among the [`SLOWEST`] (ties: the
+    /// first seen) and within the percentiles (not across a clock step).
+    pub fn round_trip(&mut self, r: &ElectLeadersResponse<'_>, slow: Slow) {
+        if slow.latency_us < -(Timestamp::STEP_BACK.as_micros() as i64) {
+            return;
+        }
+        let at = self
+            .slowest
+            .iter()
+            .position(|s| s.latency_us < slow.latency_us)
+            .unwrap_or(self.slowest.len());
+        if at >= SLOWEST {
+            return;
+        }
+        let mut slow = slow;
+        for t in r.replica_election_results().iter() {
+            for p in t.partition_result().iter() {
+                slow.partitions_total += 1;
+                if slow.partitions.len() < SLOW_PARTITIONS {
+                    slow.partitions
+                        .push((t.topic().to_vec(), p.partition_id(), p.error_code().0));
+                }
+            }
+        }
+        self.slowest.insert(at, slow);
+        self.slowest.truncate(SLOWEST);
     }
 
     /// The end of the input: connections still open are closed, latencies sorted.

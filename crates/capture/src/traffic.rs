@@ -6,8 +6,9 @@
 //! Kafka: size prefixes, request headers, correlation ids. It does not decode ElectLeaders
 //! itself: it hands whole frames to the library's parsers (through the commands).
 //!
-//! Memory: per open connection, at most one frame per direction (bounded by the maximum
-//! frame size), the requests in flight within the in-flight budgets, and the responses waiting for
+//! Memory: per open connection, at most one frame per direction (an ElectLeaders frame,
+//! or the head of a frame of another API, passed over as it streams by), all of them within
+//! [`crate::Limits::held_bytes`], the requests in flight within the in-flight budgets, and the responses waiting for
 //! their requests (at most [`HELD_RESPONSES`] and [`HELD_RESPONSE_BYTES`]). The capture
 //! layer bounds the open connections ([`crate::Limits`]).
 //!
@@ -25,6 +26,7 @@ mod iter;
 mod pairing;
 
 pub use analyzer::{Analyzer, DEFAULT_PORT};
+pub use framing::PASS_OVER_HEAD;
 pub use in_flight::IN_FLIGHT_ENTRY_BYTES;
 pub use item::{bad_frame, Asked, Found, Item, Note, Origin, Role, What};
 pub use iter::Traffic;

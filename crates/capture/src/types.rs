@@ -49,6 +49,21 @@ impl Timestamp {
 impl Timestamp {
     /// The last second RFC 3339 can write (four-digit years): 9999-12-31T23:59:59Z.
     const LAST_RFC3339_SECOND: u64 = 253_402_300_799;
+
+    /// The latest capture time the reader hands on: 2^53 - 1 microseconds after the epoch
+    /// (2255-06-05T23:47:34.740991Z), the largest whole number of microseconds the doubles
+    /// of JSON readers (`jq`) hold exactly. A packet stamped later is taken as this, and
+    /// named in a note.
+    pub const LATEST: Timestamp = Timestamp {
+        secs: 9_007_199_254,
+        nanos: 740_991_000,
+    };
+
+    /// A capture clock that steps back further than this between two packets is named in a
+    /// note: packets reordered by a multi-queue capture are out of order by microseconds
+    /// to milliseconds, not by a second. An answer timed earlier than its request by more
+    /// is left out of the latency percentiles (counted apart).
+    pub const STEP_BACK: Duration = Duration::from_secs(1);
 }
 
 impl fmt::Display for Timestamp {
@@ -146,8 +161,13 @@ pub enum Event {
     },
     /// A packet that could not be used and why, or a problem with the capture itself. For a
     /// problem that is not about one packet (an unreadable block, the end of the file),
-    /// `packet` is the number the next packet would have had.
-    Note { packet: u64, message: String },
+    /// `packet` is the number the next packet would have had. `partial` when some traffic
+    /// could not be read because of it (not for a clock that steps back, say).
+    Note {
+        packet: u64,
+        message: String,
+        partial: bool,
+    },
 }
 
 impl Event {
@@ -169,7 +189,8 @@ pub enum CloseReason {
     /// A RST: `RST`.
     Rst,
     /// A new SYN on its 4-tuple (the old connection's end was not captured): `the 4-tuple
-    /// was reused by a new SYN`.
+    /// was reused by a new SYN`. The old connection is kept, for segments whose sequence
+    /// numbers fit it and not the new one (a late answer), and closes with the new one.
     Reused,
     /// The end of the capture (the Close has no packet): `end of capture`.
     EndOfCapture,
@@ -225,6 +246,13 @@ pub struct Limits {
     /// The same, on all connections together. Default
     /// [`Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES`].
     pub in_flight_total_bytes: usize,
+    /// Bytes of frames held on all connections together, at most: frames in progress
+    /// (ElectLeaders frames are held whole until they end; a frame of another API only
+    /// for its head, [`crate::traffic::PASS_OVER_HEAD`] bytes, then passed over as it
+    /// streams by) and responses waiting for their requests. Past it the largest is let
+    /// go (passed over, or handed on unpaired) and named in a note. Default
+    /// [`Limits::DEFAULT_HELD_BYTES`].
+    pub held_bytes: usize,
 }
 
 impl Limits {
@@ -237,6 +265,10 @@ impl Limits {
     pub const DEFAULT_IN_FLIGHT_BYTES: usize = 1 << 20;
     /// The default in-flight budget of all connections together: 64 MiB.
     pub const DEFAULT_IN_FLIGHT_TOTAL_BYTES: usize = 64 << 20;
+    /// The default bound on the bytes of frames held on all connections: 128 MiB, room
+    /// for one frame of Kafka's largest default size (`socket.request.max.bytes`, 100 MiB)
+    /// and more.
+    pub const DEFAULT_HELD_BYTES: usize = 128 << 20;
 }
 
 impl Default for Limits {
@@ -246,6 +278,7 @@ impl Default for Limits {
             max_connections: Limits::DEFAULT_MAX_CONNECTIONS,
             in_flight_bytes: Limits::DEFAULT_IN_FLIGHT_BYTES,
             in_flight_total_bytes: Limits::DEFAULT_IN_FLIGHT_TOTAL_BYTES,
+            held_bytes: Limits::DEFAULT_HELD_BYTES,
         }
     }
 }

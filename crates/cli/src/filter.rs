@@ -1,5 +1,5 @@
 //! Which frames `decode` prints, `scan` lists and `summary` counts: `--api`, `--topic`,
-//! `--client-id`, `--errors-only`.
+//! `--client-id`, `--election-type`, `--errors-only`, `--any-error`, `--connection`.
 //!
 //! The content filters (topic, client id, errors) look into ElectLeaders frames; frames of
 //! other APIs carry none of these as this tool reads them, so with a content filter they
@@ -10,7 +10,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use kafka_elect_leaders::{api_name, ElectLeadersRequest, ElectLeadersResponse, API_KEY};
+use kafka_elect_leaders::{
+    api_name, ElectLeadersRequest, ElectLeadersResponse, ElectionType, ErrorCode, API_KEY,
+};
+use kafka_elect_leaders_capture::summary::Outcome;
 
 use crate::flags::FilterFlags;
 
@@ -20,6 +23,13 @@ pub struct Filter {
     topics: Vec<Vec<u8>>,
     client_ids: Vec<Vec<u8>>,
     errors_only: bool,
+    /// `--election-type`: the election types asked for.
+    election_types: Vec<ElectionType>,
+    /// `--connection`: the connections shown (all when empty).
+    connections: Vec<u32>,
+    /// With `errors_only`: every error code counts, ELECTION_NOT_NEEDED included
+    /// (`--any-error`), not only failures.
+    any_error: bool,
     /// Per connection, the frame numbers of the ElectLeaders requests that matched
     /// `--client-id` and wait for their responses, oldest first.
     matched: HashMap<u32, VecDeque<u64>>,
@@ -32,14 +42,53 @@ pub struct Asked {
     topic: bool,
 }
 
-/// Whether a response has an error code other than NONE, top level or a partition's.
+/// Whether a response reports an error code `counts` (top level or a partition's).
+fn reports(r: &ElectLeadersResponse<'_>, counts: impl Fn(ErrorCode) -> bool) -> bool {
+    counts(r.error_code())
+        || r.replica_election_results()
+            .iter()
+            .any(|t| t.partition_result().iter().any(|p| counts(p.error_code())))
+}
+
+/// Whether an error code is a failure, as the summary counts them: any code but NONE and
+/// ELECTION_NOT_NEEDED (the preferred replica leads already: Kafka's
+/// `kafka-leader-election.sh` reports it apart, "Valid replica already elected").
+pub fn is_failure(code: ErrorCode) -> bool {
+    Outcome::of(code) == Outcome::Failed
+}
+
+/// Whether a response reports a failure ([`is_failure`]), top level or a partition's.
+pub fn has_failure(r: &ElectLeadersResponse<'_>) -> bool {
+    reports(r, is_failure)
+}
+
+/// Whether a response has an error code other than NONE, top level or a partition's
+/// (ELECTION_NOT_NEEDED included).
 pub fn has_error(r: &ElectLeadersResponse<'_>) -> bool {
-    r.error_code().is_error()
-        || r.replica_election_results().iter().any(|t| {
-            t.partition_result()
-                .iter()
-                .any(|p| p.error_code().is_error())
-        })
+    reports(r, |code| code.is_error())
+}
+
+/// `--connection` given for an input that is not a capture: a usage error.
+pub fn not_a_capture(command: &'static str, name: &str) -> crate::fail::Failure {
+    crate::fail::Failure::usage(
+        command,
+        format!(
+            "{name}: --connection picks the frames of a capture's connection, and this input \
+             is not a capture"
+        ),
+    )
+}
+
+/// An election type from `--election-type`: its name (any case) or number.
+pub fn election_type_of(name: &str) -> Result<ElectionType, String> {
+    if let Ok(n) = name.parse::<i8>() {
+        return Ok(ElectionType(n));
+    }
+    ElectionType::from_name(&name.to_ascii_uppercase()).ok_or_else(|| {
+        format!(
+            "--election-type: unknown election type \"{name}\" (PREFERRED, UNCLEAN, or a number)"
+        )
+    })
 }
 
 /// An API key from `--api`: Kafka's name (any case) or the key's number.
@@ -74,7 +123,30 @@ impl Filter {
                     .collect::<Result<Vec<_>, _>>()?,
             )
         };
+        let election_types = flags
+            .election_type
+            .iter()
+            .map(|t| election_type_of(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let by_content = !flags.topic.is_empty()
+            || !flags.client_id.is_empty()
+            || flags.errors_only
+            || flags.any_error
+            || !election_types.is_empty();
+        if let (Some(apis), true) = (&apis, by_content) {
+            if !apis.contains(&API_KEY) {
+                // Nothing could ever be shown: said, rather than an empty output.
+                return Err(format!(
+                    "--api {} with --topic, --client-id, --election-type, --errors-only or \
+                     --any-error can never match: those look into ElectLeaders frames, and \
+                     --api leaves ElectLeaders out (add --api ElectLeaders)",
+                    flags.api.join(" --api ")
+                ));
+            }
+        }
         Ok(Filter {
+            election_types,
+            connections: flags.connection.clone(),
             apis,
             topics: flags.topic.iter().map(|t| t.as_bytes().to_vec()).collect(),
             client_ids: flags
@@ -82,14 +154,42 @@ impl Filter {
                 .iter()
                 .map(|c| c.as_bytes().to_vec())
                 .collect(),
-            errors_only: flags.errors_only,
+            errors_only: flags.errors_only || flags.any_error,
+            any_error: flags.any_error,
             matched: HashMap::new(),
         })
     }
 
     /// Whether a filter looks into the frames.
     fn by_content(&self) -> bool {
-        !self.topics.is_empty() || !self.client_ids.is_empty() || self.errors_only
+        !self.topics.is_empty()
+            || !self.client_ids.is_empty()
+            || self.errors_only
+            || !self.election_types.is_empty()
+    }
+
+    /// Whether a filter picks requests by what only the request says (client id, election
+    /// type): their responses are matched through them.
+    fn by_request(&self) -> bool {
+        !self.client_ids.is_empty() || !self.election_types.is_empty()
+    }
+
+    /// Whether the frames of connection `conn` are shown (`--connection`); frames read
+    /// outside a capture have none.
+    pub fn shows_conn(&self, conn: Option<u32>) -> bool {
+        self.connections.is_empty() || conn.is_some_and(|c| self.connections.contains(&c))
+    }
+
+    /// Whether a request matches `--client-id` and `--election-type`.
+    fn request_matches(&self, r: &ElectLeadersRequest<'_>) -> bool {
+        let client = self.client_ids.is_empty()
+            || self
+                .client_ids
+                .iter()
+                .any(|c| Some(&c[..]) == r.header().client_id());
+        let election =
+            self.election_types.is_empty() || self.election_types.contains(&r.election_type());
+        client && election
     }
 
     /// Whether ElectLeaders frames are shown at all.
@@ -123,12 +223,8 @@ impl Filter {
                 list.iter()
                     .any(|t| self.topics.iter().any(|w| w == t.topic()))
             });
-        let client = self.client_ids.is_empty()
-            || self
-                .client_ids
-                .iter()
-                .any(|c| Some(&c[..]) == r.header().client_id());
-        if client && !self.client_ids.is_empty() {
+        let client = self.request_matches(r);
+        if client && self.by_request() {
             if let Some((conn, index)) = at {
                 self.matched.entry(conn).or_default().push_back(index);
             }
@@ -143,12 +239,12 @@ impl Filter {
         if !self.shows_elect_leaders() {
             return false;
         }
-        let client = self.client_ids.is_empty() || request.is_some_and(|at| self.answered(at));
+        let client = !self.by_request() || request.is_some_and(|at| self.answered(at));
         let topic = self.topics.is_empty()
             || r.replica_election_results()
                 .iter()
                 .any(|t| self.topics.iter().any(|w| w == t.topic()));
-        let errors = !self.errors_only || has_error(r);
+        let errors = !self.errors_only || self.failed(r);
         client && topic && errors
     }
 
@@ -175,11 +271,7 @@ impl Filter {
     /// `--topic` (`--api` and `--errors-only` are decided with the response).
     pub fn asked(&self, r: &ElectLeadersRequest<'_>) -> Asked {
         Asked {
-            client: self.client_ids.is_empty()
-                || self
-                    .client_ids
-                    .iter()
-                    .any(|c| Some(&c[..]) == r.header().client_id()),
+            client: self.request_matches(r),
             topic: self.topics.is_empty()
                 || r.topic_partitions().is_none_or(|list| {
                     list.iter()
@@ -190,14 +282,14 @@ impl Filter {
 
     /// Whether a request and its response, listed together (`scan`), are shown: the
     /// request is from a `--client-id` given, the request or the response names a `--topic`
-    /// given, and with `--errors-only` the response has an error code other than NONE.
+    /// given, and with `--errors-only` the response reports a failure ([`is_failure`]).
     /// `asked` is `None` for a response whose request was not found, `response` for a
     /// request not answered.
     pub fn pair(&self, asked: Option<Asked>, response: Option<&ElectLeadersResponse<'_>>) -> bool {
         if !self.shows_elect_leaders() {
             return false;
         }
-        let client = asked.map_or(self.client_ids.is_empty(), |a| a.client);
+        let client = asked.map_or(!self.by_request(), |a| a.client);
         let topic = asked.is_some_and(|a| a.topic)
             || self.topics.is_empty()
             || response.is_some_and(|r| {
@@ -205,8 +297,18 @@ impl Filter {
                     .iter()
                     .any(|t| self.topics.iter().any(|w| w == t.topic()))
             });
-        let errors = !self.errors_only || response.is_some_and(has_error);
+        let errors = !self.errors_only || response.is_some_and(|r| self.failed(r));
         client && topic && errors
+    }
+
+    /// Whether a response is one `--errors-only` shows: it reports a failure, or with
+    /// `--any-error` any error code.
+    fn failed(&self, r: &ElectLeadersResponse<'_>) -> bool {
+        if self.any_error {
+            has_error(r)
+        } else {
+            has_failure(r)
+        }
     }
 
     /// A connection ended: nothing of it is awaited any more.

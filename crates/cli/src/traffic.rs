@@ -14,6 +14,8 @@ use kafka_elect_leaders_capture::Endpoint;
 pub struct Summary {
     /// Notes that mean some traffic was not decoded.
     pub partial: u64,
+    /// The capture's counts (packets, those not TCP/IP...), from a capture file.
+    pub stats: Option<kafka_elect_leaders_capture::CaptureStats>,
 }
 
 /// Reads `capture` as Kafka traffic ([`Traffic`]), handing each item to `each` as soon as
@@ -26,13 +28,29 @@ pub fn walk<R: std::io::Read>(
 ) -> Result<Summary, crate::fail::Failure> {
     let mut summary = Summary::default();
     capture.set_limits(read.limits());
-    for item in Traffic::from_capture(capture, read.port) {
+    let mut traffic = Traffic::from_capture(capture, read.port);
+    for item in traffic.by_ref() {
         let item = item.map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
         if let Item::Note(note) = &item {
             summary.partial += u64::from(note.partial);
         }
         each(item)?;
     }
+    let stats = traffic.stats();
+    if stats.packets > 0 && stats.tcp == 0 {
+        // Nothing to decode is not the same as nothing found: said, not an error.
+        each(Item::Note(Note {
+            conn: None,
+            packet: None,
+            message: format!(
+                "none of the capture's {} packets is TCP over IP ({} of them not TCP/IP, {} \
+                 of a link type not read): no Kafka traffic could be read",
+                stats.packets, stats.not_tcp, stats.unsupported_link
+            ),
+            partial: false,
+        }))?;
+    }
+    summary.stats = Some(stats);
     Ok(summary)
 }
 

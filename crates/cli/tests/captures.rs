@@ -1494,17 +1494,20 @@ fn decode_filters_by_topic_client_id_api_and_errors() {
     // Topics, in requests and in responses.
     assert_eq!(decoded(&["--topic", "capture"]).len(), 12);
     assert!(decoded(&["--topic", "other"]).is_empty());
-    // The failed elections: each client's second (ELECTION_NOT_NEEDED), responses only.
-    let failed = decoded(&["--errors-only"]);
-    assert_eq!(failed.len(), 3, "{failed:#?}");
-    for o in &failed {
+    // Issue 44, item 5: nothing failed (the summary's meaning): each client's second
+    // election was not needed (ELECTION_NOT_NEEDED), which is no failure.
+    assert!(decoded(&["--errors-only"]).is_empty());
+    // Every error code, with --any-error: those three, responses only.
+    let errors = decoded(&["--any-error"]);
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    for o in &errors {
         assert_eq!(o["kind"], "response");
         let p = &o["replica_election_results"][0]["partition_result"][0];
         assert_eq!(p["error_name"], "ELECTION_NOT_NEEDED");
     }
-    let failed_mine = decoded(&["--errors-only", "--client-id", "e2e-kafka-python"]);
-    assert_eq!(failed_mine.len(), 1);
-    assert_eq!(failed_mine[0]["correlation_id"], 4);
+    let errors_mine = decoded(&["--any-error", "--client-id", "e2e-kafka-python"]);
+    assert_eq!(errors_mine.len(), 1);
+    assert_eq!(errors_mine[0]["correlation_id"], 4);
     // Other APIs by name (any case) or key, without --all.
     let metadata = decoded(&["--api", "metadata"]);
     assert!(!metadata.is_empty());
@@ -1568,8 +1571,10 @@ fn scan_filters_by_topic_client_id_api_and_errors() {
     assert!(scanned(&["--topic", "other"]).is_empty());
     assert!(scanned(&["--api", "Metadata"]).is_empty());
     assert_eq!(scanned(&["--api", "ElectLeaders"]), all);
-    // The failed elections, each with its request.
-    let failed = scanned(&["--errors-only"]);
+    // Issue 44, item 5: no election failed (ELECTION_NOT_NEEDED is no failure) ...
+    assert!(scanned(&["--errors-only"]).is_empty());
+    // ... and every error code with --any-error, each with its request.
+    let failed = scanned(&["--any-error"]);
     let errors = decoded
         .iter()
         .filter(|o| o["kind"] == "response")
@@ -1581,13 +1586,19 @@ fn scan_filters_by_topic_client_id_api_and_errors() {
         let p = &pair["response"]["replica_election_results"][0]["partition_result"][0];
         assert_eq!(p["error_name"], "ELECTION_NOT_NEEDED");
     }
-    let failed_mine = scanned(&["--errors-only", "--client-id", "e2e-kafka-python"]);
+    let failed_mine = scanned(&["--any-error", "--client-id", "e2e-kafka-python"]);
     assert_eq!(failed_mine.len(), 1);
-    // The text listing: lines filtered as decode filters its objects.
-    let text = run(&["scan", "--errors-only", PCAP], b"");
+    // The text listing: lines filtered as decode filters its objects, each answer's
+    // partitions counted as the summary counts them.
+    let text = run(&["scan", "--any-error", PCAP], b"");
     assert_eq!(text.status.code(), Some(0));
     let text = String::from_utf8(text.stdout).unwrap();
     assert_eq!(text.matches("response offset=").count(), errors, "{text}");
+    assert_eq!(
+        text.matches("failed=0 not_needed=1").count(),
+        errors,
+        "{text}"
+    );
     assert_eq!(text.matches("request  offset=").count(), 0, "{text}");
     let output = run(&["scan", "--api", "Bogus", PCAP], b"");
     assert_eq!(output.status.code(), Some(2));

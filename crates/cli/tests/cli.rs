@@ -1511,9 +1511,12 @@ fn scan_finds_requests_and_pairs_responses_in_a_synthetic_capture() {
     let answer = |i: usize| answers[i].clone().unwrap_or_default();
     assert!(answer(0).starts_with(&at(answer_7)), "{text}");
     assert!(answer(0).contains(" v0 correlation_id=7 "));
-    assert!(answer(0).contains("results=1 partitions=4 partition_errors=1"));
+    assert!(answer(0).contains("results=1 partitions=4 failed=1 not_needed=0"));
     assert!(answer(1).starts_with(&at(first_16)), "{text}");
-    assert!(answer(1).contains("partitions=2 partition_errors=1"));
+    assert!(
+        answer(1).contains("partitions=2 failed=0 not_needed=1"),
+        "{text}"
+    );
     assert_eq!(answer(2), "response not found (correlation_id=9)");
     assert!(answer(3).starts_with(&at(second_16)), "{text}");
     assert!(text.ends_with(&format!(

@@ -375,6 +375,33 @@ fn other_requests_close_the_connection_and_are_recorded() {
     );
 }
 
+/// Issue 44, item 9: an ApiVersions request answered gets an `"action":"answered"` line,
+/// and FUZZING.md names it with the other action lines.
+#[test]
+fn answered_requests_of_other_apis_are_recorded_as_fuzzing_md_says() {
+    let record = scratch("answered");
+    let (child, addr, _) = serve(&["--record", record.to_str().unwrap()]);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // ApiVersions (18) v0, correlation id 4: advertised, answered.
+    s.write_all(&request(18, 0, 4, &[])).unwrap();
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).unwrap();
+    drop(s);
+    drop(child);
+    let lines = record_lines(&record);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["api"] == 18 && l["correlation_id"] == 4 && l["action"] == "answered"),
+        "{lines:?}"
+    );
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../FUZZING.md"))
+            .unwrap();
+    assert!(doc.contains(r#""action":"answered""#), "FUZZING.md");
+}
+
 fn fuzz_target(args: &[&str]) -> (i32, String, Duration) {
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
@@ -456,8 +483,16 @@ fn never_answer(mut s: TcpStream) {
     while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
 }
 
-/// ApiVersions v0 with an empty list (the tool then uses its own newest version).
+/// ApiVersions v0 listing ElectLeaders (key 43) versions 0 to 2.
 fn api_versions_answer(request: &[u8]) -> Vec<u8> {
+    let mut answer = 16i32.to_be_bytes().to_vec();
+    answer.extend_from_slice(&request[8..12]);
+    answer.extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 43, 0, 0, 0, 2]);
+    answer
+}
+
+/// ApiVersions v0 with an empty list: no ElectLeaders.
+fn api_versions_answer_without_43(request: &[u8]) -> Vec<u8> {
     let mut answer = 10i32.to_be_bytes().to_vec();
     answer.extend_from_slice(&request[8..12]);
     answer.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
@@ -1061,7 +1096,9 @@ fn a_signal_ends_a_compare_campaign_with_its_summary() {
             .expect("the campaign sends a request to each broker");
     }
     send_signal(&child, "TERM");
-    assert_eq!(wait_exit(&mut child), 0);
+    // Issue 44, item 2: brokers that never answered are said so, as when --duration ends
+    // the wait (exit 2, the campaign could not compare anything); it was exit 0.
+    assert_eq!(wait_exit(&mut child), 2);
     let mut err = String::new();
     child
         .0
@@ -1072,9 +1109,14 @@ fn a_signal_ends_a_compare_campaign_with_its_summary() {
         .unwrap();
     let summary = err.lines().find(|l| l.starts_with("compare: "));
     assert!(
-        summary.is_some_and(|l| l.starts_with("compare: 1 sent")
-            && l.contains(" 0 the same, 0 different;")
-            && l.ends_with("(stopped by a signal)")),
+        summary.is_some_and(
+            |l| l.starts_with("compare: 1 sent") && l.contains(" 0 the same, 0 different;")
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("but no ElectLeaders request answered")
+            && err.contains("(a signal ended the wait)"),
         "{err}"
     );
 }
@@ -1098,7 +1140,9 @@ fn a_signal_ends_a_target_campaign_with_its_summary() {
         .recv_timeout(Duration::from_secs(30))
         .expect("the campaign sends a request");
     send_signal(&child, "INT");
-    assert_eq!(wait_exit(&mut child), 0);
+    // Issue 44, item 2: a broker that never answered is a timeout, as when --duration
+    // ends the wait (exit 1); it was "0 anomalies", exit 0.
+    assert_eq!(wait_exit(&mut child), 1);
     let mut out = String::new();
     child
         .0
@@ -1109,7 +1153,129 @@ fn a_signal_ends_a_target_campaign_with_its_summary() {
         .unwrap();
     let last = out.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("fuzz: 1 sent") && last.ends_with("(stopped by a signal)"),
+        last.starts_with("fuzz: 1 sent")
+            && last.contains(" 1 anomalies,")
+            && last.ends_with("(stopped by a signal)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("anomaly timeout: ")
+            && out.contains("no ElectLeaders request answered")
+            && out.contains("; a signal ended the wait)"),
+        "{out}"
+    );
+}
+
+/// Issue 44, item 2: an answer that drips in (a byte every 0.3 s) is bounded by
+/// `--timeout` from the request to its last byte, and reported as its own anomaly; it
+/// passed, at 4.5 times the timeout.
+#[test]
+fn an_answer_that_drips_in_is_cut_at_the_timeout() {
+    let broker = FakeBroker::start(|mut s| {
+        let Ok(first) = read_frame(&mut s) else {
+            return;
+        };
+        if s.write_all(&api_versions_answer(&first)).is_err() {
+            return;
+        }
+        while let Ok(request) = read_frame(&mut s) {
+            let Some(answer) = elect_answer(&request, None) else {
+                return;
+            };
+            for b in answer {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["fuzz", "--target", &broker.addr, "--timeout", "1000"])
+        .args(["--count", "1", "--seed", "2"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("anomaly slow-answer: ") && out.contains("answer not whole within 1000 ms"),
+        "{out}"
+    );
+}
+
+/// Issue 44, item 9: a broker that answers each request twice puts the answers out of
+/// step; the first answer to another request is reported as a correlation mismatch, said
+/// so, and the connection started again, not read on out of step.
+#[test]
+fn answers_out_of_step_are_a_correlation_mismatch_and_a_new_connection() {
+    let broker = FakeBroker::start(|mut s| {
+        let Ok(first) = read_frame(&mut s) else {
+            return;
+        };
+        if s.write_all(&api_versions_answer(&first)).is_err() {
+            return;
+        }
+        while let Ok(request) = read_frame(&mut s) {
+            let Some(answer) = elect_answer(&request, None) else {
+                return;
+            };
+            if s.write_all(&answer)
+                .and_then(|()| s.write_all(&answer))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["fuzz", "--target", &broker.addr, "--timeout", "5000"])
+        .args(["--count", "6", "--seed", "2"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    let anomalies: Vec<&str> = out.lines().filter(|l| l.starts_with("anomaly ")).collect();
+    assert!(!anomalies.is_empty(), "{out}");
+    for a in &anomalies {
+        assert!(
+            a.starts_with("anomaly correlation: ") && a.contains("the answers are out of step"),
+            "{out}"
+        );
+    }
+}
+
+/// Issue 44, item 9: an ApiVersions answer without ElectLeaders (key 43) is reported; the
+/// campaign went on silently at the newest version.
+#[test]
+fn an_api_versions_answer_without_elect_leaders_is_reported() {
+    let broker = FakeBroker::start(|mut s| {
+        let Ok(first) = read_frame(&mut s) else {
+            return;
+        };
+        if s.write_all(&api_versions_answer_without_43(&first))
+            .is_err()
+        {
+            return;
+        }
+        while let Ok(request) = read_frame(&mut s) {
+            let Some(answer) = elect_answer(&request, None) else {
+                return;
+            };
+            if s.write_all(&answer).is_err() {
+                return;
+            }
+        }
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_elect-leaders"))
+        .args(["fuzz", "--target", &broker.addr, "--timeout", "5000"])
+        .args(["--count", "2", "--seed", "2"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("anomaly api-versions: ")
+            && out.contains("ApiVersions answer lists no ElectLeaders (key 43)"),
         "{out}"
     );
 }

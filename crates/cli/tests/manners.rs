@@ -292,3 +292,67 @@ fn live_options_need_an_interface_and_no_file() {
         );
     }
 }
+
+/// Issue 44, item 9: `decode` with nothing piped in, on a terminal, said nothing while it
+/// waited: it says it reads standard input, and how to end it.
+#[test]
+fn decode_waiting_on_a_terminal_says_it_reads_standard_input() {
+    let bin = env!("CARGO_BIN_EXE_elect-leaders");
+    let Some((_, text)) = on_terminal(&format!("'{bin}' decode")) else {
+        return skipped("decode_waiting_on_a_terminal_says_it_reads_standard_input");
+    };
+    assert!(
+        text.contains(
+            "reading frames or a capture from standard input (a terminal); end it with Ctrl-D"
+        ),
+        "{text}"
+    );
+}
+
+/// Issue 44, item 9: `encode --help` says how to feed it what `decode` prints of a capture,
+/// and the way it gives works.
+#[test]
+fn encode_help_says_how_to_feed_it_decodes_output() {
+    let help = stdout(&run(&["encode", "--help"], b""));
+    assert!(
+        help.contains(
+            "elect-leaders decode capture.pcap | jq -c 'del(.source)' | elect-leaders encode --hex"
+        ),
+        "{help}"
+    );
+    // What the line does, without jq: each object without its "source", then encode.
+    let capture = Path::new("captures/elect-leaders-kafka-4.4.pcap");
+    let decoded = run(&["decode", capture.to_str().unwrap()], b"");
+    let mut without_source = String::new();
+    for line in stdout(&decoded).lines() {
+        let mut object: Value = serde_json::from_str(line).unwrap();
+        object.as_object_mut().unwrap().remove("source");
+        without_source.push_str(&format!("{object}\n"));
+    }
+    let encoded = run(&["encode", "--hex"], without_source.as_bytes());
+    assert_eq!(encoded.status.code(), Some(0), "{}", stderr(&encoded));
+    assert_eq!(stdout(&encoded).lines().count(), 12);
+    // As it is, encode refuses "source" (the reason the help says so).
+    let as_is = run(&["encode", "--hex"], stdout(&decoded).as_bytes());
+    assert_eq!(as_is.status.code(), Some(1));
+}
+
+/// Issue 44, item 9: `decode --help` and the README say alike which side is the broker's.
+#[test]
+fn decode_help_and_the_readme_say_alike_which_side_is_the_brokers() {
+    let rule = "else the side that received the SYN, else the side an ElectLeaders request was \
+                proven to go to";
+    let flat = |text: &str| {
+        text.replace('`', "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let help = flat(&stdout(&run(&["decode", "--help"], b"")));
+    let readme = flat(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap(),
+    );
+    assert!(help.contains(rule), "{help}");
+    assert!(readme.contains(rule), "the README");
+}

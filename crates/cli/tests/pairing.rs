@@ -165,6 +165,7 @@ struct Conv {
     cseq: u32,
     sseq: u32,
     client_port: u16,
+    server_port: u16,
 }
 
 impl Conv {
@@ -175,6 +176,7 @@ impl Conv {
             cseq: CLIENT_ISN + 1,
             sseq: SERVER_ISN + 1,
             client_port: CLIENT_PORT,
+            server_port: PORT,
         };
         if handshake {
             c.push(true, CLIENT_ISN, 0, SYN, vec![], 0);
@@ -240,15 +242,15 @@ impl Conv {
 
     /// The captured segments as Ethernet frames, with their times.
     fn frames(&self) -> Vec<(u32, Vec<u8>)> {
-        let port = self.client_port;
+        let (port, server_port) = (self.client_port, self.server_port);
         self.segs
             .iter()
             .filter(|s| s.captured)
             .map(|s| {
                 let (src, dst, sport, dport) = if s.to_server {
-                    (CLIENT, SERVER, port, PORT)
+                    (CLIENT, SERVER, port, server_port)
                 } else {
-                    (SERVER, CLIENT, PORT, port)
+                    (SERVER, CLIENT, server_port, port)
                 };
                 let ip = cap::ipv4_tcp(src, dst, sport, dport, s.seq, s.ack, s.flags, &s.payload);
                 (s.at_us, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &ip))
@@ -375,6 +377,261 @@ fn correlation_reuse_hole() -> Vec<u8> {
     c.pcap()
 }
 
+/// Issue 44, item 6: ElectLeaders request 1's size prefix corrupted (10 bytes short: the
+/// frame cut there is malformed, the rest of it is garbage), never answered; then request
+/// 2, answered.
+fn corrupted_size_prefix() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let mut bad = elect_request(1, "alpha");
+    let size = i32::from_be_bytes([bad[0], bad[1], bad[2], bad[3]]) - 10;
+    bad[..4].copy_from_slice(&size.to_be_bytes());
+    c.client(bad, 100_000);
+    c.client(elect_request(2, "beta"), 200_000);
+    c.server(elect_response(2, "beta", 0), 300_000);
+    c.fin(400_000);
+    c.pcap()
+}
+
+/// Issue 44, item 4: a capture that joins a connection as the broker sends two whole
+/// answers (ids 7 and 8) to requests sent before it; no request follows; then FIN.
+fn leading_answers_only() -> Vec<u8> {
+    let mut c = Conv::new(false);
+    c.server(elect_response(7, "before", 0), 100_000);
+    c.server(elect_response(8, "before", 84), 150_000);
+    c.fin(200_000);
+    c.pcap()
+}
+
+/// Issue 44, item 4: the broker on port 9093 (not the default), no SYN: its answer to a
+/// request sent before the capture (id 7), then one exchange (id 8).
+fn non_default_port() -> Vec<u8> {
+    let mut c = Conv::new(false);
+    c.server_port = 9093;
+    c.server(elect_response(7, "before", 0), 100_000);
+    c.client(elect_request(8, "after"), 200_000);
+    c.server(elect_response(8, "after", 0), 300_000);
+    c.fin(400_000);
+    c.pcap()
+}
+
+/// Issue 44, item 4: an ElectLeaders request answered 11 minutes later, longer than the
+/// idle timeout (10 minutes): the reader lets go of the connection at the answer's packet;
+/// the answer is listed, unpaired.
+fn idle_then_answer() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "slow"), 100_000);
+    c.server(elect_response(1, "slow", 0), 660_100_000);
+    c.fin(660_200_000);
+    c.pcap()
+}
+
+/// Issue 44, item 4: one exchange, and between the request and its answer one packet of
+/// unrelated traffic (an ACK 10.0.0.9:443 -> 10.0.0.8:5000) stamped a year ahead.
+fn year_ahead_packet() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "now"), 100_000);
+    c.server(elect_response(1, "now", 0), 200_000);
+    c.fin(300_000);
+    let mut frames: Vec<(u32, u32, Vec<u8>)> = c
+        .frames()
+        .into_iter()
+        .map(|(at, f)| (EPOCH_S + at / 1_000_000, at % 1_000_000, f))
+        .collect();
+    let unrelated = cap::ipv4_tcp([10, 0, 0, 9], [10, 0, 0, 8], 443, 5000, 1, 1, ACK, b"");
+    let year = 365 * 86_400;
+    frames.insert(
+        4,
+        (
+            EPOCH_S + year,
+            150_000,
+            cap::ethernet(&[], cap::ETHERTYPE_IPV4, &unrelated),
+        ),
+    );
+    let packets: Vec<cap::Packet<'_>> = frames
+        .iter()
+        .map(|(s, us, f)| (*s, us * 1_000, &f[..], f.len() as u32))
+        .collect();
+    cap::pcap_file(cap::LINKTYPE_ETHERNET, false, false, &packets)
+}
+
+/// Issue 44, item 3: the capture's clock steps back an hour between ElectLeaders request
+/// 2 and its answer (request 2 at 3,600.1 s, its answer at 0.3 s); exchanges 1 and 3 are
+/// timed right.
+fn clock_step_back() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "a"), 100_000);
+    c.server(elect_response(1, "a", 0), 110_000);
+    c.client(elect_request(2, "b"), 3_600_100_000);
+    c.server(elect_response(2, "b", 0), 300_000);
+    c.client(elect_request(3, "c"), 400_000);
+    c.server(elect_response(3, "c", 0), 420_000);
+    c.fin(500_000);
+    c.pcap()
+}
+
+/// Issue 44, item 7: one exchange in IEEE 802.3 frames with an LLC/SNAP header (RFC 1042)
+/// instead of an Ethernet II type, as tshark reads them; and one UDP packet (DNS).
+fn llc_snap() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "snap"), 100_000);
+    c.server(elect_response(1, "snap", 0), 200_000);
+    c.fin(300_000);
+    let mut frames: Vec<(u32, Vec<u8>)> = c
+        .frames()
+        .into_iter()
+        .map(|(at, ethernet_ii)| {
+            // The same addresses, then the 802.3 length, LLC (AA AA 03), SNAP (OUI 0, IPv4).
+            let ip = &ethernet_ii[14..];
+            let mut f = ethernet_ii[..12].to_vec();
+            f.extend(((8 + ip.len()) as u16).to_be_bytes());
+            f.extend([0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+            f.extend(ip);
+            (at, f)
+        })
+        .collect();
+    let dns = cap::ipv4(
+        [10, 0, 0, 1],
+        [10, 0, 0, 53],
+        17,
+        1,
+        0,
+        &cap::udp(5353, 53, b"q"),
+    );
+    frames.insert(0, (50_000, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &dns)));
+    pcap_of(&frames)
+}
+
+/// An ElectLeaders v2 request of `client` for `partitions` of `topic`.
+fn election(
+    id: i32,
+    client: &str,
+    election_type: ElectionType,
+    topic: &str,
+    partitions: &[i32],
+) -> Vec<u8> {
+    let topics = [TopicPartitionsData::new(topic.as_bytes(), partitions)];
+    let data = ElectLeadersRequestData {
+        correlation_id: id,
+        client_id: Some(client.as_bytes()),
+        election_type,
+        topic_partitions: Some(&topics),
+        timeout_ms: 30_000,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+/// Its answer: each partition's error code and message.
+fn election_answer(id: i32, topic: &str, results: &[(i32, i16, Option<&str>)]) -> Vec<u8> {
+    let partitions: Vec<PartitionResultData<'_>> = results
+        .iter()
+        .map(|&(partition_id, code, message)| PartitionResultData {
+            partition_id,
+            error_code: ErrorCode(code),
+            error_message: message.map(str::as_bytes),
+            tagged_fields: &[],
+        })
+        .collect();
+    let results = [ReplicaElectionResultData {
+        topic: topic.as_bytes(),
+        partition_result: &partitions,
+        tagged_fields: &[],
+    }];
+    let data = ElectLeadersResponseData {
+        correlation_id: id,
+        replica_election_results: &results,
+        ..Default::default()
+    };
+    let mut buf = vec![0; data.encoded_len(2).unwrap()];
+    data.encode(2, &mut buf).unwrap();
+    buf
+}
+
+/// Issue 44, item 8: the everyday questions, on two connections. Connection 1, client
+/// `ops-tool`: an UNCLEAN election of orders/0 and orders/1, answered after 2.5 s, orders/1
+/// ELIGIBLE_LEADERS_NOT_AVAILABLE. Connection 2, client `admin`: ApiVersions, then a
+/// PREFERRED election of payments/0 (40 ms, NONE) and of payments/1 (90 ms,
+/// PREFERRED_LEADER_NOT_AVAILABLE).
+fn elections() -> Vec<u8> {
+    let mut ops = Conv::new(true);
+    ops.client(
+        election(1, "ops-tool", ElectionType::UNCLEAN, "orders", &[0, 1]),
+        100_000,
+    );
+    let lost = Some("no live replica in the ISR or out of it");
+    ops.server(
+        election_answer(1, "orders", &[(0, 0, None), (1, 83, lost)]),
+        2_600_000,
+    );
+    ops.fin(2_700_000);
+    let mut admin = Conv::new(true);
+    admin.client_port = CLIENT_PORT + 1;
+    admin.client(api_versions_request(1), 200_000);
+    admin.server(api_versions_response(1), 210_000);
+    admin.client(
+        election(2, "admin", ElectionType::PREFERRED, "payments", &[0]),
+        300_000,
+    );
+    admin.server(election_answer(2, "payments", &[(0, 0, None)]), 340_000);
+    admin.client(
+        election(3, "admin", ElectionType::PREFERRED, "payments", &[1]),
+        400_000,
+    );
+    let busy = Some("preferred replica 3 is not in the ISR");
+    admin.server(election_answer(3, "payments", &[(1, 80, busy)]), 490_000);
+    admin.fin(3_000_000);
+    let mut frames = ops.frames();
+    frames.extend(admin.frames());
+    frames.sort_by_key(|f| f.0);
+    pcap_of(&frames)
+}
+
+/// Issue 44, item 4: a client reconnects from the same port (a new SYN, new initial
+/// sequence numbers) while its ElectLeaders request 1 waits; the broker's late answer to
+/// it comes on the old connection after the new handshake; then request 2 on the new one.
+fn reused_late_answer() -> Vec<u8> {
+    let mut old = Conv::new(true);
+    old.client(elect_request(1, "before"), 100_000);
+    old.server(elect_response(1, "before", 0), 300_000);
+    let mut new = Conv::new(false);
+    let (cisn, sisn) = (70_000, 90_000);
+    new.push(true, cisn, 0, SYN, vec![], 200_000);
+    new.push(false, sisn, cisn + 1, SYN | ACK, vec![], 200_000);
+    new.push(true, cisn + 1, sisn + 1, ACK, vec![], 200_000);
+    new.cseq = cisn + 1;
+    new.sseq = sisn + 1;
+    new.client(elect_request(2, "after"), 400_000);
+    new.server(elect_response(2, "after", 0), 500_000);
+    new.fin(600_000);
+    let mut frames = old.frames();
+    frames.extend(new.frames());
+    frames.sort_by_key(|f| f.0);
+    pcap_of(&frames)
+}
+
+/// Issue 44, item 4: holes both ways: request 1 lost, answer 2 lost, request 3 lost. The
+/// answer to 4 comes in the packet whose ACK proves request 3 lost and request 4 sent
+/// (request 4 was held behind that hole): it was searched for a boundary before request 4
+/// was handed on, ruled out, and lost ("7 bytes ... not a whole frame").
+fn holes_three() -> Vec<u8> {
+    let mut c = Conv::new(true);
+    let l1 = c.client(elect_request(1, "a"), 100_000);
+    c.client(elect_request(2, "b"), 110_000);
+    c.server(elect_response(1, "a", 0), 200_000);
+    let l2 = c.server(elect_response(2, "b", 0), 210_000);
+    let l3 = c.client(elect_request(3, "c"), 300_000);
+    c.server(elect_response(3, "c", 0), 310_000);
+    c.client(elect_request(4, "d"), 320_000);
+    c.server(elect_response(4, "d", 0), 330_000);
+    c.fin(400_000);
+    for lost in [l1, l2, l3] {
+        c.lose(lost);
+    }
+    c.pcap()
+}
+
 /// Every adversarial capture: its file name and bytes.
 fn captures() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -385,6 +642,16 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
         ("correlation-reuse-hole.pcap", correlation_reuse_hole()),
         ("gaps-both-ways.pcap", gaps_both_ways()),
         ("lost-middle-segment.pcap", lost_middle_segment()),
+        ("corrupted-size-prefix.pcap", corrupted_size_prefix()),
+        ("leading-answers-only.pcap", leading_answers_only()),
+        ("non-default-port.pcap", non_default_port()),
+        ("idle-then-answer.pcap", idle_then_answer()),
+        ("year-ahead-packet.pcap", year_ahead_packet()),
+        ("clock-step-back.pcap", clock_step_back()),
+        ("llc-snap.pcap", llc_snap()),
+        ("elections.pcap", elections()),
+        ("reused-late-answer.pcap", reused_late_answer()),
+        ("holes-three.pcap", holes_three()),
     ]
 }
 
@@ -761,8 +1028,9 @@ struct Counts {
     partial: bool,
 }
 
-fn by_decode(path: &str) -> Counts {
-    let output = tool::run_in(&tool::captures_dir(), &["decode", "--all", path], b"");
+fn by_decode(path: &str, extra: &[&str]) -> Counts {
+    let args = [&["decode", "--all"][..], extra, &[path]].concat();
+    let output = tool::run_in(&tool::captures_dir(), &args, b"");
     let objects: Vec<Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
@@ -783,9 +1051,10 @@ fn by_decode(path: &str) -> Counts {
             )
         })
         .collect();
+    // A request not kept for pairing is not unanswered: its answer is listed unpaired.
     let unanswered_elect = of_kind(&objects, "request")
         .iter()
-        .filter(|o| o["api_key"] == 43)
+        .filter(|o| o["api_key"] == 43 && o["source"]["not_kept"] != true)
         .filter(|o| {
             let s = &o["source"];
             !answered.contains(&(
@@ -803,8 +1072,9 @@ fn by_decode(path: &str) -> Counts {
     }
 }
 
-fn by_scan(path: &str) -> Counts {
-    let output = tool::run_in(&tool::captures_dir(), &["scan", "--json", path], b"");
+fn by_scan(path: &str, extra: &[&str]) -> Counts {
+    let args = [&["scan", "--json"][..], extra, &[path]].concat();
+    let output = tool::run_in(&tool::captures_dir(), &args, b"");
     let lines: Vec<Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
@@ -815,16 +1085,92 @@ fn by_scan(path: &str) -> Counts {
         paired: None,
         paired_elect: lines.iter().filter(|l| !l["response"].is_null()).count(),
         unpaired_responses: None,
-        unanswered_elect: lines.iter().filter(|l| l["response"].is_null()).count(),
+        unanswered_elect: lines
+            .iter()
+            .filter(|l| l["response"].is_null() && l["request"]["source"]["not_kept"] != true)
+            .count(),
         partial: output.status.code() == Some(1),
     }
 }
 
-fn by_summary(path: &str) -> Counts {
-    let output = tool::run_in(&tool::captures_dir(), &["summary", "--json", path], b"");
+fn by_summary(path: &str, extra: &[&str]) -> Counts {
+    let args = [&["summary", "--json"][..], extra, &[path]].concat();
+    let output = tool::run_in(&tool::captures_dir(), &args, b"");
     let s: Value = serde_json::from_slice(&output.stdout).unwrap();
     let a = &s["anomalies"];
     let n = |v: &Value| v.as_u64().unwrap() as usize;
+    // The text and the HTML page say the same as the JSON.
+    let (json_unanswered, json_unpaired, json_not_kept) = (
+        n(&a["unanswered_requests"]),
+        n(&a["unpaired_responses"]),
+        n(&a["not_kept_requests"]),
+    );
+    let text = tool::run_in(
+        &tool::captures_dir(),
+        &[&["summary"][..], extra, &[path]].concat(),
+        b"",
+    );
+    let text = String::from_utf8(text.stdout).unwrap();
+    let line_number = |prefix: &str| -> usize {
+        text.lines()
+            .find_map(|l| l.trim_start().strip_prefix(prefix))
+            .map_or(0, |rest| {
+                rest.split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+    };
+    let in_percentiles = n(&s["latency_us"]["paired"]);
+    let paired_elect = in_percentiles + n(&s["latency_us"]["across_clock_steps"]);
+    assert_eq!(
+        (
+            line_number("latency (us, "),
+            line_number("unanswered requests: "),
+            line_number("responses whose request was not seen: "),
+            line_number("requests not kept for pairing (the in-flight budget was full): "),
+        ),
+        (
+            in_percentiles,
+            json_unanswered,
+            json_unpaired,
+            json_not_kept
+        ),
+        "{path}: summary's text and JSON\n{text}"
+    );
+    let dir = tempfile_dir();
+    let page = dir.join("summary.html");
+    let html_args = [
+        &["summary", "--html", page.to_str().unwrap()][..],
+        extra,
+        &[path],
+    ]
+    .concat();
+    tool::run_in(&tool::captures_dir(), &html_args, b"");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let cell = |id: &str| -> usize {
+        let at = html
+            .find(&format!("id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("{id}"));
+        let rest = &html[at + id.len() + 6..];
+        rest[..rest.find('<').unwrap()].parse().unwrap()
+    };
+    assert_eq!(
+        (
+            cell("latency-paired"),
+            cell("unanswered"),
+            cell("unpaired"),
+            cell("not-kept"),
+        ),
+        (
+            in_percentiles,
+            json_unanswered,
+            json_unpaired,
+            json_not_kept
+        ),
+        "{path}: summary's HTML and JSON"
+    );
     Counts {
         paired: Some(
             s["apis"]
@@ -834,8 +1180,8 @@ fn by_summary(path: &str) -> Counts {
                 .map(|api| n(&api["responses"]))
                 .sum(),
         ),
-        paired_elect: n(&s["latency_us"]["paired"]),
-        unpaired_responses: Some(n(&a["unpaired_responses"])),
+        paired_elect,
+        unpaired_responses: Some(json_unpaired),
         unanswered_elect: a["unanswered_by_api"]
             .as_array()
             .unwrap()
@@ -845,6 +1191,34 @@ fn by_summary(path: &str) -> Counts {
             .sum(),
         partial: a["partial"] == true,
     }
+}
+
+/// A directory of this test run's own, for the HTML pages.
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "elect-leaders-pairing-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// decode, scan and summary (JSON, text, HTML) on one capture: they agree, and say
+/// `want` when given.
+fn assert_agree(path: &str, extra: &[&str], want: Option<Counts>) {
+    let decode = by_decode(path, extra);
+    let scan = by_scan(path, extra);
+    let summary = by_summary(path, extra);
+    assert_eq!(decode, summary, "{path} {extra:?}: decode, summary");
+    if let Some(want) = want {
+        assert_eq!(decode, want, "{path} {extra:?}");
+    }
+    assert_eq!(
+        (decode.paired_elect, decode.unanswered_elect, decode.partial),
+        (scan.paired_elect, scan.unanswered_elect, scan.partial),
+        "{path} {extra:?}: decode, scan"
+    );
 }
 
 #[test]
@@ -871,33 +1245,58 @@ fn decode_scan_and_summary_agree_on_every_capture_of_the_corpus() {
         ),
         ("adversarial/gaps-both-ways.pcap", (2, 2, 1, 2, true)),
         ("adversarial/lost-middle-segment.pcap", (2, 2, 1, 0, true)),
+        // The malformed request is no request, and not unanswered.
+        ("adversarial/corrupted-size-prefix.pcap", (1, 1, 0, 0, true)),
+        // Both answers listed, unpaired, without a note (sent before the capture).
+        ("adversarial/leading-answers-only.pcap", (0, 0, 2, 0, false)),
+        ("adversarial/non-default-port.pcap", (1, 1, 1, 0, false)),
+        // The let-go is named (partial); the answer listed, unpaired.
+        ("adversarial/idle-then-answer.pcap", (0, 0, 1, 1, true)),
+        ("adversarial/year-ahead-packet.pcap", (1, 1, 0, 0, false)),
+        // Three paired; the step back named in a note that does not make it partial.
+        ("adversarial/clock-step-back.pcap", (3, 3, 0, 0, false)),
+        ("adversarial/llc-snap.pcap", (1, 1, 0, 0, false)),
+        ("adversarial/elections.pcap", (4, 3, 0, 0, false)),
+        // The late answer paired with its request on the old connection.
+        ("adversarial/reused-late-answer.pcap", (2, 2, 0, 0, false)),
+        // Answer 4 paired (it was lost); answer 1 unpaired; request 2 unanswered.
+        ("adversarial/holes-three.pcap", (1, 1, 1, 1, true)),
     ]
     .into_iter()
     .collect();
     assert_eq!(expected.len(), captures().len());
     for path in &paths {
-        let decode = by_decode(path);
-        let scan = by_scan(path);
-        let summary = by_summary(path);
-        assert_eq!(decode, summary, "{path}: decode, summary");
-        if let Some(&(paired, paired_elect, unpaired, unanswered_elect, partial)) =
-            expected.get(path.as_str())
-        {
-            let want = Counts {
+        let want = expected.get(path.as_str()).map(
+            |&(paired, paired_elect, unpaired, unanswered_elect, partial)| Counts {
                 paired: Some(paired),
                 paired_elect,
                 unpaired_responses: Some(unpaired),
                 unanswered_elect,
                 partial,
-            };
-            assert_eq!(decode, want, "{path}");
-        }
-        assert_eq!(
-            (decode.paired_elect, decode.unanswered_elect, decode.partial),
-            (scan.paired_elect, scan.unanswered_elect, scan.partial),
-            "{path}: decode, scan"
+            },
         );
+        assert_agree(path, &[], want);
     }
+}
+
+/// Issue 44, item 6: requests pipelined past the in-flight budget are not kept for
+/// pairing; their answers are unpaired, and no command counts them unanswered.
+#[test]
+fn requests_not_kept_for_pairing_are_counted_alike() {
+    // 1,100 requests with room for 400: ElectLeaders 100 to 400 paired, 500 to 1,100 not
+    // kept (7), their answers unpaired.
+    let budget = (400 * kafka_elect_leaders_capture::traffic::IN_FLIGHT_ENTRY_BYTES).to_string();
+    let extra = ["--max-in-flight-bytes", budget.as_str()];
+    let want = Counts {
+        paired: Some(400),
+        paired_elect: 4,
+        unpaired_responses: Some(700),
+        unanswered_elect: 0,
+        partial: true,
+    };
+    assert_agree("adversarial/pipelined-1100.pcap", &extra, Some(want));
+    let (s, _, _) = summary(&pipelined(1100), &extra);
+    assert_eq!(s["anomalies"]["not_kept_requests"], 700, "{s:#}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1011,4 +1410,226 @@ fn notes_come_in_packet_order_when_a_response_waited_for_the_requests() {
         .filter(|o| o["source"]["request_frame"].is_u64())
         .count();
     assert_eq!(paired, 2, "{objects:#?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 3: time that goes backward
+
+#[test]
+fn a_clock_that_steps_back_is_named_and_kept_out_of_the_percentiles() {
+    let (objects, err, status) = decode(&clock_step_back(), &[]);
+    assert_eq!(status, Some(0), "named, not partial: {err}");
+    assert!(
+        err.contains(": packet 7: the capture's clock steps back 3599.800000 s here"),
+        "{err}"
+    );
+    // decode shows what the capture says, the answer timed an hour before its request.
+    let answer = objects
+        .iter()
+        .find(|o| o["kind"] == "response" && o["correlation_id"] == 2)
+        .unwrap();
+    assert_eq!(
+        answer["source"]["latency_us"], -3_599_800_000i64,
+        "{answer}"
+    );
+    let (s, _, status) = summary(&clock_step_back(), &[]);
+    assert_eq!(status, Some(0));
+    let l = &s["latency_us"];
+    assert_eq!(
+        (l["paired"].as_u64(), l["across_clock_steps"].as_u64()),
+        (Some(2), Some(1)),
+        "{s:#}"
+    );
+    assert_eq!(
+        (l["p50"].as_i64(), l["max"].as_i64()),
+        (Some(10_000), Some(20_000)),
+        "{s:#}"
+    );
+}
+
+#[test]
+fn times_past_what_json_holds_exactly_are_taken_as_its_last_and_named() {
+    // pcapng, microsecond ticks: the exchange stamped near u64::MAX microseconds (year
+    // 584,556), the answer a second before its request.
+    let mut c = Conv::new(true);
+    c.client(elect_request(1, "far"), 100_000);
+    c.server(elect_response(1, "far", 0), 200_000);
+    let frames = c.frames();
+    let ticks = |k: usize| match k {
+        4 => u64::MAX,
+        _ => u64::MAX - 1_000_000,
+    };
+    let packets: Vec<(u32, u64, &[u8], u32)> = frames
+        .iter()
+        .enumerate()
+        .map(|(k, (_, f))| (0, ticks(k), &f[..], f.len() as u32))
+        .collect();
+    let capture = cap::pcapng_file(false, &[(cap::LINKTYPE_ETHERNET as u16, None)], &packets);
+    let (objects, err, status) = decode(&capture, &[]);
+    assert_eq!(status, Some(0), "{err}");
+    assert!(err.contains("is past 2255-06-05T23:47:34.740991"), "{err}");
+    for o in &objects {
+        assert_eq!(o["source"]["epoch_us"], 9_007_199_254_740_991u64, "{o}");
+        assert_eq!(o["source"]["time"], "2255-06-05T23:47:34.740991000Z", "{o}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 7: the summary says what it read
+
+#[test]
+fn the_summary_counts_the_packets_it_read_and_those_not_tcp() {
+    let (s, _, status) = summary(&llc_snap(), &[]);
+    assert_eq!(status, Some(0));
+    assert_eq!(s["packets"]["read"], 9, "{s:#}");
+    assert_eq!(s["packets"]["not_tcp_ip"], 1, "{s:#}");
+    let text = run(&["summary", "-"], &llc_snap());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("\npackets: 9 (1 not TCP/IP)\n"), "{text}");
+}
+
+#[test]
+fn a_capture_without_tcp_says_so() {
+    let dns = cap::ipv4(
+        [10, 0, 0, 1],
+        [10, 0, 0, 53],
+        17,
+        1,
+        0,
+        &cap::udp(5353, 53, b"q"),
+    );
+    let frames = vec![
+        (0, cap::ethernet(&[], cap::ETHERTYPE_IPV4, &dns)),
+        (1_000, cap::ethernet(&[], cap::ETHERTYPE_ARP, &[0; 28])),
+    ];
+    let (objects, err, status) = decode(&pcap_of(&frames), &["--all"]);
+    assert!(objects.is_empty());
+    assert_eq!(status, Some(0), "said, not an error: {err}");
+    assert!(
+        err.contains("none of the capture's 2 packets is TCP over IP (2 of them not TCP/IP"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 8: questions in one short command
+
+/// The commands of the README's "Questions in one command", each with what it must show
+/// on `elections.pcap`.
+#[test]
+fn each_everyday_question_is_one_short_command() {
+    let readme = std::fs::read_to_string(tool::captures_dir().join("../../README.md")).unwrap();
+    let at = readme
+        .find("### Questions in one command")
+        .expect("the README's section");
+    let section = &readme[at..];
+    let section = &section[..section[4..].find("\n#").map_or(section.len(), |e| e + 4)];
+    let commands: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .filter_map(|l| l.find("`elect-leaders ").map(|at| &l[at + 15..]))
+        .map(|l| &l[..l.find('`').unwrap()])
+        .collect();
+    assert_eq!(commands.len(), 4, "{section}");
+    let capture = elections();
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let line = format!("elect-leaders {command}");
+        assert!(line.len() <= 60, "{line}: {} characters", line.len());
+        let args: Vec<&str> = command
+            .split_whitespace()
+            .map(|a| if a == "capture.pcap" { "-" } else { a })
+            .collect();
+        let output = run(&args, &capture);
+        assert_eq!(output.status.code(), Some(0), "{line}");
+        outputs.push(String::from_utf8(output.stdout).unwrap());
+    }
+    // Which clients ran UNCLEAN elections, and what happened.
+    assert!(
+        outputs[0].contains("client_id=\"ops-tool\" election_type=UNCLEAN")
+            && outputs[0].contains("failed=1 not_needed=0")
+            && !outputs[0].contains("admin"),
+        "{}",
+        outputs[0]
+    );
+    // The slowest round trips, with their partitions.
+    assert!(
+        outputs[1].contains(
+            "slowest ElectLeaders round trips:\n  2500000 us  connection 1, request frame 1, \
+             answer packet 14: \"orders\"/0 NONE, \"orders\"/1 ELIGIBLE_LEADERS_NOT_AVAILABLE\n  \
+             90000 us  connection 2"
+        ),
+        "{}",
+        outputs[1]
+    );
+    // Which partitions failed, and why.
+    assert!(
+        outputs[2].contains("\"orders\" partition 1  ELIGIBLE_LEADERS_NOT_AVAILABLE (83)  x1  message \"no live replica in the ISR or out of it\"")
+            && outputs[2].contains("\"payments\" partition 1  PREFERRED_LEADER_NOT_AVAILABLE (80)"),
+        "{}",
+        outputs[2]
+    );
+    // Every frame of one connection, in order.
+    let frames: Vec<Value> = outputs[3]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<(String, u64)> = frames
+        .iter()
+        .map(|o| {
+            assert_eq!(o["source"]["connection"], 2, "{o}");
+            (
+                o["api_name"].as_str().unwrap().to_owned(),
+                o["source"]["frame"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds.len(), 6, "{kinds:?}");
+    assert_eq!(kinds[0], ("ApiVersions".to_owned(), 1));
+    assert!(kinds[1..]
+        .iter()
+        .all(|k| k.0 == "ApiVersions" || k.0 == "ElectLeaders"));
+}
+
+#[test]
+fn a_filter_that_can_never_match_says_so() {
+    let output = run(
+        &["decode", "--api", "Metadata", "--errors-only", "-"],
+        &elections(),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert!(err.contains("can never match"), "{err}");
+    // --connection on frames that are not a capture.
+    let output = tool::run_in(
+        &tool::captures_dir().join(".."),
+        &["decode", "--connection", "1", "request-v0.bin"],
+        b"",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert!(err.contains("this input is not a capture"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 44, item 9: a packet range names the packet whose time it gives
+
+#[test]
+fn a_packet_range_runs_in_capture_order_and_ends_with_the_packet_timed() {
+    // The request's second half captured first (packet 4, 110 ms), its first half next
+    // (packet 5, 120 ms): the range was [5,4], timed by packet 5.
+    let mut c = Conv::new(true);
+    let request = elect_request(1, "reordered");
+    let (head, tail) = request.split_at(20);
+    let (seq, ack) = (c.cseq, c.sseq);
+    c.push(true, seq + 20, ack, ACK | PSH, tail.to_vec(), 110_000);
+    c.push(true, seq, ack, ACK | PSH, head.to_vec(), 120_000);
+    c.cseq += request.len() as u32;
+    c.server(elect_response(1, "reordered", 0), 200_000);
+    c.fin(300_000);
+    let (objects, err, status) = decode(&c.pcap(), &[]);
+    assert_eq!(status, Some(0), "{err}");
+    let source = &of_kind(&objects, "request")[0]["source"];
+    assert_eq!(source["packets"], serde_json::json!([4, 5]), "{source}");
+    assert_eq!(source["epoch_us"], 1_700_000_000_120_000u64, "{source}");
 }

@@ -48,6 +48,9 @@ pub enum Place<'a> {
         request: Option<Asked>,
         /// The input's name, written first (`"file"`), when several are decoded at once.
         file: Option<&'a str>,
+        /// A request the capture reader could not keep for pairing (its in-flight budget
+        /// was full): `"not_kept":true`, its response, if any, is unpaired.
+        not_kept: bool,
     },
     /// In a recorded connection read as a stream (or any file of frames, when several
     /// inputs are decoded at once): the frame's number and input offset.
@@ -116,7 +119,10 @@ fn source<W: fmt::Write + ?Sized>(o: &mut W, place: &Place<'_>) -> fmt::Result {
     }
     match place {
         Place::Capture {
-            origin, request, ..
+            origin,
+            request,
+            not_kept,
+            ..
         } => {
             if origin.first_packet == origin.last_packet {
                 write!(o, "\"packet\":{}", origin.first_packet)?;
@@ -147,6 +153,9 @@ fn source<W: fmt::Write + ?Sized>(o: &mut W, place: &Place<'_>) -> fmt::Result {
                     asked.index,
                     latency_us(asked.time, origin.time)
                 )?;
+            }
+            if *not_kept {
+                o.write_str(",\"not_kept\":true")?;
             }
             o.write_char('}')
         }

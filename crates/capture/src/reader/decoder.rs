@@ -96,8 +96,59 @@ impl Decoder {
 
     pub(super) fn note(&mut self, queue: &mut VecDeque<Event>, packet: u64, message: String) {
         self.stats.notes += 1;
-        queue.push_back(Event::Note { packet, message });
+        queue.push_back(Event::Note {
+            packet,
+            message,
+            partial: true,
+        });
     }
+    /// A packet's time as it is handed on: at most [`Timestamp::LATEST`] (the time JSON
+    /// readers hold exactly; `time` and `epoch_us` then agree), and a clock that steps back
+    /// further than [`Timestamp::STEP_BACK`] from the packet before named, each in a note
+    /// that does not make the output partial.
+    fn checked_time(
+        &mut self,
+        time: Timestamp,
+        packet: u64,
+        queue: &mut VecDeque<Event>,
+    ) -> Timestamp {
+        let nanos = |t: Timestamp| i128::from(t.secs) * 1_000_000_000 + i128::from(t.nanos);
+        let mut checked = time;
+        if time > Timestamp::LATEST {
+            checked = Timestamp::LATEST;
+            self.stats.notes += 1;
+            queue.push_back(Event::Note {
+                packet,
+                message: format!(
+                    "capture time {}.{:09} s after 1970 is past {} (the last whole microsecond \
+                     JSON readers hold exactly): taken as that",
+                    time.secs,
+                    time.nanos,
+                    Timestamp::LATEST
+                ),
+                partial: false,
+            });
+        }
+        let back = nanos(self.last_time) - nanos(checked);
+        if self.stats.packets > 1 && back > Timestamp::STEP_BACK.as_nanos() as i128 {
+            self.stats.notes += 1;
+            queue.push_back(Event::Note {
+                packet,
+                message: format!(
+                    "the capture's clock steps back {}.{:06} s here (from {} to {}), more \
+                     than packet reordering explains: an answer timed before its request \
+                     across it is left out of the latency percentiles",
+                    back / 1_000_000_000,
+                    (back % 1_000_000_000) / 1_000,
+                    self.last_time,
+                    checked
+                ),
+                partial: false,
+            });
+        }
+        checked
+    }
+
     /// One packet record, on interface `index`.
     pub(super) fn packet(
         &mut self,
@@ -109,6 +160,7 @@ impl Decoder {
     ) {
         self.stats.packets += 1;
         let packet = self.stats.packets;
+        let time = self.checked_time(time, packet, queue);
         self.last_time = time;
         let Some(interface) = index.and_then(|i| self.interfaces.get_mut(i)) else {
             self.note(

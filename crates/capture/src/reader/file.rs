@@ -241,7 +241,11 @@ impl<R: Read> Capture<R> {
 
     fn note(&mut self, packet: u64, message: String) {
         self.dec.stats.notes += 1;
-        self.queue.push_back(Event::Note { packet, message });
+        self.queue.push_back(Event::Note {
+            packet,
+            message,
+            partial: true,
+        });
     }
 
     /// The error of the read that just failed.

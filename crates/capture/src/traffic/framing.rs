@@ -16,6 +16,10 @@ use super::in_flight::{be_i16, be_i32, Waiting};
 use super::item::Role;
 use crate::types::{Endpoint, Timestamp};
 
+/// A direction's buffer keeps its room when it empties, up to this; a larger one (it held
+/// a large frame) is given back.
+const SHRINK_ABOVE: usize = 256 * 1024;
+
 /// One direction of a connection.
 pub(super) struct Dir {
     pub(super) from: Endpoint,
@@ -45,6 +49,42 @@ pub(super) struct Dir {
     /// The stream offset of the first frame cut, and the packet of its first byte.
     pub(super) first_frame: Option<u64>,
     pub(super) first_frame_packet: Option<u64>,
+    /// A frame being passed over as it streams by: its head kept, its other bytes counted
+    /// and dropped as they come.
+    pub(super) passing: Option<PassOver>,
+    /// While not synced: search for a boundary at once, without waiting for requests the
+    /// last ACK proves were sent (set when the bound on bytes held is reached).
+    pub(super) search_now: bool,
+}
+
+/// The bytes of a frame's start that are read before it is passed over: the request
+/// header (its client id is at most 32,767 bytes) and, for a Produce, its
+/// `transactional_id` (as long) and `acks`, with room for tagged fields. A frame of an
+/// API the reader does not decode that is longer is not held whole.
+pub const PASS_OVER_HEAD: usize = 72 * 1024;
+
+/// A frame passed over as it streams by ([`Dir::passing`]).
+pub(super) struct PassOver {
+    /// The frame's head: its size prefix and header (for a request, up to the end of its
+    /// client id; for a response, its correlation id).
+    pub(super) head: Vec<u8>,
+    /// The whole frame's length, size prefix included.
+    pub(super) len: usize,
+    /// Its bytes still to come.
+    pub(super) rest: usize,
+    /// Its first byte's stream offset and packet.
+    pub(super) offset: u64,
+    pub(super) first_packet: u64,
+    /// The latest capture time and the furthest acknowledgement among the packets that
+    /// carried the bytes passed over so far, and the packet of the last of them.
+    pub(super) time: Timestamp,
+    pub(super) acked: Option<u64>,
+    pub(super) last_packet: u64,
+    /// For a request: Kafka never answers it (a Produce with `acks` 0), read off its head.
+    pub(super) never_answered: bool,
+    /// Let go by the reader's bound on the bytes held (a frame it would have decoded; a
+    /// note said so then).
+    pub(super) let_go: bool,
 }
 
 impl Dir {
@@ -64,6 +104,60 @@ impl Dir {
             lost_since_frame: false,
             first_frame: None,
             first_frame_packet: None,
+            passing: None,
+            search_now: false,
+        }
+    }
+
+    /// Bytes this direction holds: its buffer's room and the head of a frame passed over.
+    pub(super) fn held_bytes(&self) -> usize {
+        self.buf.capacity() + self.passing.as_ref().map_or(0, |p| p.head.capacity())
+    }
+
+    /// Starts passing over the frame at the front of the live bytes (`len` bytes, size
+    /// prefix included; its head read already): keeps `keep` bytes of its head, drops the
+    /// live bytes of it.
+    pub(super) fn pass_over(&mut self, len: usize, keep: usize, never_answered: bool) {
+        let live = self.live();
+        let head = live[..keep.min(live.len())].to_vec();
+        let offset = self.start;
+        let (first_packet, ..) = self.packets_of(offset, offset + 1);
+        self.passing = Some(PassOver {
+            head,
+            len,
+            rest: len,
+            offset,
+            first_packet,
+            time: Timestamp::default(),
+            acked: None,
+            last_packet: first_packet,
+            never_answered,
+            let_go: false,
+        });
+        self.pass_live();
+    }
+
+    /// Drops the live bytes of the frame being passed over, up to its end; returns it once
+    /// its last byte has come.
+    pub(super) fn pass_live(&mut self) -> Option<PassOver> {
+        let p = self.passing.as_mut()?;
+        let n = p.rest.min(self.live().len());
+        if n > 0 {
+            let (first, last, time, acked) = self.packets_of(self.start, self.start + n as u64);
+            let p = self.passing.as_mut()?;
+            p.rest -= n;
+            p.first_packet = p.first_packet.min(first);
+            if last >= p.last_packet {
+                p.last_packet = last;
+                p.time = time;
+            }
+            p.acked = p.acked.max(acked);
+            self.consume(n);
+        }
+        if self.passing.as_ref()?.rest == 0 {
+            self.passing.take()
+        } else {
+            None
         }
     }
 
@@ -76,7 +170,12 @@ impl Dir {
         self.pos += n;
         self.start += n as u64;
         if self.pos == self.buf.len() {
-            self.buf.clear();
+            if self.buf.capacity() > SHRINK_ABOVE {
+                // The room a large frame took is given back, not kept for the connection.
+                self.buf = Vec::new();
+            } else {
+                self.buf.clear();
+            }
             self.pos = 0;
         } else if self.pos > 64 * 1024 && self.pos * 2 > self.buf.len() {
             self.buf.drain(..self.pos);
@@ -111,27 +210,29 @@ impl Dir {
         self.consume(n as usize);
     }
 
-    /// The packets that carried stream bytes `[from, to)`: the first's number, the last's,
-    /// the latest capture time among them (when the last of the bytes was captured: a
-    /// byte held out of order may come from an earlier packet than one that filled a hole
-    /// before it) and the furthest any of them acknowledged the other direction.
+    /// The packets that carried stream bytes `[from, to)`: the first and the last of them
+    /// in capture order (the last completed the bytes: a byte held out of order may come
+    /// from an earlier packet than one that filled a hole before it), the last one's
+    /// capture time (so that a range names the packet whose time it gives), and the
+    /// furthest any of them acknowledged the other direction.
     pub(super) fn packets_of(&self, from: u64, to: u64) -> (u64, u64, Timestamp, Option<u64>) {
-        let mut first = None;
-        let mut last = 0;
-        let mut time = Timestamp::default();
+        let mut first: Option<u64> = None;
+        let mut last: Option<(u64, Timestamp)> = None;
         let mut acked: Option<u64> = None;
         for &(end, packet, at, ack) in &self.packets {
             if end <= from {
                 continue;
             }
-            first.get_or_insert(packet);
-            last = packet;
-            time = time.max(at);
+            first = Some(first.map_or(packet, |f| f.min(packet)));
+            if last.map_or(true, |(p, _)| packet > p) {
+                last = Some((packet, at));
+            }
             acked = acked.max(ack);
             if end >= to {
                 break;
             }
         }
+        let (last, time) = last.unwrap_or((0, Timestamp::default()));
         (first.unwrap_or(last), last, time, acked)
     }
 

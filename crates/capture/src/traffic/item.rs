@@ -23,11 +23,12 @@ pub struct Origin {
     pub from: Endpoint,
     /// The receiver of the frame.
     pub to: Endpoint,
-    /// The packet that carried the frame's first byte (numbered from 1, as Wireshark does).
+    /// The first packet, in capture order, that carried bytes of the frame (numbered from
+    /// 1, as Wireshark does).
     pub first_packet: u64,
-    /// The packet that carried the frame's last byte.
+    /// The last one: the packet that completed the frame.
     pub last_packet: u64,
-    /// The capture time of the packet that completed the frame.
+    /// The capture time of `last_packet`.
     pub time: Timestamp,
     /// The frame's first byte in its direction's stream.
     pub offset: u64,
@@ -76,8 +77,25 @@ pub struct Found {
     /// answers (a Produce with `acks` 0: not counted as unanswered), for one the in-flight
     /// budget could not keep (a note names it), and for every response.
     pub waits: bool,
-    /// The frame's bytes, size prefix included.
+    /// For a request: the in-flight budget could not keep it for pairing (a note named
+    /// it); its response, if the capture has one, is listed unpaired. Never counted as
+    /// unanswered.
+    pub not_kept: bool,
+    /// The frame's bytes, size prefix included: all of them, unless the frame was passed
+    /// over as it streamed by (a frame of an API not decoded, longer than
+    /// [`PASS_OVER_HEAD`](crate::traffic::PASS_OVER_HEAD), or one let go by
+    /// [`Limits::held_bytes`](crate::Limits::held_bytes)): then its head alone (size
+    /// prefix and header).
     pub frame: Vec<u8>,
+    /// The frame's length, size prefix included (`frame.len()` when it is whole).
+    pub len: usize,
+}
+
+impl Found {
+    /// Whether [`Found::frame`] holds the whole frame (it was not passed over).
+    pub fn is_whole(&self) -> bool {
+        self.frame.len() == self.len
+    }
 }
 
 /// Something the reader of the output should know: where, and what. `partial` when it

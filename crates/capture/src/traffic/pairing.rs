@@ -30,6 +30,8 @@ pub(super) struct Held {
     pub(super) acked: Option<u64>,
     /// Whether it may answer a request lost in a hole rather than the one it matches.
     pub(super) doubt: Doubt,
+    /// Passed over by the bound on bytes held, and named in a note then.
+    pub(super) noted: bool,
 }
 
 /// A response whose request, by correlation id, came after a hole in the requests: a
@@ -146,6 +148,10 @@ impl Budget {
         c.charged = charged;
     }
 }
+
+pub(super) const BEYOND_HELD_BYTES: &str =
+    "; it waited for its request when the frames held on all connections reached the \
+     reader's bound (--max-held-bytes)";
 
 pub(super) const BEYOND_BOUND: &str =
     "; it waited for its request beyond the bound (256 responses or \
@@ -282,6 +288,7 @@ pub(super) fn hand_on(
         correlation_id,
         acked,
         doubt,
+        noted,
     } = held;
     if doubt == Doubt::Reused {
         // Two answers with one correlation id after a hole, one request seen with it: the
@@ -336,8 +343,26 @@ pub(super) fn hand_on(
         // A burst of requests in flight: its room is not kept per connection.
         budget.shrink(c);
     }
+    if let Some(w) =
+        answered.filter(|w| w.pending.is_elect_leaders() && !found.is_whole() && !noted)
+    {
+        // Passed over as it streamed by, its ElectLeaders request not seen yet then (the
+        // capture had the answer first) or the bound on bytes held reached: not decoded.
+        let o = &found.origin;
+        out(Item::Note(Note {
+            conn: Some((conn, o.from, o.to)),
+            packet: Some(o.first_packet),
+            message: format!(
+                "response frame at stream offset {} (correlation id {correlation_id}, {} \
+                 bytes) answers ElectLeaders request frame {}, but it was passed over as it \
+                 streamed by: not decoded",
+                o.offset, found.len, w.asked.index
+            ),
+            partial: true,
+        }));
+    }
     found.what = match answered.map(|w| w.pending) {
-        Some(request) if request.is_elect_leaders() => What::ElectResponse {
+        Some(request) if request.is_elect_leaders() && found.is_whole() => What::ElectResponse {
             version: request.api_version,
         },
         Some(request) => What::Other {

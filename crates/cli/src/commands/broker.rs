@@ -50,6 +50,10 @@ pub(super) struct Conn {
     pub(super) next_id: i32,
     /// The newest ElectLeaders version the broker says it has.
     pub(super) max_version: i16,
+    /// What was wrong with the broker's ApiVersions answer, if anything: unreadable, an
+    /// error code, or no ElectLeaders (key 43) among its APIs. The campaign goes on at
+    /// the newest version this crate knows.
+    pub(super) api_versions_problem: Option<String>,
 }
 
 /// Why a connection could not be started.
@@ -151,6 +155,7 @@ fn start(stream: TcpStream, wait: Duration) -> io::Result<Conn> {
         stream,
         next_id: 1,
         max_version: MAX_VERSION,
+        api_versions_problem: None,
     };
     // ApiVersions v0: header v1 (api key 18, version 0, correlation id 0, client id), no body.
     let client_id = b"elect-leaders-fuzz";
@@ -162,21 +167,82 @@ fn start(stream: TcpStream, wait: Duration) -> io::Result<Conn> {
     frame.extend_from_slice(&(client_id.len() as i16).to_be_bytes());
     frame.extend_from_slice(client_id);
     conn.stream.write_all(&frame)?;
-    let answer = read_frame(&mut conn.stream)?
+    let answer = read_frame(&mut conn.stream, wait)?
         .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "closed"))?;
-    // ApiVersionsResponse v0: correlation id, error code, [api key, min, max].
-    let body = answer.get(4..).unwrap_or_default();
-    if body.len() >= 10 {
-        let count = i32::from_be_bytes([body[6], body[7], body[8], body[9]]).max(0) as usize;
-        for k in 0..count {
-            let at = 10 + 6 * k;
-            let Some(e) = body.get(at..at + 6) else { break };
-            if i16::from_be_bytes([e[0], e[1]]) == kafka_elect_leaders::API_KEY {
-                conn.max_version = i16::from_be_bytes([e[4], e[5]]).clamp(MIN_VERSION, MAX_VERSION);
-            }
+    match api_versions(&answer) {
+        Ok(Some(max)) => conn.max_version = max.clamp(MIN_VERSION, MAX_VERSION),
+        Ok(None) => {
+            conn.api_versions_problem = Some(format!(
+                "ApiVersions answer lists no ElectLeaders (key {}): {}",
+                kafka_elect_leaders::API_KEY,
+                short_hex(&answer)
+            ))
+        }
+        Err(why) => {
+            conn.api_versions_problem = Some(format!(
+                "ApiVersions answer unreadable ({why}): {}",
+                short_hex(&answer)
+            ))
         }
     }
     Ok(conn)
+}
+
+/// A frame's first bytes in hex, for a line that names it (at most 64 bytes).
+fn short_hex(frame: &[u8]) -> String {
+    let hex = kafka_elect_leaders_json::hex::to_hex(&frame[..frame.len().min(64)]);
+    if frame.len() > 64 {
+        format!("{hex}... ({} bytes)", frame.len())
+    } else {
+        hex
+    }
+}
+
+/// The newest ElectLeaders version an ApiVersionsResponse v0 (size, correlation id, error
+/// code, then an array of (api key, min, max), all int16) lists: `None` when it does not
+/// list key 43; an error naming what cannot be read.
+fn api_versions(answer: &[u8]) -> Result<Option<i16>, String> {
+    let body = answer.get(4..).unwrap_or_default();
+    let (Some(code), Some(count)) = (body.get(4..6), body.get(6..10)) else {
+        return Err(format!("{} bytes, shorter than its header", answer.len()));
+    };
+    let code = i16::from_be_bytes([code[0], code[1]]);
+    if code != 0 {
+        return Err(format!("error code {code}"));
+    }
+    let count = i32::from_be_bytes([count[0], count[1], count[2], count[3]]);
+    let entries = usize::try_from(count).map_err(|_| format!("api count {count}"))?;
+    if entries > (body.len() - 10) / 6 {
+        return Err(format!(
+            "api count {count}, but only {} bytes follow",
+            body.len() - 10
+        ));
+    }
+    Ok(body[10..10 + 6 * entries]
+        .chunks_exact(6)
+        .find(|e| i16::from_be_bytes([e[0], e[1]]) == kafka_elect_leaders::API_KEY)
+        .map(|e| i16::from_be_bytes([e[4], e[5]])))
+}
+
+/// An answer that did not come whole within the wait: its first bytes came, the rest
+/// dripped in too slowly (an error of kind `TimedOut`, told apart by [`dripped`]).
+#[derive(Debug)]
+pub(super) struct Dripped {
+    pub(super) got: usize,
+    pub(super) of: usize,
+}
+
+impl std::fmt::Display for Dripped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of its {} bytes came in time", self.got, self.of)
+    }
+}
+
+impl std::error::Error for Dripped {}
+
+/// Whether `e` is an answer that did not come whole in time ([`Dripped`]).
+pub(super) fn dripped(e: &io::Error) -> Option<&Dripped> {
+    e.get_ref().and_then(|e| e.downcast_ref::<Dripped>())
 }
 
 /// A read that waited its whole timeout (Linux says `WouldBlock`, "os error 11").
@@ -187,27 +253,60 @@ pub(super) fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-/// One whole frame (size prefix included); `None` when the peer closed before its first byte.
-pub(super) fn read_frame(stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>> {
-    let mut size = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        match stream.read(&mut size[got..])? {
-            0 if got == 0 => return Ok(None),
+/// One whole frame (size prefix included), within `wait` from the call to its last byte
+/// (an answer that drips in is cut there: [`Dripped`]); `None` when the peer closed before
+/// its first byte. The buffer grows with the bytes that come, never by the size prefix.
+pub(super) fn read_frame(stream: &mut TcpStream, wait: Duration) -> io::Result<Option<Vec<u8>>> {
+    let deadline = Instant::now() + wait;
+    let mut chunk = [0u8; 64 * 1024];
+    let mut frame: Vec<u8> = Vec::new();
+    let mut need = 4usize;
+    while frame.len() < need {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(if frame.is_empty() {
+                io::ErrorKind::TimedOut.into()
+            } else {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    Dripped {
+                        got: frame.len(),
+                        of: need,
+                    },
+                )
+            });
+        }
+        stream.set_read_timeout(Some(left))?;
+        let want = (need - frame.len()).min(chunk.len());
+        let n = match stream.read(&mut chunk[..want]) {
+            Ok(n) => n,
+            Err(e) if is_timeout(&e) && !frame.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    Dripped {
+                        got: frame.len(),
+                        of: need,
+                    },
+                ))
+            }
+            Err(e) => return Err(e),
+        };
+        match n {
+            0 if frame.is_empty() => return Ok(None),
             0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n => got += n,
+            n => frame.extend_from_slice(&chunk[..n]),
+        }
+        if need == 4 && frame.len() == 4 {
+            let len = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+            if len < 0 || len as usize > DEFAULT_MAX_FRAME_SIZE {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("size prefix {len}"),
+                ));
+            }
+            need = 4 + len as usize;
         }
     }
-    let len = i32::from_be_bytes(size);
-    if len < 0 || len as usize > DEFAULT_MAX_FRAME_SIZE {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("size prefix {len}"),
-        ));
-    }
-    let mut frame = vec![0u8; 4 + len as usize];
-    frame[..4].copy_from_slice(&size);
-    stream.read_exact(&mut frame[4..])?;
     Ok(Some(frame))
 }
 

@@ -37,7 +37,7 @@ use kafka_elect_leaders_json::print::Message;
 use serde_json::{json, Value};
 
 use super::broker::{
-    connect_watched, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,
+    connect_watched, dripped, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,
     ConnectError, Options, Watched,
 };
 use crate::fail::Failure;
@@ -83,13 +83,16 @@ impl Side {
         let wait = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
-        let answer = c
-            .stream
-            .set_read_timeout(Some(wait))
-            .and_then(|()| read_frame(&mut c.stream));
+        let answer = read_frame(&mut c.stream, wait);
         match answer {
             Ok(Some(frame)) => Outcome::Answer(frame),
             Ok(None) => Outcome::Closed("closed".into()),
+            // An answer that dripped in past the wait: told apart from none at all.
+            Err(e) if dripped(&e).is_some() => Outcome::Closed(format!(
+                "answer not whole within {} ms: {}",
+                wait.as_millis(),
+                dripped(&e).map(ToString::to_string).unwrap_or_default()
+            )),
             Err(e) if is_timeout(&e) => Outcome::Timeout,
             Err(e) => Outcome::Closed(e.to_string()),
         }
@@ -206,7 +209,18 @@ pub fn run(
                     out_of_time = true;
                     break 'requests;
                 }
-                Err(_) if stopped() => {
+                Err(ConnectError::NoApiVersions(_)) if stopped() => {
+                    // Cut by a signal: a broker that never answered is said so, as when
+                    // the duration cuts the wait (issue 44, item 2).
+                    if side.answered == 0 {
+                        harness = Some(format!(
+                            "{} {}: connected, but no answer to ApiVersions in {:.1}s (a \
+                             signal ended the wait)",
+                            side.name,
+                            side.o.target,
+                            started.elapsed().as_secs_f64()
+                        ));
+                    }
                     interrupted = true;
                     break 'requests;
                 }
@@ -287,8 +301,24 @@ pub fn run(
                 None => side.read(sent_at + wait),
             })
             .collect();
-        // A signal cut the wait: what the shut-down connections gave is not compared.
+        // A signal cut the wait: what the shut-down connections gave is not compared; a
+        // broker that answered nothing at all is said so, as when the duration cuts the
+        // wait (issue 44, item 2).
         if stopped() {
+            let silent: Vec<String> = sides
+                .iter()
+                .zip(&outcomes)
+                .filter(|(s, o)| !matches!(o, Outcome::Answer(_)) && s.answered == 0)
+                .map(|(s, _)| format!("{} {}", s.name, s.o.target))
+                .collect();
+            if !silent.is_empty() && well_formed {
+                harness = Some(format!(
+                    "{}: connected and ApiVersions answered, but no ElectLeaders request \
+                     answered in {:.1}s (a signal ended the wait)",
+                    silent.join(" and "),
+                    started.elapsed().as_secs_f64(),
+                ));
+            }
             interrupted = true;
             break;
         }

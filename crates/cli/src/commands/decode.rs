@@ -1,13 +1,13 @@
 //! `decode`: frames in, one JSON object per frame out, one per line (the objects are
 //! [`kafka_elect_leaders_json::print`]'s).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_request, API_KEY};
 use kafka_elect_leaders_json::print::{Message, OtherFrame, Place};
 
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
-use crate::filter::Filter;
+use crate::filter::{not_a_capture, Filter};
 use crate::flags::DecodeArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::output::LineFlushed;
@@ -27,6 +27,13 @@ pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
         });
     }
     let sources: Vec<Source> = if args.files.is_empty() {
+        if std::io::stdin().is_terminal() {
+            // Not a hang: say what it waits for (issue 44, item 9).
+            eprintln!(
+                "elect-leaders decode: reading frames or a capture from standard input (a \
+                 terminal); end it with Ctrl-D, or give a FILE (decode --help)"
+            );
+        }
         vec![Source::Stdin]
     } else {
         args.files.iter().map(|f| Source::from_arg(f)).collect()
@@ -102,6 +109,9 @@ fn decode_stream(
     reader: Box<dyn std::io::Read + Send>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
+    if !filter.shows_conn(None) {
+        return Err(not_a_capture("decode", name));
+    }
     let mut frames = FrameReader::new(reader);
     let mut index = 0;
     let mut connection = false;
@@ -205,6 +215,9 @@ fn decode_capture(
             }
         };
         let conn = found.origin.conn.0;
+        if !filter.shows_conn(Some(conn)) {
+            return Ok(());
+        }
         let shows_other =
             |api: Option<(i16, i16)>| filter.shows_other(api.map(|a| a.0), args.others.all);
         let other = |kind, api, correlation_id| {
@@ -212,7 +225,7 @@ fn decode_capture(
                 kind,
                 api,
                 correlation_id,
-                bytes: found.frame.len(),
+                bytes: found.len,
             })))
         };
         let parsed = match found.what {
@@ -244,6 +257,7 @@ fn decode_capture(
                     origin: &found.origin,
                     request: found.request,
                     file,
+                    not_kept: found.not_kept,
                 };
                 message.line(out, Some(&place))?
             }

@@ -18,7 +18,7 @@ use crate::fail::Failure;
 use crate::flags::FuzzArgs;
 
 use super::broker::{
-    connect_watched, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,
+    connect_watched, dripped, is_timeout, on_signals, pace, read_frame, request, wait_for, Conn,
     ConnectError, Options, Watched,
 };
 use kafka_elect_leaders_capture::summary::shown;
@@ -48,6 +48,11 @@ fn asked(frame: &[u8]) -> Option<BTreeSet<(Vec<u8>, i32)>> {
         }
     }
     Some(set)
+}
+
+/// The correlation id an answer carries (after its size prefix), if it is that long.
+fn answer_id(answer: &[u8]) -> Option<i32> {
+    Some(i32::from_be_bytes(answer.get(4..8)?.try_into().ok()?))
 }
 
 /// `fuzz`.
@@ -82,6 +87,9 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut out_of_time = false;
     let mut api_versions_answered = false;
     let mut interrupted = false;
+    // A signal that cut a wait for an answer: when nothing was ever answered, the broker
+    // is reported silent, as when the duration cuts the wait.
+    let mut signal_cut_a_wait = false;
     while n < o.count && started.elapsed() < o.duration {
         for (kind, what) in &tally.anomalies[printed..] {
             writeln!(out, "anomaly {kind}: {what}")
@@ -104,10 +112,16 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
             None => match connect_watched(&o, limit, &watched) {
                 Ok(c) => {
                     api_versions_answered = true;
+                    if let Some(problem) = c.api_versions_problem.clone() {
+                        tally
+                            .anomalies
+                            .push(("api-versions", format!("{}: {problem}", o.target)));
+                    }
                     conn.insert(c)
                 }
-                Err(_) if stopped() => {
+                Err(ConnectError::NoApiVersions(_)) if stopped() => {
                     interrupted = true;
+                    signal_cut_a_wait = true;
                     break;
                 }
                 Err(ConnectError::Unreachable(e)) => {
@@ -166,12 +180,14 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
         };
         let sent = c
             .stream
-            .set_read_timeout(Some(wait))
+            .set_write_timeout(Some(wait))
             .and_then(|()| c.stream.write_all(&frame));
-        let answer = sent.and_then(|()| read_frame(&mut c.stream));
+        let answer = sent.and_then(|()| read_frame(&mut c.stream, wait));
         if stopped() && !matches!(answer, Ok(Some(_))) {
-            // The watcher shut the connection down: not the broker's doing.
+            // The watcher shut the connection down: not the broker's doing, but a wait cut
+            // short, as by the duration.
             interrupted = true;
+            signal_cut_a_wait = true;
             break;
         }
         let mut problem = |kind: &'static str, what: String| {
@@ -181,6 +197,24 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
             ));
         };
         match answer {
+            Ok(Some(answer)) if well_formed && answer_id(&answer).is_some_and(|a| a != id) => {
+                // An answer to another request (an extra or a late one): the answers are out
+                // of step, and every later one would be too. Said as such, and the
+                // connection started again (before, each later answer was parsed at the
+                // wrong request's version and reported unparsable or mismatched).
+                tally.answered += 1;
+                let got = answer_id(&answer).unwrap_or_default();
+                problem(
+                    "correlation",
+                    format!(
+                        "sent {id}, answered {got}: the answers are out of step (an extra or \
+                         a late answer); the connection is started again; answer {}",
+                        to_hex(&answer)
+                    ),
+                );
+                conn = None;
+                tally.reconnects += 1;
+            }
             Ok(Some(answer)) => {
                 tally.answered += 1;
                 if let Some(e) = refusal {
@@ -246,6 +280,18 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 conn = None;
                 tally.reconnects += 1;
             }
+            Err(e) if dripped(&e).is_some() && well_formed => {
+                // Its first bytes came, the rest too slowly: --timeout bounds an answer
+                // from its request to its last byte.
+                let what = format!(
+                    "answer not whole within {} ms: {}",
+                    wait.as_millis(),
+                    dripped(&e).map(ToString::to_string).unwrap_or_default()
+                );
+                problem("slow-answer", what);
+                conn = None;
+                tally.reconnects += 1;
+            }
             Err(e) if is_timeout(&e) && wait < o.timeout => {
                 // The duration ended while waiting: not the broker's fault.
                 out_of_time = true;
@@ -268,23 +314,30 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
     }
     // A wait cut by the duration is not the broker's fault, unless the broker answered
     // nothing at all: a silent target is a timeout, whatever the duration.
-    if out_of_time && tally.answered == 0 {
+    // A signal that cut the wait is the same: Ctrl-C on a campaign against a broker that
+    // never answered reports it (issue 44, item 2).
+    if (out_of_time || signal_cut_a_wait) && tally.answered == 0 {
+        let ended = if signal_cut_a_wait {
+            "a signal ended the wait".to_owned()
+        } else {
+            format!(
+                "--duration ended the wait, shorter than --timeout {} ms",
+                o.timeout.as_millis()
+            )
+        };
         let what = if api_versions_answered {
             format!(
                 "{}: connected and ApiVersions answered, but no ElectLeaders request answered \
-                 in {:.1}s ({} sent; --duration ended the wait, shorter than --timeout {} ms)",
+                 in {:.1}s ({} sent; {ended})",
                 o.target,
                 started.elapsed().as_secs_f64(),
                 tally.sent,
-                o.timeout.as_millis()
             )
         } else {
             format!(
-                "{}: connected, but nothing answered in {:.1}s, not even ApiVersions \
-                 (--duration ended the wait, shorter than --timeout {} ms)",
+                "{}: connected, but nothing answered in {:.1}s, not even ApiVersions ({ended})",
                 o.target,
                 started.elapsed().as_secs_f64(),
-                o.timeout.as_millis()
             )
         };
         tally.anomalies.push(("timeout", what));
@@ -324,6 +377,13 @@ pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
         )
     };
     report().map_err(Failure::Output)?;
+    if let Some((_, what)) = tally.anomalies.iter().find(|(k, _)| *k == "unreachable") {
+        // As fuzz --compare says it: the campaign could not run (exit 2).
+        return Err(Failure::cannot_open(format!(
+            "fuzz --target stopped after {} requests: {what}",
+            tally.sent
+        )));
+    }
     if tally.anomalies.is_empty() {
         Ok(())
     } else {

@@ -15,6 +15,7 @@ use kafka_elect_leaders::{
     is_supported, parse_request, parse_response, scan_requests, split_frame, ElectLeadersRequest,
     ElectLeadersResponse, ErrorCode, DEFAULT_MAX_FRAME_SIZE, SIZE_PREFIX_LEN,
 };
+use kafka_elect_leaders_capture::summary::Outcome;
 use kafka_elect_leaders_json::hex::to_hex;
 use kafka_elect_leaders_json::print::{Message, Place};
 
@@ -58,6 +59,12 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             return scan_capture(args, filter, &name, out, |each| {
                 traffic::walk(&name, *capture, &args.read, each)
             });
+        }
+        Opened::Stream(_) if !filter.shows_conn(None) => {
+            return Err(crate::filter::not_a_capture(
+                "scan",
+                &requests_source.name(),
+            ));
         }
         Opened::Stream(reader) => reader,
     };
@@ -403,6 +410,9 @@ fn scan_capture(
             Item::Frame(found) => found,
         };
         let o = &found.origin;
+        if !filter.shows_conn(Some(o.conn.0)) {
+            return Ok(());
+        }
         let place = format!("connection {} {} -> {}", o.conn.0, o.from, o.to);
         match found.what {
             What::ElectRequest => match parse_request(&found.frame) {
@@ -413,6 +423,7 @@ fn scan_capture(
                             origin: o,
                             request: found.request,
                             file: None,
+                            not_kept: found.not_kept,
                         }));
                         if found.waits {
                             waiting
@@ -446,6 +457,7 @@ fn scan_capture(
                             origin: o,
                             request: found.request,
                             file: None,
+                            not_kept: found.not_kept,
                         }));
                         // The request the reader paired it with; the older ones waiting
                         // were left unanswered (Kafka answers in order).
@@ -545,20 +557,21 @@ fn request_line(offset: u64, r: &ElectLeadersRequest<'_>) -> String {
 
 fn response_line(offset: u64, r: &ElectLeadersResponse<'_>) -> String {
     let results = r.replica_election_results();
-    let mut partitions = 0;
-    let mut errors = 0;
+    let (mut partitions, mut failed, mut not_needed) = (0, 0, 0);
     for result in results.iter() {
         for p in result.partition_result() {
             partitions += 1;
-            if p.error_code().is_error() {
-                errors += 1;
+            match Outcome::of(p.error_code()) {
+                Outcome::Failed => failed += 1,
+                Outcome::NotNeeded => not_needed += 1,
+                Outcome::Elected => {}
             }
         }
     }
     format!(
         "response offset={offset} (0x{offset:x}) bytes={} v{} correlation_id={} \
          throttle_time_ms={} error_code={} results={} partitions={partitions} \
-         partition_errors={errors}",
+         failed={failed} not_needed={not_needed}",
         r.frame().len(),
         r.version(),
         r.correlation_id(),

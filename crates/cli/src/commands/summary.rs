@@ -32,7 +32,7 @@ use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::traffic::{self, api_label, Item, Role, What};
 
 use kafka_elect_leaders_capture::summary::{
-    code_name, election_name, shown, FailedKey, Outcome, Tally,
+    code_name, election_name, shown, FailedKey, Outcome, Slow, Tally,
 };
 
 /// `summary [FILE]`.
@@ -69,6 +69,9 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 summarize_capture(&mut filter, &name, &mut tally, &mut notes, |each| {
                     traffic::walk(&name, *capture, &args.read, each)
                 })
+            }
+            Opened::Stream(_) if !filter.shows_conn(None) => {
+                return Err(crate::filter::not_a_capture("summary", &name));
             }
             Opened::Stream(reader) => {
                 let kind = args.kind.kind_of(&source);
@@ -136,8 +139,17 @@ fn summarize_capture(
         }
         // Unanswered requests, whatever the filters: those the reader waits an answer for
         // (not a Produce with acks=0, which Kafka never answers).
+        // A request the library refuses is counted as malformed, not as a request nor as
+        // unanswered (issue 44, item 6).
+        let parsed_request = match found.what {
+            What::ElectRequest => Some(parse_request(&found.frame)),
+            _ => None,
+        };
+        tally.anomalies.not_kept += u64::from(found.not_kept);
         match found.what {
-            What::ElectRequest if found.waits => tally.asked(conn, o.index, API_KEY),
+            What::ElectRequest if found.waits && matches!(parsed_request, Some(Ok(_))) => {
+                tally.asked(conn, o.index, API_KEY)
+            }
             What::Other {
                 role: Role::Requests,
                 api_key,
@@ -149,20 +161,25 @@ fn summarize_capture(
         if let Some(asked) = found.request {
             tally.answered(conn, asked.index);
         }
+        if !filter.shows_conn(Some(conn)) {
+            return Ok(());
+        }
         match found.what {
-            What::ElectRequest => match parse_request(&found.frame) {
-                Ok(r) => {
-                    if filter.request(&r, found.waits.then_some((conn, o.index))) {
-                        tally.counted(conn);
-                        tally.elect_request(&r, Some(conn));
+            What::ElectRequest => {
+                match parsed_request.unwrap_or_else(|| parse_request(&found.frame)) {
+                    Ok(r) => {
+                        if filter.request(&r, found.waits.then_some((conn, o.index))) {
+                            tally.counted(conn);
+                            tally.elect_request(&r, Some(conn));
+                        }
+                    }
+                    Err(e) => {
+                        let note = traffic::bad_frame(o, &e);
+                        tally.note(&note);
+                        notes.report(&mut stderr, name, &note)?;
                     }
                 }
-                Err(e) => {
-                    let note = traffic::bad_frame(o, &e);
-                    tally.note(&note);
-                    notes.report(&mut stderr, name, &note)?;
-                }
-            },
+            }
             What::ElectResponse { version } => match parse_response(&found.frame, version) {
                 Ok(r) => {
                     let request = found.request.map(|asked| (conn, asked.index));
@@ -171,6 +188,18 @@ fn summarize_capture(
                         let at = epoch_us(o.time);
                         let latency = found.request.map(|a| latency_us(a.time, o.time));
                         tally.elect_response(&r, Some((at, conn)), latency);
+                        if let (Some(asked), Some(latency)) = (found.request, latency) {
+                            let slow = Slow {
+                                latency_us: i64::try_from(latency).unwrap_or(i64::MAX),
+                                conn,
+                                request_frame: asked.index,
+                                packet: o.last_packet,
+                                at,
+                                partitions: Vec::new(),
+                                partitions_total: 0,
+                            };
+                            tally.round_trip(&r, slow);
+                        }
                     }
                 }
                 Err(e) => {
@@ -207,7 +236,11 @@ fn summarize_capture(
         }
         Ok(())
     });
-    walked.map(|_| ())
+    let walked = walked?;
+    tally.packets = walked
+        .stats
+        .map(|s| (s.packets, s.not_tcp + s.unsupported_link));
+    Ok(())
 }
 
 /// Frames back to back: requests of any API (a recorded connection), or ElectLeaders
@@ -321,6 +354,9 @@ impl Printed for Tally {
     fn text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let kind = if self.capture { "capture" } else { "frames" };
         writeln!(out, "summary of {} ({kind})", self.name)?;
+        if let Some((packets, not_tcp)) = self.packets {
+            writeln!(out, "packets: {packets} ({not_tcp} not TCP/IP)")?;
+        }
         writeln!(out, "frames counted: {}", self.frames)?;
         if self.capture {
             writeln!(out, "connections: {}", self.connections)?;
@@ -419,6 +455,45 @@ impl Printed for Tally {
             )?,
             _ => writeln!(out, "latency: no paired ElectLeaders response")?,
         }
+        if !self.slowest.is_empty() {
+            writeln!(out, "slowest ElectLeaders round trips:")?;
+            for slow in &self.slowest {
+                let partitions: Vec<String> = slow
+                    .partitions
+                    .iter()
+                    .map(|(topic, p, code)| {
+                        format!("{}/{p} {}", shown(Some(topic)), code_name(*code))
+                    })
+                    .collect();
+                let more = slow.partitions_total - slow.partitions.len() as u64;
+                writeln!(
+                    out,
+                    "  {} us  connection {}, request frame {}, answer packet {}: {}{}",
+                    slow.latency_us,
+                    slow.conn,
+                    slow.request_frame,
+                    slow.packet,
+                    if partitions.is_empty() {
+                        "no partition".to_owned()
+                    } else {
+                        partitions.join(", ")
+                    },
+                    if more > 0 {
+                        format!(" (+{more} more)")
+                    } else {
+                        String::new()
+                    }
+                )?;
+            }
+        }
+        if self.latency_across_steps > 0 {
+            writeln!(
+                out,
+                "  left out: {} paired responses timed before their request by more than a \
+                 second (the capture's clock stepped back; a note names where)",
+                self.latency_across_steps
+            )?;
+        }
         let a = &self.anomalies;
         writeln!(out, "anomalies:")?;
         let unanswered: Vec<String> = a
@@ -436,6 +511,13 @@ impl Printed for Tally {
                 format!(" ({})", unanswered.join(", "))
             }
         )?;
+        if a.not_kept > 0 {
+            writeln!(
+                out,
+                "  requests not kept for pairing (the in-flight budget was full): {}",
+                a.not_kept
+            )?;
+        }
         writeln!(
             out,
             "  responses whose request was not seen: {}",
@@ -471,6 +553,10 @@ impl Printed for Tally {
                 "name": self.name,
                 "format": if self.capture { "capture" } else { "frames" },
             },
+            "packets": self.packets.map_or(Value::Null, |(read, not_tcp)| json!({
+                "read": read,
+                "not_tcp_ip": not_tcp,
+            })),
             "frames": self.frames,
             "connections": if self.capture { Value::from(self.connections) } else { Value::Null },
             "client_ids": self.clients.iter().map(|(client, c)| json!({
@@ -519,7 +605,22 @@ impl Printed for Tally {
                 "p90": latency(self.percentile(90)),
                 "p99": latency(self.percentile(99)),
                 "max": latency(self.latencies.last().copied()),
+                "across_clock_steps": self.latency_across_steps,
             },
+            "slowest": self.slowest.iter().map(|slow| json!({
+                "latency_us": slow.latency_us,
+                "connection": slow.conn,
+                "request_frame": slow.request_frame,
+                "packet": slow.packet,
+                "epoch_us": u64::try_from(slow.at).unwrap_or(u64::MAX),
+                "partitions": slow.partitions.iter().map(|(topic, p, code)| json!({
+                    "topic": bytes(Some(topic)),
+                    "partition": p,
+                    "error_code": code,
+                    "error_name": ErrorCode(*code).name(),
+                })).collect::<Value>(),
+                "partitions_total": slow.partitions_total,
+            })).collect::<Value>(),
             "anomalies": {
                 "unanswered_requests": self.unanswered(),
                 "unanswered_by_api": a.unanswered.iter().map(|(k, n)| json!({
@@ -528,6 +629,7 @@ impl Printed for Tally {
                     "requests": n,
                 })).collect::<Value>(),
                 "unpaired_responses": a.unpaired,
+                "not_kept_requests": a.not_kept,
                 "malformed_frames": a.malformed,
                 "gaps": a.gaps,
                 "other_notes": a.other_notes,

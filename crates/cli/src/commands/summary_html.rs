@@ -215,6 +215,14 @@ fn write_page(h: &mut String, t: &Tally) -> std::fmt::Result {
             "<p class=\"counts\"><span>paired responses <b id=\"latency-paired\">0</b></span></p>"
         )?,
     }
+    if t.latency_across_steps > 0 {
+        writeln!(
+            h,
+            "<p class=\"counts\"><span>left out (the capture's clock stepped back) <b \
+             id=\"latency-across-steps\">{}</b></span></p>",
+            t.latency_across_steps
+        )?;
+    }
     histogram(h, &t.latencies)?;
 
     writeln!(h, "<h2>Anomalies</h2><table id=\"anomalies\">")?;
@@ -224,6 +232,11 @@ fn write_page(h: &mut String, t: &Tally) -> std::fmt::Result {
             "unpaired",
             "responses whose request was not seen",
             a.unpaired,
+        ),
+        (
+            "not-kept",
+            "requests not kept for pairing (in-flight budget full)",
+            a.not_kept,
         ),
         ("malformed", "malformed frames", a.malformed),
         ("gaps", "gaps in the capture", a.gaps),

@@ -151,6 +151,12 @@ pub struct ReadFlags {
     /// 1048576)
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight_bytes: Option<u64>,
+    /// Bytes of a capture's frames held on all connections at once (an ElectLeaders frame
+    /// is held whole until it ends; a frame of another API only for its first 72 KiB, then
+    /// passed over as it streams by); past it the largest is let go, and named (default
+    /// 134217728)
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_held_bytes: Option<u64>,
 }
 
 impl ReadFlags {
@@ -167,6 +173,9 @@ impl ReadFlags {
                 .map_or(default.in_flight_bytes, |n| {
                     usize::try_from(n).unwrap_or(usize::MAX)
                 }),
+            held_bytes: self.max_held_bytes.map_or(default.held_bytes, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
             ..default
         }
     }
@@ -195,10 +204,23 @@ pub struct FilterFlags {
     /// (repeatable)
     #[arg(long, value_name = "ID")]
     pub client_id: Vec<String>,
-    /// Only ElectLeaders responses with an error code other than NONE (top level or a
-    /// partition's)
+    /// Only ElectLeaders responses that report a failure: an error code other than NONE
+    /// and ELECTION_NOT_NEEDED (the preferred leader leads already), top level or a
+    /// partition's, as the summary counts failed partitions
     #[arg(long)]
     pub errors_only: bool,
+    /// Only ElectLeaders responses with any error code other than NONE, ELECTION_NOT_NEEDED
+    /// included (--errors-only, widened)
+    #[arg(long)]
+    pub any_error: bool,
+    /// Only ElectLeaders requests of this election type (PREFERRED, UNCLEAN, or its number),
+    /// and in a capture their responses (repeatable)
+    #[arg(long, value_name = "TYPE")]
+    pub election_type: Vec<String>,
+    /// Only the frames of this connection of a capture (its number, as "source" gives it),
+    /// of every API they are of (repeatable)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub connection: Vec<u32>,
 }
 
 // ---------------------------------------------------------------------------------------

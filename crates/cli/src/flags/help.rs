@@ -94,7 +94,8 @@ A pcap or pcapng capture needs no flag. Piped in as it is written ('tcpdump -U -
 elect-leaders decode -'), it is read as it arrives, and each object is written out as soon
 as its frame is read. Each connection's two directions are
 reassembled; the broker's side is the one on --port (default 9092), else the side that
-received the SYN, else the side the first request header was sent to. Every request is
+received the SYN, else the side an ElectLeaders request was proven to go to (until then up
+to 256 KiB of each side is kept; what is let go past that is named). Every request is
 remembered, whatever its API, so each ElectLeaders response is decoded with its
 request's version. Every object gets \"source\": the packet (or \"packets\":[FIRST,LAST])
 that carried the frame, the capture \"time\" of the last one, the \"connection\" number,
@@ -114,8 +115,12 @@ Filters: --api NAME (repeatable) prints the frames of those APIs only (by Kafka'
 case, or key; other APIs need no --all then); --topic, --client-id and --errors-only look
 into ElectLeaders frames (a request for every partition matches any --topic; a response
 matches --client-id through its request, so only in a capture; --errors-only prints only
-responses with an error code other than NONE), and with any of them frames of other APIs
-are not printed.
+responses that report a failure, an error code other than NONE and ELECTION_NOT_NEEDED,
+as the summary counts failed partitions; --any-error every error code; --election-type
+TYPE only requests of that type, and in a capture their responses), and with any of them
+frames of other APIs are not printed; a combination that can never match (--api without
+ElectLeaders and one of them) is refused. --connection N prints only the frames of a
+capture's connection N (every API with --all), in their order.
 
 \
 Live capture: --interface IFACE captures on a network interface through libpcap (root or
@@ -149,7 +154,14 @@ version lacks is an error, as in Kafka's own writer. Byte strings may be given a
 Binary frames are not written to a terminal: use --hex, or redirect standard output.
 
 'decode | encode' gives back the same bytes for any frame whose varints are minimal and
-whose tagged fields are in ascending order (the writer writes canonical frames).";
+whose tagged fields are in ascending order (the writer writes canonical frames).
+
+Fed from decode: 'elect-leaders decode FILE | elect-leaders encode --hex' works as it is
+for files of frames. Objects decoded from a capture carry \"source\", which encode refuses
+as a field of no frame, and 'decode --all' adds objects of other APIs, which have no body
+to encode: keep the ElectLeaders objects and drop their source with jq:
+
+  elect-leaders decode capture.pcap | jq -c 'del(.source)' | elect-leaders encode --hex";
 
 pub const ENCODE_AFTER: &str = "\
 On a bad object, writes the frames before it, then one line on stderr naming the line
@@ -187,11 +199,14 @@ ElectLeaders request and per response, as they come, with the packet and the con
 --interface IFACE (with --filter BPF, --count N, --duration D) reads live packets the same
 way, through libpcap, as 'decode --interface' does, each line written out at once.
 
-Filters, as on 'decode': --topic, --client-id, --errors-only and --api NAME (scan lists
+Filters, as on 'decode': --topic, --client-id, --election-type, --errors-only,
+--any-error, --connection N and --api NAME (scan lists
 ElectLeaders frames only: --api without ElectLeaders lists nothing). A request listed with
 its response (RESPONSES_FILE, or a capture with --json) is listed when the request is from
 a --client-id given, the request or the response names a --topic given, and with
---errors-only the response has an error code other than NONE.";
+--errors-only the response reports a failure (an error code other than NONE and
+ELECTION_NOT_NEEDED; --any-error: any code other than NONE). A response's line counts its
+partitions failed= and not_needed= (ELECTION_NOT_NEEDED) apart.";
 
 pub const SUMMARY_ABOUT: &str =
     "What a capture or a file of frames holds, counted: elections, outcomes, latency, anomalies";
@@ -202,7 +217,8 @@ it holds, counted: the connections; the client ids, with their requests and conn
 the APIs, with their requests and responses; the ElectLeaders requests by election type
 and by topic; the outcomes, partitions by error code, overall and per topic; the
 partitions that failed, with their error messages; the latency of the paired ElectLeaders
-responses (p50, p90, p99 and max, in microseconds, nearest rank); and the anomalies:
+responses (p50, p90, p99 and max, in microseconds, nearest rank) and the five slowest
+round trips with their connection, frames and partitions; and the anomalies:
 requests never answered, responses whose request was not seen, malformed frames, gaps and
 other notes. The notes are also reported on stderr as 'decode' reports them, and the exit
 status is 1 when some traffic could not be read (the summary is then partial, and says so).
@@ -211,7 +227,8 @@ status is 1 when some traffic could not be read (the summary is then partial, an
 self-contained HTML page (no script, nothing fetched): the same tables, a timeline of the
 elections per topic coloured by outcome, and a histogram of the latencies.
 
-Filters, as on 'decode --all' (--api, --topic, --client-id, --errors-only): the summary
+Filters, as on 'decode --all' (--api, --topic, --client-id, --election-type, --errors-only,
+--any-error, --connection): the summary
 counts the frames decode would print; the anomalies are counted whatever the filters.
 
 --interface IFACE (with --filter BPF, --count N, --duration D) summarizes live packets

@@ -182,7 +182,7 @@ fn inspect_capture<R: io::Read>(
                         "== {place}: {} v{api_version} {role}, correlation id {correlation_id}, \
                          {} bytes (passed over) ==\n",
                         traffic::api_label(api_key),
-                        found.frame.len()
+                        found.len
                     )?;
                 }
                 return Ok(());
@@ -193,7 +193,7 @@ fn inspect_capture<R: io::Read>(
                         out,
                         "== {place}: response with correlation id {correlation_id}, whose \
                          request was not seen, {} bytes (passed over) ==\n",
-                        found.frame.len()
+                        found.len
                     )?;
                 }
                 return Ok(());
