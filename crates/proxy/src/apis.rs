@@ -508,11 +508,12 @@ mod tests {
 mod readme {
     use super::*;
 
-    /// The README's table lists every key under its class, as this table has it.
+    /// The guard's manual (GUARD.md, "Every Kafka API, one table") lists every key under
+    /// its class, as this table has it.
     #[test]
     fn the_readme_lists_every_key_under_its_class() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-        let readme = std::fs::read_to_string(path).expect("README.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/GUARD.md");
+        let readme = std::fs::read_to_string(path).expect("GUARD.md");
         for door in &DOORS {
             let entry = format!("{} ({})", door.name, door.key);
             let rows: Vec<&str> = readme
@@ -522,7 +523,7 @@ mod readme {
             let cell = format!("| {} |", door.class.name());
             assert!(
                 rows.len() == 1 && rows[0].trim_start().starts_with(&cell),
-                "README.md: {entry} must be listed once, in the row `{cell}`: {rows:?}"
+                "GUARD.md: {entry} must be listed once, in the row `{cell}`: {rows:?}"
             );
         }
     }
