@@ -663,9 +663,9 @@ fn produce_requests_with_acks_0_are_not_waited_for() {
 
 #[test]
 fn a_capture_that_joins_a_connection_lists_its_leading_answer_as_unpaired() {
-    // The README: "its first responses, to requests sent before the capture, are listed
-    // with --all as unpaired". Before, the leading answer was passed over in silence and
-    // summary's unpaired_responses stayed 0.
+    // crates/cli/README.md: "its first responses, to requests sent before the capture,
+    // are listed with --all as unpaired". Before, the leading answer was passed over in
+    // silence and summary's unpaired_responses stayed 0.
     let capture = mid_connection();
     let (objects, err, status) = decode(&capture, &["--all"]);
     assert_eq!((status, err.as_str()), (Some(0), ""), "not a loss: {err}");
