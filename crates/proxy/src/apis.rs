@@ -20,7 +20,7 @@
 //! `tests/kafka_tables.rs` reads Kafka's own `ApiKeys` from the kafka-clients jar the tests
 //! use and fails on a key without a class, and on a key Kafka marks as a cluster action or
 //! serves on no broker listener that is not closed: a Kafka upgrade cannot add a door the
-//! guard forwards without anyone deciding it. The README lists this table.
+//! guard forwards without anyone deciding it. The guard's manual (GUARD.md) lists this table.
 
 use crate::owed::Reader;
 
@@ -50,7 +50,7 @@ pub enum Concern {
 }
 
 impl Class {
-    /// The class as the README's table and the logs name it.
+    /// The class as GUARD.md's table and the logs name it.
     pub fn name(self) -> &'static str {
         match self {
             Class::Forwarded => "forwarded",
