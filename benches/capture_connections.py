@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Peak memory of reading a capture of many connections that never close: N TCP
 connections to a broker on port 9092, each one packet with one ElectLeaders request and
-no answer, no FIN (what a capture cut in the middle of a busy day holds). The README's
-"Connections followed, at most" figures come from here.
+no answer, no FIN (what a capture cut in the middle of a busy day holds). The figures of
+crates/cli/README.md ("Connections followed, at most") and crates/capture/README.md
+("Limits and memory") come from here.
 
     cargo build --release -p elect-leaders
     python3 benches/capture_connections.py [--connections 60000] [--bin PATH]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """RSS per idle TLS connection on a fresh guard, run by hand (not in CI): the figure the
-README gives beside the plaintext one of `guard_soak.py --idle-only`.
+guard's manual (crates/proxy/GUARD.md, "Memory") gives beside the plaintext one of `guard_soak.py --idle-only`.
 
     cargo build --release -p elect-leaders
     python3 benches/guard_idle_tls.py [--bin target/release/elect-leaders] [--count 1000]

@@ -41,6 +41,130 @@
 //! }
 //! assert_eq!(partitions, 4);
 //! ```
+//!
+//! # In a proxy
+//!
+//! A proxy reads whole connections, every API and not only ElectLeaders. The codec gives it:
+//!
+//! - [`peek_request`]: API key, version and correlation id of a request of any API;
+//!   [`peek_response`]: a response's correlation id. Neither parses the body.
+//! - [`ApiKey`] and [`ErrorCode`]: Kafka's API keys (name, latest version, first flexible
+//!   version, header versions) and error codes (every one of Kafka 4.4, to 136), each from
+//!   one table that `tests/kafka_tables.rs` checks against kafka-clients' `ApiKeys` and
+//!   `Errors`. [`read_request_header`] reads the header of a request of any API as that table
+//!   lays it out; [`never_answered`] tells a Produce with `acks` 0, which Kafka never answers.
+//! - [`set_request_correlation_id`] / [`set_response_correlation_id`]: another correlation id
+//!   written in place (4 bytes; nothing parsed or re-encoded), for a proxy that puts several
+//!   clients on one broker connection.
+//! - [`InFlight`]: pairs each response with its request, whose version the response is parsed
+//!   at (a response does not carry its version).
+//! - [`RequestEdit`] / [`ResponseEdit`] (`view.edit()`): re-emit a parsed frame with another
+//!   correlation id, or with topics and partitions dropped. [`error_response`](ElectLeadersRequest::error_response) builds the
+//!   answer that refuses a request, as Kafka's `getErrorResponse` does.
+//! - [`OwnedRequest`] / [`OwnedResponse`]: a frame checked once and kept with its bytes (`Bytes`,
+//!   `Vec<u8>`, ...). They are `Send + 'static`, so they can be held across an `.await`.
+//!   `view()` parses again: O(topics), no allocation, and it cannot fail.
+//! - `encode_buf(version, &mut impl BufMut)` (feature `bytes`): any source written into a
+//!   `BytesMut`'s spare capacity, measured once, nothing zero-filled. `encode_with_len` takes
+//!   a length already known; a wrong length is an error and the `BytesMut` is truncated back.
+//!   `encode_to_vec` (`std`) makes a `Vec`.
+//! - `KafkaFrameCodec` (feature `tokio`): a tokio-util `Decoder`/`Encoder` for Kafka frames
+//!   of every API. It yields whole frames, size prefix kept, has a maximum frame size, and
+//!   reserves exactly the bytes still missing.
+//!
+//! Parse, edit, refuse, and read the answer:
+//!
+//! ```rust
+//! use kafka_elect_leaders::{
+//!     parse_request, parse_response, split_frame, EncodeRequest, EncodeResponse, ErrorCode,
+//! };
+//!
+//! // Cut one frame off a byte stream (`Incomplete` means: read more and retry).
+//! let stream = std::fs::read("corpus/request-v2-multi.bin").unwrap();
+//! let (frame, _rest) = split_frame(&stream).unwrap();
+//!
+//! let request = parse_request(frame).unwrap();
+//! assert_eq!((request.version(), request.correlation_id()), (2, 16));
+//! // `None` would mean "all partitions".
+//! for entry in request.topic_partitions().unwrap() {
+//!     let _name: &[u8] = entry.topic();
+//!     let _sum: i64 = entry.partitions().iter().map(i64::from).sum();
+//! }
+//!
+//! // Forward it under another correlation id, without one topic: no copies, no allocation.
+//! let edit = request.edit().correlation_id(1).retain_topics(|t| t.topic() != b"payments");
+//! let mut out = [0u8; 512];
+//! let len = edit.encode(request.version(), &mut out).unwrap();
+//! assert_eq!(parse_request(&out[..len]).unwrap().correlation_id(), 1);
+//!
+//! // Or refuse it: every requested partition answered with one error.
+//! let refusal = request.error_response(ErrorCode::NOT_CONTROLLER, None);
+//! let len = refusal.encode(request.version(), &mut out).unwrap();
+//!
+//! // A response does not say its version: use the request's.
+//! let response = parse_response(&out[..len], request.version()).unwrap();
+//! let refused = response
+//!     .replica_election_results()
+//!     .iter()
+//!     .flat_map(|r| r.partition_result())
+//!     .filter(|p| p.error_code() == ErrorCode::NOT_CONTROLLER)
+//!     .count();
+//! assert_eq!(refused, 9);
+//! ```
+//!
+//! Each struct view can report the byte range it covers in the frame (`range()`).
+//!
+//! The same steps on a tokio stream:
+//!
+//! ```rust
+//! // Needs the `tokio` feature.
+//! #[cfg(feature = "tokio")]
+//! {
+//!     use bytes::BytesMut;
+//!     use futures_util::StreamExt;
+//!     use kafka_elect_leaders::{
+//!         peek_request, set_request_correlation_id, EncodeRequestExt, InFlight, KafkaFrameCodec,
+//!         OwnedRequest, Pending,
+//!     };
+//!     use tokio_util::codec::{Encoder, FramedRead};
+//!
+//!     let client = std::fs::read("corpus/request-v2-multi.bin").unwrap();
+//!     let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//!     runtime.block_on(async {
+//!         let mut codec = KafkaFrameCodec::new();
+//!         let mut from_client = FramedRead::new(&client[..], codec);
+//!         let mut in_flight = InFlight::<64>::new();
+//!         let mut upstream = BytesMut::with_capacity(64 * 1024);
+//!         let mut upstream_id = 1000;
+//!         while let Some(frame) = from_client.next().await {
+//!             let mut frame = frame.unwrap();
+//!             let peek = peek_request(&frame).unwrap();
+//!             upstream_id += 1;
+//!             let pending = Pending { correlation_id: upstream_id, ..peek.into() };
+//!             in_flight.push(pending).unwrap();
+//!             if !peek.is_elect_leaders() {
+//!                 // Another API: forwarded as it is, under the proxy's correlation id.
+//!                 set_request_correlation_id(&mut frame, upstream_id).unwrap();
+//!                 codec.encode(frame, &mut upstream).unwrap();
+//!                 continue;
+//!             }
+//!             let request = OwnedRequest::new(frame.freeze()).unwrap();
+//!             tokio::task::yield_now().await; // held across an .await
+//!             let view = request.view();
+//!             let edit = view
+//!                 .edit()
+//!                 .correlation_id(upstream_id)
+//!                 .retain_topics(|t| t.topic() != b"payments");
+//!             edit.encode_buf(view.version(), &mut upstream).unwrap();
+//!         }
+//!         assert_eq!(peek_request(&upstream).unwrap().correlation_id, 1001);
+//!         assert_eq!(in_flight.len(), 1);
+//!     });
+//! }
+//! ```
+//!
+//! `examples/proxy_pipeline.rs` runs the whole path in both directions over a recorded
+//! connection: `cargo run --example proxy_pipeline --features tokio`.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]

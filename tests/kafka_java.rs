@@ -295,7 +295,7 @@ fn reply_frame(reply: &Value, key: &str) -> Vec<u8> {
 }
 
 /// Kafka's writer refuses an unknown tagged field numbered `i32::MAX`, which it uses as an
-/// end marker; its reader accepts one. Ours writes it (README, "Where we differ from Kafka").
+/// end marker; its reader accepts one. Ours writes it (README, "What the codec guarantees").
 fn has_max_tag(tag_lists: &[&Tags]) -> bool {
     tag_lists
         .iter()

@@ -1,4 +1,4 @@
-//! The codec's modules form layers, bottom up as the README draws them (wire, frame,
+//! The codec's modules form layers, bottom up as the design draws them (wire, frame,
 //! header, request, response, write, scan, then the std features): no module uses,
 //! directly or through others, a module that uses it (issue 37). How the graph is read:
 //! [`kafka_elect_leaders_testkit::modules`].

@@ -55,8 +55,8 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
 }
 
 /// With `ELECT_LEADERS_PEAK_RSS` set, the process's peak resident memory (Linux's
-/// `VmHWM`) on standard error as it ends: what the memory bounds in the README are checked
-/// against.
+/// `VmHWM`) on standard error as it ends: what the memory bounds in crates/cli/README.md
+/// are checked against.
 fn report_peak_memory() {
     if std::env::var_os("ELECT_LEADERS_PEAK_RSS").is_none() {
         return;

@@ -1,15 +1,15 @@
 //! The tool's work and memory are bounded, measured on crafted and large inputs: `scan`'s
 //! search gives up on a crafted stretch and names it; `inspect`, `decode` and `encode` of
 //! large frames, and `encode` of JSON of every costly shape, stay within the peak memory
-//! the README states.
+//! crates/cli/README.md states ("Bounded memory").
 
 use kafka_elect_leaders::parse_request;
 use kafka_elect_leaders_testkit::traps::{chain_of_meeting_walks, response_chain_of_meeting_walks};
 
 /// The tool's memory, measured: peak resident memory of `inspect`, `decode` and `encode` on
-/// large frames, against the bounds the README states (a multiple of the largest frame,
-/// plus a constant for the program itself). The
-/// tool reports its own peak (`VmHWM`) when `ELECT_LEADERS_PEAK_RSS` is set (Linux).
+/// large frames, against the bounds crates/cli/README.md states (a multiple of the largest
+/// frame, plus a constant for the program itself). The tool reports its own peak (`VmHWM`)
+/// when `ELECT_LEADERS_PEAK_RSS` is set (Linux).
 mod tool_memory {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Stdio};

@@ -1641,12 +1641,15 @@ fn scan_filters_raw_files() {
 
 #[test]
 fn the_readme_examples_on_the_corpus_captures_print_something() {
-    // Each line of the README that runs the tool on a capture of corpus/captures prints
+    // Each line of the tool's README (crates/cli/README.md, "Looking at traffic") and of
+    // the workspace's README that runs the tool on a capture of corpus/captures prints
     // something and succeeds. Issue 36, finding 11: its filter example (`--topic orders
     // --api Metadata`) could never print anything (a topic filter shows only ElectLeaders
     // frames, and --api Metadata none of them).
     let root = captures_dir().join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = ["crates/cli/README.md", "README.md"]
+        .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
+        .join("\n");
     let examples: Vec<Vec<&str>> = readme
         .lines()
         .filter(|l| l.starts_with("elect-leaders ") && l.contains("corpus/captures/"))

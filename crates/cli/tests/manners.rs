@@ -337,7 +337,8 @@ fn encode_help_says_how_to_feed_it_decodes_output() {
     assert_eq!(as_is.status.code(), Some(1));
 }
 
-/// Issue 44, item 9: `decode --help` and the README say alike which side is the broker's.
+/// Issue 44, item 9: `decode --help` and the tool's README say alike which side is the
+/// broker's.
 #[test]
 fn decode_help_and_the_readme_say_alike_which_side_is_the_brokers() {
     let rule = "else the side that received the SYN, else the side an ElectLeaders request was \
@@ -350,9 +351,8 @@ fn decode_help_and_the_readme_say_alike_which_side_is_the_brokers() {
     };
     let help = flat(&stdout(&run(&["decode", "--help"], b"")));
     let readme = flat(
-        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap(),
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap(),
     );
     assert!(help.contains(rule), "{help}");
-    assert!(readme.contains(rule), "the README");
+    assert!(readme.contains(rule), "crates/cli/README.md");
 }

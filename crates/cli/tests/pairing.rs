@@ -930,9 +930,9 @@ fn produce_requests_with_acks_0_are_not_waited_for() {
 
 #[test]
 fn a_capture_that_joins_a_connection_lists_its_leading_answer_as_unpaired() {
-    // The README: "its first responses, to requests sent before the capture, are listed
-    // with --all as unpaired". Before, the leading answer was passed over in silence and
-    // summary's unpaired_responses stayed 0.
+    // crates/cli/README.md: "its first responses, to requests sent before the capture,
+    // are listed with --all as unpaired". Before, the leading answer was passed over in
+    // silence and summary's unpaired_responses stayed 0.
     let capture = mid_connection();
     let (objects, err, status) = decode(&capture, &["--all"]);
     assert_eq!((status, err.as_str()), (Some(0), ""), "not a loss: {err}");
@@ -1514,11 +1514,12 @@ fn a_capture_without_tcp_says_so() {
 // ---------------------------------------------------------------------------------------
 // Issue 44, item 8: questions in one short command
 
-/// The commands of the README's "Questions in one command", each with what it must show
+/// The commands of crates/cli/README.md's "Questions in one command", each with what it must show
 /// on `elections.pcap`.
 #[test]
 fn each_everyday_question_is_one_short_command() {
-    let readme = std::fs::read_to_string(tool::captures_dir().join("../../README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(tool::captures_dir().join("../../crates/cli/README.md")).unwrap();
     let at = readme
         .find("### Questions in one command")
         .expect("the README's section");

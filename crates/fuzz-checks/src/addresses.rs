@@ -46,6 +46,8 @@ const FLEXIBLE_METADATA: i16 = 9;
 /// An entry's address: node id, host, port.
 type Entry = (i32, String, i32);
 
+/// The `addresses` target: the guard's rewrite of broker addresses in an answer of one of
+/// the APIs that carry them, built from the input; no panic, and what it writes reads back.
 pub fn check_addresses(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(api_key) = u

@@ -3,6 +3,8 @@
 
 use kafka_elect_leaders_capture as capture;
 
+/// The `capture` target: the capture reader over the input; no panic, work bounded by the
+/// input, and the events in their documented order.
 pub fn check_capture(data: &[u8]) {
     use capture::{Capture, ConnId, Endpoint, Event};
     use std::collections::HashMap;

@@ -49,6 +49,8 @@ fn policies() -> [Policy; 3] {
     ]
 }
 
+/// The `leadership` target: a leadership-change request (API and version from the first two
+/// bytes, the rest its body) decided by the guard's policy; no panic, and a refusal reads back.
 pub fn check_leadership(data: &[u8]) {
     let [api, version, rest @ ..] = data else {
         return;

@@ -5,7 +5,9 @@ use super::*;
 /// Unknown tagged fields; `sorted` makes them valid (ascending, unique) most of the time.
 #[derive(Arbitrary, Debug, Clone)]
 pub struct TagsModel {
+    /// Sort the fields by tag and drop repeated tags before use.
     pub sorted: bool,
+    /// The fields: tag and data.
     pub fields: Vec<(u32, Vec<u8>)>,
 }
 
@@ -37,22 +39,35 @@ pub(crate) fn same_tags(parsed: TaggedFields<'_>, model: &[(u32, Vec<u8>)]) {
     assert_eq!(got, want);
 }
 
+/// A request's `TopicPartitions` entry.
 #[derive(Arbitrary, Debug)]
 pub struct TopicModel {
+    /// `Topic`: any bytes, UTF-8 or not, any length.
     pub topic: Vec<u8>,
+    /// `Partitions`.
     pub partitions: Vec<i32>,
+    /// The entry's unknown tagged fields.
     pub tags: TagsModel,
 }
 
+/// An ElectLeaders request, any values, for any version.
 #[derive(Arbitrary, Debug)]
 pub struct RequestModel {
+    /// The version, taken modulo one more than the number of versions (one past the last).
     pub version: u8,
+    /// The header's correlation id.
     pub correlation_id: i32,
+    /// The header's client id; `None` is null.
     pub client_id: Option<Vec<u8>>,
+    /// The header's unknown tagged fields.
     pub header_tags: TagsModel,
+    /// `ElectionType`, any value (a v0 request can carry only 0).
     pub election_type: i8,
+    /// `TopicPartitions`; `None` is null, all partitions.
     pub topic_partitions: Option<Vec<TopicModel>>,
+    /// `TimeoutMs`.
     pub timeout_ms: i32,
+    /// The body's unknown tagged fields.
     pub tags: TagsModel,
 }
 
@@ -191,29 +206,46 @@ pub(crate) fn same_kind(a: &EncodeErrorKind, b: &EncodeErrorKind) -> bool {
     core::mem::discriminant(a) == core::mem::discriminant(b)
 }
 
+/// A response's `PartitionResult` entry.
 #[derive(Arbitrary, Debug)]
 pub struct PartitionModel {
+    /// `PartitionId`.
     pub partition_id: i32,
+    /// `ErrorCode`, any value.
     pub error_code: i16,
+    /// `ErrorMessage`; `None` is null.
     pub error_message: Option<Vec<u8>>,
+    /// The entry's unknown tagged fields.
     pub tags: TagsModel,
 }
 
+/// A response's `ReplicaElectionResults` entry.
 #[derive(Arbitrary, Debug)]
 pub struct ResultModel {
+    /// `Topic`: any bytes.
     pub topic: Vec<u8>,
+    /// `PartitionResult`.
     pub partitions: Vec<PartitionModel>,
+    /// The entry's unknown tagged fields.
     pub tags: TagsModel,
 }
 
+/// An ElectLeaders response, any values, for any version.
 #[derive(Arbitrary, Debug)]
 pub struct ResponseModel {
+    /// The version, taken modulo one more than the number of versions (one past the last).
     pub version: u8,
+    /// The header's correlation id.
     pub correlation_id: i32,
+    /// The header's unknown tagged fields (v2).
     pub header_tags: TagsModel,
+    /// `ThrottleTimeMs`.
     pub throttle_time_ms: i32,
+    /// The top-level `ErrorCode`, any value (a v0 response can carry only 0).
     pub error_code: i16,
+    /// `ReplicaElectionResults`.
     pub results: Vec<ResultModel>,
+    /// The body's unknown tagged fields.
     pub tags: TagsModel,
 }
 

@@ -3,22 +3,33 @@
 
 use super::*;
 
+/// One step of the `pairing` target.
 #[derive(Arbitrary, Debug)]
 pub enum PairingOp {
     /// A request: the header bytes of a frame for any API.
     Request {
+        /// Its API key, any value.
         api_key: i16,
+        /// Its version, any value.
         api_version: i16,
+        /// Its correlation id, small so that responses often match one.
         correlation_id: u8,
     },
     /// A response with this correlation id.
-    Response { correlation_id: u8 },
+    Response {
+        /// The correlation id, small so that it often matches a request.
+        correlation_id: u8,
+    },
     /// A correlation id far from the small ones.
-    ResponseAny { correlation_id: i32 },
+    ResponseAny {
+        /// The correlation id, any value.
+        correlation_id: i32,
+    },
     /// The connection closed.
     Clear,
 }
 
+/// The `pairing` target: `InFlight` against a queue, fed the steps the input makes.
 pub fn check_pairing(data: &[u8]) {
     let Ok(ops) = Vec::<PairingOp>::arbitrary_take_rest(Unstructured::new(data)) else {
         return;

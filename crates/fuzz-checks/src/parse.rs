@@ -10,6 +10,8 @@ pub(crate) fn version_or_one_past(n: u8) -> i16 {
     MIN_VERSION + (u16::from(n) % (VERSION_COUNT + 1)) as i16
 }
 
+/// The `parse_request` target: the whole input as one request frame; no panic, and a
+/// frame that parses is written back to the same bytes.
 pub fn check_parse_request(data: &[u8]) {
     // The whole input as one frame: any answer but a panic.
     if let Ok(request) = parse_request(data) {

@@ -3,48 +3,78 @@
 
 use super::*;
 
+/// A request's `TopicPartitions` entry, copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlainTopic {
+    /// The topic name's bytes.
     pub topic: Vec<u8>,
+    /// The partitions, in wire order.
     pub partitions: Vec<i32>,
+    /// Unknown tagged fields: tag and data, in wire order.
     pub tags: Vec<(u32, Vec<u8>)>,
 }
 
+/// An ElectLeaders request, copied out of its view.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlainRequest {
+    /// The version.
     pub version: i16,
+    /// The header's correlation id.
     pub correlation_id: i32,
+    /// The header's client id; `None` is null.
     pub client_id: Option<Vec<u8>>,
+    /// The header's unknown tagged fields.
     pub header_tags: Vec<(u32, Vec<u8>)>,
+    /// `ElectionType` (0 at v0, which lacks it).
     pub election_type: i8,
+    /// `TopicPartitions`; `None` is null, all partitions.
     pub topics: Option<Vec<PlainTopic>>,
+    /// `TimeoutMs`.
     pub timeout_ms: i32,
+    /// Unknown tagged fields: tag and data, in wire order.
     pub tags: Vec<(u32, Vec<u8>)>,
 }
 
+/// A response's `PartitionResult` entry, copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlainPartition {
+    /// `PartitionId`.
     pub partition_id: i32,
+    /// `ErrorCode` (the top-level one is 0 at v0, which lacks it).
     pub error_code: i16,
+    /// `ErrorMessage`; `None` is null.
     pub error_message: Option<Vec<u8>>,
+    /// Unknown tagged fields: tag and data, in wire order.
     pub tags: Vec<(u32, Vec<u8>)>,
 }
 
+/// A response's `ReplicaElectionResults` entry, copied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlainResult {
+    /// The topic name's bytes.
     pub topic: Vec<u8>,
+    /// The partitions, in wire order.
     pub partitions: Vec<PlainPartition>,
+    /// Unknown tagged fields: tag and data, in wire order.
     pub tags: Vec<(u32, Vec<u8>)>,
 }
 
+/// An ElectLeaders response, copied out of its view.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlainResponse {
+    /// The version.
     pub version: i16,
+    /// The header's correlation id.
     pub correlation_id: i32,
+    /// The header's unknown tagged fields.
     pub header_tags: Vec<(u32, Vec<u8>)>,
+    /// `ThrottleTimeMs`.
     pub throttle_time_ms: i32,
+    /// `ErrorCode` (the top-level one is 0 at v0, which lacks it).
     pub error_code: i16,
+    /// `ReplicaElectionResults`.
     pub results: Vec<PlainResult>,
+    /// Unknown tagged fields: tag and data, in wire order.
     pub tags: Vec<(u32, Vec<u8>)>,
 }
 
@@ -52,6 +82,7 @@ pub(crate) fn plain_tags(tags: TaggedFields<'_>) -> Vec<(u32, Vec<u8>)> {
     tags.iter().map(|f| (f.tag(), f.data().to_vec())).collect()
 }
 
+/// A request's every field, copied out of its view.
 pub fn plain_request(r: &ElectLeadersRequest<'_>) -> PlainRequest {
     PlainRequest {
         version: r.version(),
@@ -73,6 +104,7 @@ pub fn plain_request(r: &ElectLeadersRequest<'_>) -> PlainRequest {
     }
 }
 
+/// A response's every field, copied out of its view.
 pub fn plain_response(r: &ElectLeadersResponse<'_>) -> PlainResponse {
     PlainResponse {
         version: r.version(),

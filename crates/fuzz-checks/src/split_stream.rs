@@ -2,14 +2,21 @@
 
 use super::*;
 
+/// The input of the `split_stream` target.
 #[derive(Arbitrary, Debug)]
 pub struct SplitModel {
+    /// The frames of the stream, encoded one after the other.
     pub requests: Vec<RequestModel>,
+    /// Bytes after the last frame: an incomplete frame, or garbage.
     pub tail: Vec<u8>,
+    /// Where the stream is cut into the chunks it is read in.
     pub cuts: Vec<u16>,
+    /// The splitter's largest frame, when it has one.
     pub max_frame_size: Option<u16>,
 }
 
+/// The `split_stream` target: the stream read in chunks yields the frames (or the error)
+/// that it yields read whole.
 pub fn check_split_stream(data: &[u8]) {
     let Ok(model) = SplitModel::arbitrary_take_rest(Unstructured::new(data)) else {
         return;

@@ -22,3 +22,8 @@ pub mod print;
 mod sources;
 pub mod stream;
 pub mod versions;
+
+// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

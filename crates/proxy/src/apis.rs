@@ -20,7 +20,7 @@
 //! `tests/kafka_tables.rs` reads Kafka's own `ApiKeys` from the kafka-clients jar the tests
 //! use and fails on a key without a class, and on a key Kafka marks as a cluster action or
 //! serves on no broker listener that is not closed: a Kafka upgrade cannot add a door the
-//! guard forwards without anyone deciding it. The README lists this table.
+//! guard forwards without anyone deciding it. The guard's manual (GUARD.md) lists this table.
 
 use crate::answer_due::Reader;
 
@@ -50,7 +50,7 @@ pub enum Concern {
 }
 
 impl Class {
-    /// The class as the README's table and the logs name it.
+    /// The class as GUARD.md's table and the logs name it.
     pub fn name(self) -> &'static str {
         match self {
             Class::Forwarded => "forwarded",
@@ -508,11 +508,12 @@ mod tests {
 mod readme {
     use super::*;
 
-    /// The README's table lists every key under its class, as this table has it.
+    /// The guard's manual (GUARD.md, "Every Kafka API, one table") lists every key under
+    /// its class, as this table has it.
     #[test]
     fn the_readme_lists_every_key_under_its_class() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-        let readme = std::fs::read_to_string(path).expect("README.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/GUARD.md");
+        let readme = std::fs::read_to_string(path).expect("GUARD.md");
         for door in &DOORS {
             let entry = format!("{} ({})", door.name, door.key);
             let rows: Vec<&str> = readme
@@ -522,7 +523,7 @@ mod readme {
             let cell = format!("| {} |", door.class.name());
             assert!(
                 rows.len() == 1 && rows[0].trim_start().starts_with(&cell),
-                "README.md: {entry} must be listed once, in the row `{cell}`: {rows:?}"
+                "GUARD.md: {entry} must be listed once, in the row `{cell}`: {rows:?}"
             );
         }
     }

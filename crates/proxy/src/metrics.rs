@@ -4,9 +4,9 @@
 //! [`crate::metrics_listener`]).
 //!
 //! The names follow Prometheus' conventions (base units, `_total` on counters) under the
-//! prefix `elect_leaders_guard_`; the README lists them. Every series of a label that a
-//! client or a broker chooses is bounded: the API label takes the names of the APIs Kafka
-//! has (others are `unknown`), reasons and verdicts are fixed sets.
+//! prefix `elect_leaders_guard_`; the guard's manual (GUARD.md) lists them. Every series
+//! of a label that a client or a broker chooses is bounded: the API label takes the names
+//! of the APIs Kafka has (others are `unknown`), reasons and verdicts are fixed sets.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;

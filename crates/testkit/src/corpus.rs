@@ -13,7 +13,10 @@ pub enum Kind {
     /// `request-…`: the version is in the frame.
     Request,
     /// `response-vN-…`: the version is only in the name.
-    Response { version: i16 },
+    Response {
+        /// The version the name gives, at which the response is parsed.
+        version: i16,
+    },
 }
 
 /// One corpus frame, loaded.
@@ -25,10 +28,12 @@ pub struct CorpusFrame {
 }
 
 impl CorpusFrame {
+    /// Request or response (and at which version), told by the file's name.
     pub fn kind(&self) -> Kind {
         kind_of(&self.name)
     }
 
+    /// The file holds a request.
     pub fn is_request(&self) -> bool {
         self.kind() == Kind::Request
     }

@@ -7,25 +7,43 @@
 //! Shared by the capture reader's unit tests, the tool's integration tests and the capture
 //! benchmark's generator, so it depends on nothing but std.
 
-/// TCP flags.
+// TCP flags.
+
+/// TCP flag FIN: the sender has no more bytes.
 pub const FIN: u8 = 0x01;
+/// TCP flag SYN: the connection's first segment, each way.
 pub const SYN: u8 = 0x02;
+/// TCP flag RST: the connection is reset.
 pub const RST: u8 = 0x04;
+/// TCP flag PSH: push the bytes to the application.
 pub const PSH: u8 = 0x08;
+/// TCP flag ACK: the acknowledgement number is valid.
 pub const ACK: u8 = 0x10;
 
-/// Link types.
+// Link types (tcpdump.org's LINKTYPE_ values).
+
+/// BSD loopback: a 4-byte address family in the host's byte order.
 pub const LINKTYPE_NULL: u32 = 0;
+/// Ethernet II, VLAN tags allowed.
 pub const LINKTYPE_ETHERNET: u32 = 1;
+/// Raw IP, version 4 or 6 told by the first nibble.
 pub const LINKTYPE_RAW: u32 = 101;
+/// OpenBSD loopback: a 4-byte address family in network byte order.
 pub const LINKTYPE_LOOP: u32 = 108;
+/// Linux cooked capture v1 (SLL).
 pub const LINKTYPE_LINUX_SLL: u32 = 113;
+/// Raw IPv4.
 pub const LINKTYPE_IPV4: u32 = 228;
+/// Raw IPv6.
 pub const LINKTYPE_IPV6: u32 = 229;
+/// Linux cooked capture v2 (SLL2).
 pub const LINKTYPE_LINUX_SLL2: u32 = 276;
 
+/// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of IPv6.
 pub const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// EtherType of ARP, for a frame that carries no IP.
 pub const ETHERTYPE_ARP: u16 = 0x0806;
 
 /// One packet of a capture: capture time (seconds, nanoseconds), the captured bytes, and the

@@ -188,3 +188,8 @@ mod tests {
         assert_eq!(html("tópico 🚀"), "tópico 🚀");
     }
 }
+
+// The README's example is compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

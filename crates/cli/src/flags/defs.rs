@@ -583,10 +583,10 @@ pub struct FuzzArgs {
 #[cfg(feature = "proxy")]
 #[derive(Args, Clone, Debug)]
 pub struct ProxyArgs {
-    /// Read the options from this TOML file (their names as keys; see the README); an
-    /// option given here overrides the file's. SIGHUP reads it again, and keeps the rules
-    /// in force if it does not parse, is empty, or has weaker rules without saying
-    /// allow-weaker-rules = true
+    /// Read the options from this TOML file (their names as keys; see
+    /// crates/proxy/GUARD.md); an option given here overrides the file's. SIGHUP reads it
+    /// again, and keeps the rules in force if it does not parse, is empty, or has weaker
+    /// rules without saying allow-weaker-rules = true
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
     /// Check this config file, with the other options given, as a start would (its

@@ -343,8 +343,8 @@ make the brokers advertise the --listen addresses (advertised.listeners), so cli
 on the proxy after bootstrap. Each client connection gets its own broker connection.
 
 Frames of every other API are forwarded byte for byte; only their header's first fields
-are read, except where the guard polices or rewrites them (README: 'Every Kafka API, one
-table'). While any rule is set, an API only brokers and controllers send (WriteTxnMarkers,
+are read, except where the guard polices or rewrites them (crates/proxy/GUARD.md: 'Every
+Kafka API, one table'). While any rule is set, an API only brokers and controllers send (WriteTxnMarkers,
 the quorum's, the share coordinator's...) or a key Kafka 4.4 does not define closes the
 connection (--forward-unknown-api KEY forwards such a key). ElectLeaders requests are
 parsed, and:

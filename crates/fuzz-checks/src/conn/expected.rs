@@ -17,7 +17,9 @@ use super::limits::MAX_FRAME_SIZE;
 /// A request the guard read whole from the client, as it read it.
 #[derive(Debug)]
 pub struct Sent<'a> {
+    /// Its correlation id.
     pub id: i32,
+    /// The whole frame, size prefix included.
     pub frame: &'a [u8],
     /// For an ElectLeaders request: its version and the policy's decision.
     pub elect: Option<(i16, Decision)>,
