@@ -780,11 +780,7 @@ fn passes_over(c: &Conn, i: usize, role: Role) -> Option<(usize, usize, bool)> {
             // Size prefix, api key, version, correlation id, client id.
             let client_id = i16::from_be_bytes([live[12], live[13]]);
             let keep = 14 + usize::try_from(client_id).unwrap_or(0);
-            Some((
-                peek.size + SIZE_PREFIX_LEN,
-                keep,
-                never_answered(live),
-            ))
+            Some((peek.size + SIZE_PREFIX_LEN, keep, never_answered(live)))
         }
         Role::Responses => {
             let peek = peek_response(live).ok()?;
