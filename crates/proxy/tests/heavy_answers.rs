@@ -207,3 +207,48 @@ async fn a_large_refusal_keeps_its_turn() {
     assert_eq!(ids, [1, 2, 3], "answers out of the requests' order");
     assert!(got[1].1 > 2 << 20, "the refusal answers every partition");
 }
+
+/// Issue 42, item 5: a request refused whole and larger than 4 MiB is answered with one
+/// top-level POLICY_VIOLATION, not with every partition it names (twice its size, most of
+/// the CPU a flood of such requests cost the guard); the requests around it keep their
+/// turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_past_four_mib_is_one_top_level_error() {
+    let mut config = Config::default();
+    config.policy.deny_unclean = true;
+    let listen = guard(config).await;
+    let ids: Vec<i32> = (0..1_200_000).collect();
+    let topics = [TopicPartitionsData::new(b"orders", &ids)];
+    let election = ElectLeadersRequestData {
+        correlation_id: 2,
+        election_type: ElectionType::UNCLEAN,
+        topic_partitions: Some(&topics),
+        ..Default::default()
+    }
+    .encode_to_vec(2)
+    .unwrap();
+    assert!(election.len() > 4 << 20);
+    let mut client = TcpStream::connect(listen).await.unwrap();
+    let mut pipelined = request(18, 1, 64);
+    pipelined.extend(&election);
+    pipelined.extend(request(18, 3, 64));
+    client.write_all(&pipelined).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let mut size = [0u8; 4];
+        let read = tokio::time::timeout(Duration::from_secs(60), client.read_exact(&mut size));
+        read.await.expect("answered").unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        client.read_exact(&mut body).await.unwrap();
+        got.push(body);
+    }
+    let ids: Vec<i32> = got
+        .iter()
+        .map(|b| i32::from_be_bytes(b[..4].try_into().unwrap()))
+        .collect();
+    assert_eq!(ids, [1, 2, 3], "answers out of the requests' order");
+    // Response header v1 (correlation id, tags), throttle time, then the error code.
+    let refusal = &got[1];
+    assert!(refusal.len() < 64, "{} bytes", refusal.len());
+    assert_eq!(i16::from_be_bytes([refusal[9], refusal[10]]), 44);
+}
