@@ -20,7 +20,6 @@ mod common;
 mod gen;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
@@ -48,42 +47,12 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-fn have(tool: &str, arg: &str) -> bool {
-    Command::new(tool)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
+/// `interop/java` built with Maven: its classpath.
 fn build_peer() -> Option<String> {
-    if std::env::var_os("KEL_SKIP_JAVA").is_some() {
-        say("kafka_java: skipped: KEL_SKIP_JAVA is set");
-        return None;
-    }
-    if !have("java", "-version") || !have("mvn", "-v") {
-        say(
-            "kafka_java: skipped: needs `java` (17+) and `mvn` on PATH to run Apache Kafka's codec",
-        );
-        return None;
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/java");
-    let out = Command::new("mvn")
-        .args(["-q", "-B", "package", "-DskipTests"])
-        .current_dir(&dir)
-        .output()
-        .expect("mvn runs");
-    assert!(
-        out.status.success(),
-        "building interop/java with Maven failed (set KEL_SKIP_JAVA=1 to skip these tests):\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let deps = std::fs::read_to_string(dir.join("target/classpath.txt"))
-        .expect("interop/java/target/classpath.txt");
-    let classes: PathBuf = dir.join("target/classes");
-    Some(format!("{}:{}", classes.display(), deps.trim()))
+    kafka_elect_leaders_testkit::kafka_tables::interop_classpath(
+        "kafka_java",
+        "run Apache Kafka's codec",
+    )
 }
 
 /// Sends every command to a fresh peer and returns its replies, in order. A writer thread

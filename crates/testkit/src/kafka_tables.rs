@@ -34,13 +34,19 @@ pub fn kafka_tables() -> Option<&'static [String]> {
     TABLES.get_or_init(read).as_deref()
 }
 
-fn read() -> Option<Vec<String>> {
+/// The classpath of `interop/java` (its classes and the kafka-clients jar it depends on),
+/// built with Maven: what the tests that run Kafka's own code give `java -cp`. `None`,
+/// after one line on stderr naming `test` and saying it needs them `to` do something, when
+/// Java or Maven is missing or `KEL_SKIP_JAVA` is set. A failing build panics.
+pub fn interop_classpath(test: &str, to: &str) -> Option<String> {
     if std::env::var_os("KEL_SKIP_JAVA").is_some() {
-        say("kafka_tables: skipped: KEL_SKIP_JAVA is set");
+        say(&format!("{test}: skipped: KEL_SKIP_JAVA is set"));
         return None;
     }
     if !have("java", "-version") || !have("mvn", "-v") {
-        say("kafka_tables: skipped: needs `java` (17+) and `mvn` on PATH to read Kafka's tables");
+        say(&format!(
+            "{test}: skipped: needs `java` (17+) and `mvn` on PATH to {to}"
+        ));
         return None;
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java");
@@ -57,7 +63,15 @@ fn read() -> Option<Vec<String>> {
     );
     let deps = std::fs::read_to_string(dir.join("target/classpath.txt"))
         .expect("interop/java/target/classpath.txt");
-    let classpath = format!("{}:{}", dir.join("target/classes").display(), deps.trim());
+    Some(format!(
+        "{}:{}",
+        dir.join("target/classes").display(),
+        deps.trim()
+    ))
+}
+
+fn read() -> Option<Vec<String>> {
+    let classpath = interop_classpath("kafka_tables", "read Kafka's tables")?;
     let out = Command::new("java")
         .args(["-cp", &classpath, "interop.KafkaTables"])
         .output()
