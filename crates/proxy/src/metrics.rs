@@ -654,6 +654,34 @@ mod tests {
         assert_eq!(api_name(999), "unknown");
     }
 
+    /// A filter's per-client counter under many client addresses (each one a new label
+    /// value a client chooses): the first MAX_CLIENT_SERIES have series of their own, every
+    /// later one is counted in `other`, and the registry stops growing.
+    #[test]
+    fn per_client_series_are_bounded() {
+        let m = Metrics::default();
+        let extra = 100;
+        for n in 0..(MAX_CLIENT_SERIES + extra) as u32 {
+            let client = std::net::IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + n));
+            m.filter_client_event("f", "bytes", client, 2);
+        }
+        // The first address again: still its own series.
+        m.filter_client_event("f", "bytes", "10.0.0.0".parse().unwrap(), 1);
+        let text = m.encode();
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("elect_leaders_guard_filter_client_events_total{"))
+            .collect();
+        assert_eq!(series.len(), MAX_CLIENT_SERIES + 1, "{series:?}");
+        assert!(text.contains(&format!(
+            "elect_leaders_guard_filter_client_events_total{{filter=\"f\",event=\"bytes\",client=\"other\"}} {}",
+            2 * extra
+        )));
+        assert!(text.contains(
+            "elect_leaders_guard_filter_client_events_total{filter=\"f\",event=\"bytes\",client=\"10.0.0.0\"} 3"
+        ));
+    }
+
     #[test]
     fn the_text_format_names_each_metric() {
         let m = Metrics::default();
