@@ -78,6 +78,16 @@ pub struct Config {
     /// 2 minutes: later than any client's own timeout by default (30 s), so that the
     /// guard is the backstop, never the first to give up.
     pub request_timeout: Duration,
+    /// After a stop (SIGTERM): how long the connections' requests in flight are waited
+    /// for, no new request read, before the connections still open are closed. Default
+    /// 3 seconds.
+    pub drain_timeout: Duration,
+    /// A connection open this long is drained as at a stop (its requests in flight
+    /// answered, then closed; the client reconnects), so that long-lived clients spread
+    /// over the replicas again after one is added. Each connection's age is taken
+    /// between 90 % and 100 % of it, so that connections opened together do not all
+    /// reconnect at once. None (the default): no maximum.
+    pub max_connection_age: Option<Duration>,
     /// TLS towards clients; None: plaintext.
     pub tls: Option<ServerTls>,
     /// TLS towards the brokers; None: plaintext.
@@ -175,6 +185,8 @@ pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`Config::request_timeout`]'s default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// [`Config::drain_timeout`]'s default.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 pub use crate::budget::DEFAULT_MAX_BUFFERED_BYTES;
 pub use crate::refusal_pace::DEFAULT_REFUSED_BYTES_PER_SECOND;
 
@@ -192,6 +204,8 @@ impl Default for Config {
             frame_timeout: DEFAULT_FRAME_TIMEOUT,
             upstream_connect_timeout: DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            max_connection_age: None,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             refused_bytes_per_second: DEFAULT_REFUSED_BYTES_PER_SECOND,
             tls: None,

@@ -107,6 +107,7 @@ pub mod diag;
 pub mod file;
 pub mod filter;
 mod filters;
+mod health;
 mod heavy;
 mod identity;
 pub mod leadership;
@@ -135,7 +136,7 @@ pub mod testing {
 
 pub use close::{Close, CloseReason};
 pub use config::{
-    AuditTarget, Config, Route, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    AuditTarget, Config, Route, DEFAULT_DRAIN_TIMEOUT, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REFUSED_BYTES_PER_SECOND, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_UPSTREAM_CONNECT_TIMEOUT, MAX_CONNECTION_THREADS,
 };

@@ -39,6 +39,10 @@ pub struct Overrides {
     pub upstream_connect_timeout: Option<Duration>,
     /// [`Config::request_timeout`].
     pub request_timeout: Option<Duration>,
+    /// [`Config::drain_timeout`].
+    pub drain_timeout: Option<Duration>,
+    /// [`Config::max_connection_age`].
+    pub max_connection_age: Option<Duration>,
     /// [`Config::advertise_host`].
     pub advertise_host: Option<String>,
     /// [`Config::dynamic_listen`].
@@ -71,6 +75,10 @@ impl Overrides {
             &mut config.upstream_connect_timeout,
         );
         set(self.request_timeout, &mut config.request_timeout);
+        set(self.drain_timeout, &mut config.drain_timeout);
+        if self.max_connection_age.is_some() {
+            config.max_connection_age = self.max_connection_age;
+        }
         if self.advertise_host.is_some() {
             config.advertise_host = self.advertise_host;
         }

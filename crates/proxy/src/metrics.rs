@@ -127,6 +127,7 @@ pub struct Metrics {
     filter_closes: Family<FilterLabel, Counter>,
     filter_drops: Family<FilterLabel, Counter>,
     refusals_paced: Counter,
+    connections_aged: Counter,
     refusal_pace_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     /// The last decisions, newest last, for the status page.
     recent: Mutex<VecDeque<Recent>>,
@@ -185,6 +186,7 @@ impl Metrics {
             filter_closes: Family::default(),
             filter_drops: Family::default(),
             refusals_paced: Counter::default(),
+            connections_aged: Counter::default(),
             refusal_pace_seconds: Counter::default(),
             recent: Mutex::new(VecDeque::with_capacity(RECENT)),
             registry: Registry::default(),
@@ -293,6 +295,11 @@ impl Metrics {
             "filter_drops",
             "Requests a filter dropped (neither forwarded nor answered), by filter",
             metrics.filter_drops.clone(),
+        );
+        registry.register(
+            "connections_aged",
+            "Connections drained at their maximum age (max-connection-age)",
+            metrics.connections_aged.clone(),
         );
         registry.register(
             "refusals_paced",
@@ -408,6 +415,14 @@ impl Metrics {
         }
         self.refusals_paced.inc();
         self.refusal_pace_seconds.inc_by(wait.as_secs_f64());
+    }
+
+    /// A connection reached its maximum age and drains.
+    pub fn aged(&self) {
+        if !self.enabled {
+            return;
+        }
+        self.connections_aged.inc();
     }
 
     /// An answer whose broker addresses were rewritten.

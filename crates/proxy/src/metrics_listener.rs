@@ -1,5 +1,7 @@
 //! The metrics listener (`metrics-listen`): `/metrics` in Prometheus' text format and
-//! `/status` for a person, both from [`crate::metrics::Metrics`].
+//! `/status` for a person, both from [`crate::metrics::Metrics`], and the probes `/livez`
+//! and `/readyz` (`crate::health`). It serves on while the guard drains, until the last
+//! connection is closed, so that `/readyz` says so.
 //!
 //! The listener is an HTTP/1.1 server of two pages, written here with `httparse` for the
 //! request line, each client served by a task of its own, and every answer closes the
@@ -247,10 +249,19 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
                 "text/html; charset=utf-8",
                 shared.metrics.status_page(routes, &shared.policy()),
             ),
+            Some("/livez") => ("200 OK", "text/plain", "live\n".to_owned()),
+            Some("/readyz") => match shared
+                .health
+                .readiness(shared.tls.as_ref(), shared.audit.failing())
+                .await
+            {
+                (true, checks) => ("200 OK", "text/plain", checks),
+                (false, checks) => ("503 Service Unavailable", "text/plain", checks),
+            },
             _ => (
                 "404 Not Found",
                 "text/plain",
-                "/metrics or /status\n".to_owned(),
+                "/metrics, /status, /livez or /readyz\n".to_owned(),
             ),
         },
     };

@@ -147,6 +147,11 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     check(old.connection_threads != new.connection_threads, "threads");
     check(old.max_frame_size != new.max_frame_size, "max-frame-size");
     check(old.idle_timeout != new.idle_timeout, "idle-timeout");
+    check(old.drain_timeout != new.drain_timeout, "drain-timeout");
+    check(
+        old.max_connection_age != new.max_connection_age,
+        "max-connection-age",
+    );
     check(old.frame_timeout != new.frame_timeout, "frame-timeout");
     check(
         old.upstream_connect_timeout != new.upstream_connect_timeout,

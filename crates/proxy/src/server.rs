@@ -217,6 +217,7 @@ impl Guard {
             .iter()
             .map(|&(_, listen, upstream)| (listen, upstream.to_string()))
             .collect();
+        let brokers: Vec<SocketAddr> = self.listeners.iter().map(|&(_, _, u)| u).collect();
         for (listener, local, upstream) in self.listeners {
             accepting.push(tokio::spawn(accept(
                 listener,
@@ -229,15 +230,20 @@ impl Guard {
                 stop_rx.clone(),
             )));
         }
-        if let Some((listener, _)) = self.metrics {
-            accepting.push(tokio::spawn(crate::metrics_listener::serve(
+        // The metrics listener serves on while the connections drain (`/readyz` says
+        // so), and stops with the last of them.
+        let (metrics_stop, metrics_stopped) = watch::channel(false);
+        let metrics = self.metrics.map(|(listener, _)| {
+            tokio::spawn(crate::metrics_listener::serve(
                 listener,
                 self.shared.clone(),
                 routes_shown,
                 self.metrics_limits,
-                stop_rx.clone(),
-            )));
-        }
+                metrics_stopped,
+            ))
+        });
+        // The brokers `/readyz` probes.
+        self.shared.health.set_brokers(brokers);
         // Listeners opened for brokers with no route, as the rewrite finds them.
         let mut opened = self.opened;
         tokio::pin!(stop);
@@ -265,6 +271,9 @@ impl Guard {
                 }
             }
         }
+        // Draining: not ready, no new connection, no new request read; the answers in
+        // flight go out within the drain timeout.
+        self.shared.health.drain();
         let _ = stop_tx.send(true);
         for task in accepting {
             let _ = task.await;
@@ -272,14 +281,18 @@ impl Guard {
         // Every connection holds a permit until it is closed: all back means all closed.
         let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
         let closed = tokio::time::timeout(
-            conn::SHUTDOWN_GRACE + Duration::from_secs(2),
+            self.shared.drain_timeout + Duration::from_secs(2),
             connections.acquire_many(all),
         )
         .await;
         if closed.is_err() {
             log(format_args!(
-                "connections still open after the grace period: exiting"
+                "connections still open after the drain timeout: exiting"
             ));
+        }
+        let _ = metrics_stop.send(true);
+        if let Some(metrics) = metrics {
+            let _ = metrics.await;
         }
         // The connection threads end, and with them what still ran there.
         drop(threads);
@@ -487,6 +500,9 @@ impl Shared {
             frame_timeout: config.frame_timeout,
             upstream_connect_timeout: config.upstream_connect_timeout,
             request_timeout: config.request_timeout,
+            drain_timeout: config.drain_timeout,
+            max_connection_age: config.max_connection_age,
+            health: crate::health::Health::default(),
             budget,
             tls: None,
             addresses: Arc::new(Addresses::new(

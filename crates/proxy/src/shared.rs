@@ -36,6 +36,12 @@ pub struct Shared {
     /// An answer the broker owes must come within this, after the wait the request asks
     /// for.
     pub request_timeout: Duration,
+    /// After a stop, how long answers in flight are waited for.
+    pub drain_timeout: Duration,
+    /// A connection open this long is drained.
+    pub max_connection_age: Option<Duration>,
+    /// Whether the guard is ready for clients (`/readyz`).
+    pub(crate) health: crate::health::Health,
     /// The bytes of large frames held at once, by every connection.
     pub budget: Budget,
     /// TLS towards clients, brokers or both; None: plaintext both ways.

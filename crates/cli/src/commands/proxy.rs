@@ -264,6 +264,8 @@ fn settings(
         frame_timeout: args.frame_timeout,
         upstream_connect_timeout: args.upstream_connect_timeout,
         request_timeout: args.request_timeout,
+        drain_timeout: args.drain_timeout,
+        max_connection_age: args.max_connection_age,
         advertise_host: args.advertise_host.clone(),
         dynamic_listen: args.dynamic_listen,
         metrics_listen: args.metrics_listen,

@@ -713,6 +713,16 @@ pub struct ProxyArgs {
     /// connections.max.idle.ms): 500ms, 30s, 10m, 1h [default: 10m]
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]
     pub idle_timeout: Option<std::time::Duration>,
+    /// After SIGTERM or SIGINT: how long requests in flight are waited for (no new request
+    /// read, /readyz answering 503) before the connections still open are closed
+    /// [default: 3s]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub drain_timeout: Option<std::time::Duration>,
+    /// A connection open this long (each between 90 and 100 % of it) is drained as at a
+    /// stop: its requests in flight answered, then closed, so that clients spread over
+    /// the replicas again [default: none]
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pub max_connection_age: Option<std::time::Duration>,
     /// A frame a client has begun must be whole within this, or the connection is closed
     /// [default: 30s]
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]

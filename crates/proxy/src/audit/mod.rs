@@ -278,6 +278,12 @@ impl Audit {
         })
     }
 
+    /// Whether the log is failing: its last write failed, or its writer is gone. Decisions
+    /// that must be audited are refused meanwhile; `/readyz` says not ready.
+    pub fn failing(&self) -> bool {
+        self.queue.failing.load(Ordering::Relaxed)
+    }
+
     /// Hands the line for one decision to the writer, shortened if it is larger than a
     /// share of the queue ([`DecisionRecord::line_fitted_to`]); an error when it cannot be
     /// audited (the caller then refuses the election, and nothing is written for it).

@@ -42,7 +42,6 @@ mod tests;
 mod timers;
 
 pub use serve::serve;
-pub use timers::SHUTDOWN_GRACE;
 
 // The core alone, over any streams: what `crate::testing` re-exports (the `testing`
 // feature, for the `conn` fuzz target); unused in the crate without it.

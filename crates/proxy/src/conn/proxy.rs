@@ -14,7 +14,7 @@ use super::frames::{TimedDecoder, READ_CAPACITY, RESERVE_STEP, WRITE_BOUNDARY};
 use super::requests::{requests, Ended};
 use super::responses::responses;
 use super::slot::MAX_IN_FLIGHT;
-use super::timers::{grace, idle, Activity};
+use super::timers::{aged_at, drain_when, grace, idle, Activity};
 use crate::audit::ConnInfo;
 use crate::budget::Metered;
 use crate::close::{Close, CloseReason};
@@ -55,7 +55,7 @@ pub async fn proxy_as<CR, CW, UR, UW>(
     conn: &ConnInfo,
     identity: Identity,
     shared: &Shared,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> Result<(), Close>
 where
     CR: ClientRead,
@@ -102,6 +102,15 @@ where
         filters: &shared.filters,
         session: &session,
     };
+    // The connection drains when the proxy stops or when it reaches its maximum age: no
+    // new request read, the answers owed written within the drain timeout, then closed.
+    let (drain_tx, mut drain) = watch::channel(false);
+    let aged = aged_at(
+        tokio::time::Instant::now(),
+        shared.max_connection_age,
+        session.id(),
+    );
+    let draining = drain_when(shutdown, aged, drain_tx, || shared.metrics.aged());
     let requests = requests(
         from_client,
         to_upstream,
@@ -110,7 +119,7 @@ where
         shared,
         &session,
         &activity,
-        shutdown.clone(),
+        drain.clone(),
     );
     let responses = responses(
         from_upstream,
@@ -120,18 +129,19 @@ where
         &session,
         &activity,
     );
-    tokio::pin!(requests, responses);
-    // The stop is seen wherever the connection waits: the request side may be blocked on
+    tokio::pin!(requests, responses, draining);
+    // The drain is seen wherever the connection waits: the request side may be blocked on
     // the broker's side (a full queue of answers owed, the budget of requests kept) and
-    // not at its own wait for the client, where it watches for the stop itself.
-    let mut stopping = shutdown.clone();
+    // not at its own wait for the client, where it watches for the drain itself.
+    let mut stopping = drain.clone();
     let ended = tokio::select! {
         r = &mut requests => r?,
         r = &mut responses => return r,
         close = idle(&activity, shared.idle_timeout) => return Err(close),
-        () = grace(&mut stopping) => return Err(Close::of(CloseReason::Stop,
-            "the proxy is stopping and the connection is still waiting on the broker after \
-             the grace period",
+        () = &mut draining => unreachable!("drain_when never returns"),
+        () = grace(&mut stopping, shared.drain_timeout) => return Err(Close::of(CloseReason::Stop,
+            "draining (the proxy stops, or the connection reached its maximum age) and the \
+             connection is still waiting on the broker after the drain timeout",
         )),
     };
     if let Ended::ClientClosed = ended {
@@ -139,11 +149,12 @@ where
         // buffer are released now, whatever answers were still owed.
         return Ok(());
     }
-    // The proxy is stopping: the answers still due go out, within the grace period.
+    // Draining: the answers still due go out, within the drain timeout.
     tokio::select! {
         r = &mut responses => r,
-        () = grace(&mut shutdown) => Err(Close::of(CloseReason::Stop,
-            "the proxy is stopping and answers are still due after the grace period",
+        () = grace(&mut drain, shared.drain_timeout) => Err(Close::of(CloseReason::Stop,
+            "draining (the proxy stops, or the connection reached its maximum age) and \
+             answers are still due after the drain timeout",
         )),
     }
 }

@@ -88,6 +88,10 @@ pub struct ConfigFile {
     pub upstream_connect_timeout: Option<Duration>,
     /// `request-timeout`: [`Config::request_timeout`].
     pub request_timeout: Option<Duration>,
+    /// `drain-timeout`: [`Config::drain_timeout`].
+    pub drain_timeout: Option<Duration>,
+    /// `max-connection-age`: [`Config::max_connection_age`].
+    pub max_connection_age: Option<Duration>,
     /// `max-buffered-bytes`: [`Config::max_buffered_bytes`].
     pub max_buffered_bytes: Option<usize>,
     /// `refused-bytes-per-second`: [`Config::refused_bytes_per_second`].
@@ -282,6 +286,8 @@ impl ConfigFile {
             frame_timeout: self.frame_timeout,
             upstream_connect_timeout: self.upstream_connect_timeout,
             request_timeout: self.request_timeout,
+            drain_timeout: self.drain_timeout,
+            max_connection_age: self.max_connection_age,
             advertise_host: self.advertise_host.clone(),
             dynamic_listen: self.dynamic_listen,
             metrics_listen: self.metrics_listen,
@@ -398,6 +404,10 @@ struct Raw {
     upstream_connect_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     request_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    drain_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    max_connection_age: Option<Duration>,
     #[serde(default, deserialize_with = "buffered_bytes")]
     max_buffered_bytes: Option<usize>,
     #[serde(default, deserialize_with = "bytes_per_second")]
@@ -569,6 +579,8 @@ impl Raw {
             frame_timeout: self.frame_timeout,
             upstream_connect_timeout: self.upstream_connect_timeout,
             request_timeout: self.request_timeout,
+            drain_timeout: self.drain_timeout,
+            max_connection_age: self.max_connection_age,
             max_buffered_bytes: self.max_buffered_bytes,
             refused_bytes_per_second: self.refused_bytes_per_second,
             advertise_host: self.advertise_host,
