@@ -1,6 +1,6 @@
 //! The audit topic read back, for `elect-leaders audit verify`: every record of every
 //! partition from the beginning to the end it had when the reading started, in order within
-//! each partition, with no consumer group and no offsets committed.
+//! each partition, without joining a consumer group and without committing an offset.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -68,7 +68,9 @@ impl TopicReader {
         let fail = |e: KafkaError| Error::from_kafka(Error::Read, &e, secret.as_deref());
         let mut config: ClientConfig = connection.client_config();
         config
-            // No group: offsets are assigned, never committed.
+            // librdkafka assigns partitions only to a consumer with a group id; this one
+            // never joins its group (no subscribe) and never commits an offset to it.
+            .set("group.id", "elect-leaders-audit-reader")
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "true")
