@@ -7,11 +7,11 @@
 
 mod commands;
 mod fail;
-mod filter;
 mod flags;
 mod input;
 mod live;
 mod output;
+mod selection;
 mod traffic;
 mod versions;
 

@@ -7,17 +7,17 @@ use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_
 use kafka_elect_leaders_json::print::{Message, OtherFrame, Place};
 
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
-use crate::filter::{not_a_capture, Filter};
 use crate::flags::DecodeArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
 use crate::output::LineFlushed;
+use crate::selection::{not_a_capture, Selection};
 use crate::traffic::{self, Item, Role, What};
 
 /// `decode`: one JSON object per frame, one per line. Several inputs are decoded in turn,
 /// each object's `"source"` naming its `"file"`; a bad input is reported and the others
 /// still decoded, as `inspect` does, the exit status saying so at the end.
 pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let filter = Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
+    let filter = Selection::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
     if let Some(interface) = &args.live.interface {
         // Live: each object flushed as it is printed.
         let name = crate::live::name(interface);
@@ -87,7 +87,7 @@ fn decode_one(
     } else {
         out
     };
-    let filter = Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
+    let filter = Selection::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
     match source.open_any("decode", args.read.hex, Expect::Frames)? {
         Opened::Capture(capture) => decode_capture(args, filter, &name, file, out, |each| {
             traffic::walk(&name, *capture, &args.read, each)
@@ -102,7 +102,7 @@ fn decode_one(
 /// (`"source"`); a file of ElectLeaders frames prints exactly the frames' objects.
 fn decode_stream(
     args: &DecodeArgs,
-    mut filter: Filter,
+    mut filter: Selection,
     name: &str,
     file: Option<&str>,
     kind: Kind,
@@ -197,7 +197,7 @@ fn decode_stream(
 /// partial. `walk` hands over the items: of a capture file, or of a live capture.
 fn decode_capture(
     args: &DecodeArgs,
-    mut filter: Filter,
+    mut filter: Selection,
     name: &str,
     file: Option<&str>,
     out: &mut dyn Write,

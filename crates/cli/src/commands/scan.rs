@@ -20,15 +20,15 @@ use kafka_elect_leaders_json::hex::to_hex;
 use kafka_elect_leaders_json::print::{Message, Place};
 
 use crate::fail::Failure;
-use crate::filter::{Asked, Filter};
 use crate::flags::ScanArgs;
 use crate::input::{Expect, Opened, Source};
 use crate::output::LineFlushed;
+use crate::selection::{Asked, Selection};
 use crate::traffic::{self, Item, What};
 
 /// `scan REQUESTS_FILE [RESPONSES_FILE]`, `scan CAPTURE`, or `scan --interface IFACE`.
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("scan", e))?;
+    let mut filter = Selection::new(&args.filter).map_err(|e| Failure::usage("scan", e))?;
     let Some(requests) = &args.requests else {
         // Live (clap requires a file otherwise): each line flushed as it is printed.
         let interface = args.live.interface.as_deref().unwrap_or_default();
@@ -61,7 +61,7 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
             });
         }
         Opened::Stream(_) if !filter.shows_conn(None) => {
-            return Err(crate::filter::not_a_capture(
+            return Err(crate::selection::not_a_capture(
                 "scan",
                 &requests_source.name(),
             ));
@@ -312,7 +312,7 @@ fn incomplete_request(window: &[u8]) -> usize {
 fn pair_stream(
     reader: impl Read,
     found: &mut [Found],
-    filter: &Filter,
+    filter: &Selection,
     json: bool,
     name: &str,
     skipped: &mut Skipped,
@@ -384,7 +384,7 @@ fn pair_stream(
 /// own bookkeeping.
 fn scan_capture(
     args: &ScanArgs,
-    mut filter: Filter,
+    mut filter: Selection,
     name: &str,
     out: &mut dyn Write,
     walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
@@ -518,7 +518,7 @@ fn scan_capture(
 /// A request listed without an answer (`--json`), if the filters show it.
 fn unanswered(
     out: &mut dyn Write,
-    filter: &Filter,
+    filter: &Selection,
     requests: &mut u64,
     request: &str,
     asked: Asked,

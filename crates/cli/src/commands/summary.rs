@@ -5,7 +5,7 @@
 //!
 //! It reads the input as `decode` does (the same `input` and `traffic` paths, the same
 //! notes on stderr) and counts exactly the frames `decode --all` would print with the same
-//! filters ([`Filter`]); anomalies are counted whatever the filters.
+//! filters ([`Selection`]); anomalies are counted whatever the filters.
 //!
 //! Memory: counts per distinct key (client id, API, election type, topic, error code,
 //! failed partition and message), per open connection its requests waiting for an answer
@@ -26,9 +26,9 @@ use kafka_elect_leaders_json::print::{epoch_us, latency_us};
 use serde_json::{json, Value};
 
 use crate::fail::{frame_failure, malformed, Failure};
-use crate::filter::Filter;
 use crate::flags::SummaryArgs;
 use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
+use crate::selection::Selection;
 use crate::traffic::{self, api_label, Item, Role, What};
 
 use kafka_elect_leaders_capture::summary::{
@@ -37,7 +37,7 @@ use kafka_elect_leaders_capture::summary::{
 
 /// `summary [FILE]`.
 pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("summary", e))?;
+    let mut filter = Selection::new(&args.filter).map_err(|e| Failure::usage("summary", e))?;
     // The page's file is made first: a path that cannot be written is said before a long
     // capture is read.
     let html = match &args.html {
@@ -71,7 +71,7 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
                 })
             }
             Opened::Stream(_) if !filter.shows_conn(None) => {
-                return Err(crate::filter::not_a_capture("summary", &name));
+                return Err(crate::selection::not_a_capture("summary", &name));
             }
             Opened::Stream(reader) => {
                 let kind = args.kind.kind_of(&source);
@@ -112,7 +112,7 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
 
 /// A capture or a live interface (what `walk` reads), walked as `decode` walks it.
 fn summarize_capture(
-    filter: &mut Filter,
+    filter: &mut Selection,
     name: &str,
     tally: &mut Tally,
     notes: &mut traffic::Reporter,
@@ -247,7 +247,7 @@ fn summarize_capture(
 /// responses of one version. A malformed frame ends the stream (its boundaries are lost):
 /// it is counted, and its error returned.
 fn summarize_stream(
-    filter: &mut Filter,
+    filter: &mut Selection,
     name: &str,
     kind: Kind,
     reader: Box<dyn std::io::Read + Send>,
