@@ -30,8 +30,8 @@ fn reads_the_edges_it_should() {
     assert!(uses("commands::decode", "fail"));
     // `use super::help;` in flags/defs.rs
     assert!(uses("flags::defs", "flags::help"));
-    // An inline path: `super::serve::run(...)` in fuzz.rs.
-    assert!(uses("commands::fuzz", "commands::serve"));
+    // An inline path: `super::serve::run(...)` in fuzz/run.rs.
+    assert!(uses("commands::fuzz::run", "commands::fuzz::serve"));
     // An inline path to an item of a module names that module: `crate::flags::ReadFlags`
     // in traffic.rs.
     assert!(uses("traffic", "flags"));
