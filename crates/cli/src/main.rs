@@ -9,10 +9,9 @@ mod commands;
 mod fail;
 mod flags;
 mod input;
-mod live;
+mod notes;
 mod output;
 mod selection;
-mod traffic;
 mod versions;
 
 use std::io::{self, BufWriter, Write};
