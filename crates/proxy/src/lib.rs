@@ -114,6 +114,7 @@ mod merge;
 mod metrics;
 mod metrics_listener;
 pub mod policy;
+mod refusal_pace;
 mod reload;
 mod server;
 mod shared;
@@ -135,8 +136,8 @@ pub mod testing {
 pub use close::{Close, CloseReason};
 pub use config::{
     AuditTarget, Config, Route, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
-    MAX_CONNECTION_THREADS,
+    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REFUSED_BYTES_PER_SECOND, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_UPSTREAM_CONNECT_TIMEOUT, MAX_CONNECTION_THREADS,
 };
 pub use file::{ConfigFile, FileError};
 pub use filter::{Filter, Filters};
