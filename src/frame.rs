@@ -225,6 +225,21 @@ impl RequestPeek {
             && self.api_version >= crate::version::MIN_VERSION
             && self.api_version <= crate::version::MAX_VERSION
     }
+
+    /// Where `RequestApiKey` lies in the frame peeked at (2 bytes after the size prefix).
+    pub const fn api_key_range(&self) -> core::ops::Range<usize> {
+        SIZE_PREFIX_LEN..SIZE_PREFIX_LEN + 2
+    }
+
+    /// Where `RequestApiVersion` lies in the frame peeked at (2 bytes).
+    pub const fn api_version_range(&self) -> core::ops::Range<usize> {
+        SIZE_PREFIX_LEN + 2..SIZE_PREFIX_LEN + 4
+    }
+
+    /// Where `CorrelationId` lies in the frame peeked at (4 bytes).
+    pub const fn correlation_id_range(&self) -> core::ops::Range<usize> {
+        SIZE_PREFIX_LEN + 4..SIZE_PREFIX_LEN + 8
+    }
 }
 
 /// Reads `(api_key, api_version, correlation_id)` from the start of any request frame

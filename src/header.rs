@@ -81,6 +81,26 @@ impl<'a> RequestHeader<'a> {
         self.start..self.end
     }
 
+    /// Where `RequestApiKey` lies in the frame (2 bytes).
+    pub const fn api_key_range(&self) -> Range<usize> {
+        self.start..self.start + 2
+    }
+
+    /// Where `RequestApiVersion` lies in the frame (2 bytes).
+    pub const fn api_version_range(&self) -> Range<usize> {
+        self.start + 2..self.start + 4
+    }
+
+    /// Where `CorrelationId` lies in the frame (4 bytes).
+    pub const fn correlation_id_range(&self) -> Range<usize> {
+        self.start + 4..self.start + 8
+    }
+
+    /// Where `ClientId` lies in the frame, its int16 length included (2 bytes when null).
+    pub const fn client_id_range(&self) -> Range<usize> {
+        self.start + 8..self.tagged_fields.range().start
+    }
+
     /// Reads an ElectLeaders request header: refuses another API key or a version outside
     /// 0-2, and returns the header with `cx` set for the body's version.
     #[inline(always)]
@@ -171,6 +191,11 @@ impl<'a> ResponseHeader<'a> {
     /// Where the header lies in the frame.
     pub const fn range(&self) -> Range<usize> {
         self.start..self.end
+    }
+
+    /// Where `CorrelationId` lies in the frame (4 bytes).
+    pub const fn correlation_id_range(&self) -> Range<usize> {
+        self.start..self.start + 4
     }
 
     #[inline(always)]

@@ -177,6 +177,12 @@ impl<'a, T> List<'a, T> {
         self.start..self.elements_offset + self.bytes.len()
     }
 
+    /// Where the count prefix lies in the frame (int32, or uvarint in flexible versions
+    /// and for tagged fields); empty for tagged fields in a version that has none.
+    pub const fn count_range(&self) -> Range<usize> {
+        self.start..self.elements_offset
+    }
+
     /// The elements' bytes as they are on the wire (count prefix excluded).
     pub const fn as_bytes(&self) -> &'a [u8] {
         self.bytes
@@ -311,6 +317,20 @@ impl<'a> Int32List<'a> {
     /// The byte range of the whole field in the frame: count prefix and elements.
     pub const fn range(&self) -> Range<usize> {
         self.start..self.elements_offset + self.bytes.len()
+    }
+
+    /// Where the count prefix lies in the frame (int32, or uvarint in flexible versions).
+    pub const fn count_range(&self) -> Range<usize> {
+        self.start..self.elements_offset
+    }
+
+    /// Where the element at `index` lies in the frame (4 bytes), or `None` past the end.
+    pub const fn element_range(&self, index: usize) -> Option<Range<usize>> {
+        if index >= self.len() {
+            return None;
+        }
+        let at = self.elements_offset + 4 * index;
+        Some(at..at + 4)
     }
 
     /// The elements as they are on the wire: big-endian, 4 bytes each.

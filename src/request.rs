@@ -268,6 +268,37 @@ impl<'a> ElectLeadersRequest<'a> {
     pub const fn body_range(&self) -> Range<usize> {
         self.body_start..self.frame.len()
     }
+
+    /// Where `ElectionType` lies in the frame (1 byte, the body's first); `None` in
+    /// version 0, which does not carry it.
+    pub const fn election_type_range(&self) -> Option<Range<usize>> {
+        if version::has_election_type(self.version()) {
+            Some(self.body_start..self.body_start + 1)
+        } else {
+            None
+        }
+    }
+
+    /// Where `TopicPartitions` lies in the frame, count prefix included: when null, the
+    /// count prefix alone (int32 -1 or any negative, or compact 0).
+    pub const fn topic_partitions_range(&self) -> Range<usize> {
+        match self.topic_partitions {
+            Some(list) => list.range(),
+            None => {
+                let start = match self.election_type_range() {
+                    Some(election_type) => election_type.end,
+                    None => self.body_start,
+                };
+                start..self.timeout_ms_range().start
+            }
+        }
+    }
+
+    /// Where `TimeoutMs` lies in the frame (4 bytes, right before the body's tagged fields).
+    pub const fn timeout_ms_range(&self) -> Range<usize> {
+        let end = self.tagged_fields.range().start;
+        end - 4..end
+    }
 }
 
 /// Compares values, not positions or frames.
@@ -328,6 +359,11 @@ impl<'a> TopicPartitions<'a> {
     /// Where this entry lies in the frame.
     pub const fn range(&self) -> Range<usize> {
         self.start..self.end
+    }
+
+    /// Where `Topic` lies in the frame, its length prefix included.
+    pub const fn topic_range(&self) -> Range<usize> {
+        self.start..self.partitions.range().start
     }
 }
 

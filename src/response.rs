@@ -281,6 +281,21 @@ impl<'a> ElectLeadersResponse<'a> {
     pub const fn body_range(&self) -> Range<usize> {
         self.body_start..self.frame.len()
     }
+
+    /// Where `ThrottleTimeMs` lies in the frame (4 bytes, the body's first).
+    pub const fn throttle_time_ms_range(&self) -> Range<usize> {
+        self.body_start..self.body_start + 4
+    }
+
+    /// Where the top-level `ErrorCode` lies in the frame (2 bytes); `None` in version 0,
+    /// which does not carry it.
+    pub const fn error_code_range(&self) -> Option<Range<usize>> {
+        if version::has_top_level_error_code(self.version) {
+            Some(self.body_start + 4..self.body_start + 6)
+        } else {
+            None
+        }
+    }
 }
 
 /// Compares values, not positions or frames.
@@ -343,6 +358,11 @@ impl<'a> ReplicaElectionResult<'a> {
     /// Where this entry lies in the frame.
     pub const fn range(&self) -> Range<usize> {
         self.start..self.end
+    }
+
+    /// Where `Topic` lies in the frame, its length prefix included.
+    pub const fn topic_range(&self) -> Range<usize> {
+        self.start..self.partition_result.range().start
     }
 }
 
@@ -483,6 +503,21 @@ impl<'a> PartitionResult<'a> {
     /// Where this entry lies in the frame.
     pub const fn range(&self) -> Range<usize> {
         self.start..self.end
+    }
+
+    /// Where `PartitionId` lies in the frame (4 bytes, the entry's first).
+    pub const fn partition_id_range(&self) -> Range<usize> {
+        self.start..self.start + 4
+    }
+
+    /// Where `ErrorCode` lies in the frame (2 bytes).
+    pub const fn error_code_range(&self) -> Range<usize> {
+        self.start + 4..self.start + 6
+    }
+
+    /// Where `ErrorMessage` lies in the frame, its length prefix included.
+    pub const fn error_message_range(&self) -> Range<usize> {
+        self.start + 6..self.tagged_fields.range().start
     }
 }
 

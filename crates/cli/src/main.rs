@@ -7,12 +7,11 @@
 
 mod commands;
 mod fail;
-mod filter;
 mod flags;
 mod input;
-mod live;
+mod notes;
 mod output;
-mod traffic;
+mod selection;
 mod versions;
 
 use std::io::{self, BufWriter, Write};

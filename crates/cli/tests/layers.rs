@@ -30,11 +30,13 @@ fn reads_the_edges_it_should() {
     assert!(uses("commands::decode", "fail"));
     // `use super::help;` in flags/defs.rs
     assert!(uses("flags::defs", "flags::help"));
-    // An inline path: `super::serve::run(...)` in fuzz.rs.
-    assert!(uses("commands::fuzz", "commands::serve"));
-    // An inline path to an item of a module names that module: `crate::flags::ReadFlags`
-    // in traffic.rs.
-    assert!(uses("traffic", "flags"));
-    // `use crate::traffic::api_label;` in commands/summary_html.rs.
-    assert!(uses("commands::summary_html", "traffic"));
+    // An inline path: `super::serve::run(...)` in fuzz/run.rs.
+    assert!(uses("commands::fuzz::run", "commands::fuzz::serve"));
+    // A path to an item of a module names that module: `crate::flags::{LiveFlags,
+    // ReadFlags}` in input/items.rs.
+    assert!(uses("input::items", "flags"));
+    // `use crate::notes::Reporter;` in commands/summary.rs.
+    assert!(uses("commands::summary", "notes"));
+    // An inline path: `super::live::walk(...)` in input/items.rs.
+    assert!(uses("input::items", "input::live"));
 }

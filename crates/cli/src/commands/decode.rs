@@ -3,28 +3,27 @@
 
 use std::io::{IsTerminal, Write};
 
-use kafka_elect_leaders::{is_known_request, parse_request, parse_response, peek_request, API_KEY};
-use kafka_elect_leaders_json::print::{Message, OtherFrame, Place};
+use kafka_elect_leaders::{parse_request, parse_response};
+use kafka_elect_leaders_capture::traffic::{bad_frame, Role, What};
+use kafka_elect_leaders_json::print::{api_label, Message, OtherFrame, Place};
 
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
-use crate::filter::{not_a_capture, Filter};
 use crate::flags::DecodeArgs;
-use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
+use crate::input::{Expect, Frame, Item, Items, Source};
+use crate::notes::Reporter;
 use crate::output::LineFlushed;
-use crate::traffic::{self, Item, Role, What};
+use crate::selection::{not_a_capture, Selection};
 
 /// `decode`: one JSON object per frame, one per line. Several inputs are decoded in turn,
 /// each object's `"source"` naming its `"file"`; a bad input is reported and the others
 /// still decoded, as `inspect` does, the exit status saying so at the end.
 pub fn run(args: &DecodeArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let filter = Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
-    if let Some(interface) = &args.live.interface {
+    let filter = Selection::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
+    if args.live.interface.is_some() {
         // Live: each object flushed as it is printed.
-        let name = crate::live::name(interface);
         let mut out = LineFlushed::new(out);
-        return decode_capture(args, filter, &name, None, &mut out, |each| {
-            crate::live::walk("decode", &args.live, &args.read, each)
-        });
+        let items = Items::live("decode", &args.live, &args.read);
+        return decode_items(args, filter, None, items, &mut out);
     }
     let sources: Vec<Source> = if args.files.is_empty() {
         if std::io::stdin().is_terminal() {
@@ -75,7 +74,6 @@ fn decode_one(
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
     let kind = args.kind.kind_of(source);
-    let name = source.name();
     // Live input (a capture piped in as it is written): each object is flushed as it is
     // printed, so that it shows as soon as its frame is read, not when a buffer fills.
     // Otherwise the writer is not wrapped: the printer writes in small pieces, and a
@@ -87,135 +85,61 @@ fn decode_one(
     } else {
         out
     };
-    let filter = Filter::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
-    match source.open_any("decode", args.read.hex, Expect::Frames)? {
-        Opened::Capture(capture) => decode_capture(args, filter, &name, file, out, |each| {
-            traffic::walk(&name, *capture, &args.read, each)
-        }),
-        Opened::Stream(reader) => decode_stream(args, filter, &name, file, kind, reader, out),
-    }
+    let filter = Selection::new(&args.filter).map_err(|e| Failure::usage("decode", e))?;
+    let items = Items::open("decode", source, kind, &args.read, Expect::Frames)?;
+    decode_items(args, filter, file, items, out)
 }
 
-/// Frames back to back. A stream of requests may hold frames of any API (a recorded
+/// Every item of an input, one JSON object per frame shown.
+///
+/// A capture (file or live): every connection's ElectLeaders frames, responses parsed with
+/// their requests' versions, each with its `"source"`. What cannot be decoded is reported
+/// on stderr as it is met, the rest is still decoded, and the exit status says the output
+/// is partial.
+///
+/// Frames back to back: a stream of requests may hold frames of any API (a recorded
 /// connection): those are passed over, or listed with `--all`. When the first frame is of
 /// another API the input is a connection, and every object says where its frame was
-/// (`"source"`); a file of ElectLeaders frames prints exactly the frames' objects.
-fn decode_stream(
+/// (`"source"`); a file of ElectLeaders frames prints exactly the frames' objects. A
+/// malformed frame ends the stream (its boundaries are lost).
+fn decode_items(
     args: &DecodeArgs,
-    mut filter: Filter,
-    name: &str,
+    mut filter: Selection,
     file: Option<&str>,
-    kind: Kind,
-    reader: Box<dyn std::io::Read + Send>,
+    items: Items<'_>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
-    if !filter.shows_conn(None) {
+    let name = items.name.clone();
+    let name = name.as_str();
+    let stream = items.is_stream();
+    if stream && !filter.shows_conn(None) {
         return Err(not_a_capture("decode", name));
     }
-    let mut frames = FrameReader::new(reader);
-    let mut index = 0;
+    let mut bad_frames = 0u64;
+    let mut notes = Reporter::default();
+    // A stream's frames, and those of other APIs by API: to say what they were when none
+    // is ElectLeaders.
+    let mut frames = 0usize;
     let mut connection = false;
     let mut passed: Vec<(i16, usize)> = Vec::new();
-    loop {
-        let frame = match frames.next_frame() {
-            Ok(Some(frame)) => frame,
-            Ok(None)
-                if passed.iter().map(|p| p.1).sum::<usize>() < index
-                    || args.others.all
-                    || passed.is_empty() =>
-            {
-                return Ok(())
-            }
-            Ok(None) => {
-                // Frames, none of them ElectLeaders: say what they were, and what to try.
-                let apis: Vec<String> = passed
-                    .iter()
-                    .map(|&(key, n)| format!("{} x{n}", traffic::api_label(key)))
-                    .collect();
-                return Err(Failure::Input(format!(
-                    "{name}: no ElectLeaders request in {index} frame(s), read as requests of \
-                     other APIs ({}); if the input holds responses, read it with --response \
-                     --version N (--all lists the frames)",
-                    apis.join(", ")
-                )));
-            }
-            Err(ReadFailure::Io(e)) => return Err(Failure::Input(format!("{name}: {e}"))),
-            Err(ReadFailure::Size { offset, error, .. }) => {
-                return Err(Failure::Input(malformed(name, index + 1, offset, &error)));
-            }
-        };
-        index += 1;
-        let parsed = match kind {
-            Kind::Request => match peek_request(&frame.bytes) {
-                Ok(peek)
-                    if peek.api_key != API_KEY
-                        && is_known_request(peek.api_key, peek.api_version) =>
-                {
-                    connection |= index == 1;
-                    match passed.iter_mut().find(|(key, _)| *key == peek.api_key) {
-                        Some((_, n)) => *n += 1,
-                        None => passed.push((peek.api_key, 1)),
-                    }
-                    let shown = filter.shows_other(Some(peek.api_key), args.others.all);
-                    Ok(shown.then_some(Message::Other(OtherFrame {
-                        kind: "request",
-                        api: Some((peek.api_key, peek.api_version)),
-                        correlation_id: peek.correlation_id,
-                        bytes: frame.bytes.len(),
-                    })))
-                }
-                _ => parse_request(&frame.bytes)
-                    .map(|r| filter.request(&r, None).then_some(Message::Request(r))),
-            },
-            Kind::Response(version) => parse_response(&frame.bytes, version)
-                .map(|r| filter.response(&r, None).then_some(Message::Response(r))),
-        };
-        let message = match parsed {
-            Ok(Some(message)) => message,
-            Ok(None) => continue,
-            Err(error) => {
-                let mut message =
-                    frame_failure(name, index, frame.offset, frame.bytes.len(), &error);
-                if kind == Kind::Request {
-                    message.push_str(not_a_request_hint(&frame.bytes));
-                }
-                return Err(Failure::Input(message));
-            }
-        };
-        let place = (connection || file.is_some()).then_some(Place::Stream {
-            frame: index,
-            offset: frame.offset,
-            file,
-        });
-        message.line(out, place.as_ref())?;
-    }
-}
-
-/// A pcap or pcapng capture: every connection's ElectLeaders frames, responses parsed with
-/// their requests' versions, each with its `"source"`. What cannot be decoded is reported on
-/// stderr as it is met, the rest is still decoded, and the exit status says the output is
-/// partial. `walk` hands over the items: of a capture file, or of a live capture.
-fn decode_capture(
-    args: &DecodeArgs,
-    mut filter: Filter,
-    name: &str,
-    file: Option<&str>,
-    out: &mut dyn Write,
-    walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
-) -> Result<(), Failure> {
-    let mut bad_frames = 0u64;
-    let mut notes = traffic::Reporter::default();
-    let summary = walk(&mut |item| {
-        let found = match item {
+    let walked = items.walk(&mut |item| {
+        let frame = match item {
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
-            Item::Frame(found) => found,
             Item::Closed(conn) => {
                 filter.closed(conn.0);
                 return Ok(());
             }
+            Item::Cut(cut) => {
+                return Err(Failure::Input(malformed(
+                    name, cut.index, cut.offset, &cut.error,
+                )))
+            }
+            Item::Frame(frame) => frame,
         };
-        let conn = found.origin.conn.0;
-        if !filter.shows_conn(Some(conn)) {
+        if let Frame::Stream(f) = &frame {
+            frames = f.index;
+        }
+        if !filter.shows_conn(frame.conn()) {
             return Ok(());
         }
         let shows_other =
@@ -225,17 +149,19 @@ fn decode_capture(
                 kind,
                 api,
                 correlation_id,
-                bytes: found.len,
+                bytes: frame.len(),
             })))
         };
-        let parsed = match found.what {
-            What::ElectRequest => parse_request(&found.frame).map(|r| {
-                let at = found.waits.then_some((conn, found.origin.index));
-                filter.request(&r, at).then_some(Message::Request(r))
+        let parsed = match frame.what() {
+            What::ElectRequest => parse_request(frame.bytes()).map(|r| {
+                filter
+                    .request(&r, frame.waiting_at())
+                    .then_some(Message::Request(r))
             }),
-            What::ElectResponse { version } => parse_response(&found.frame, version).map(|r| {
-                let request = found.request.map(|asked| (conn, asked.index));
-                filter.response(&r, request).then_some(Message::Response(r))
+            What::ElectResponse { version } => parse_response(frame.bytes(), version).map(|r| {
+                filter
+                    .response(&r, frame.answering())
+                    .then_some(Message::Response(r))
             }),
             What::Other {
                 role,
@@ -243,6 +169,13 @@ fn decode_capture(
                 api_version,
                 correlation_id,
             } => {
+                if let Frame::Stream(f) = &frame {
+                    connection |= f.index == 1;
+                    match passed.iter_mut().find(|(key, _)| *key == api_key) {
+                        Some((_, n)) => *n += 1,
+                        None => passed.push((api_key, 1)),
+                    }
+                }
                 let kind = match role {
                     Role::Requests => "request",
                     Role::Responses => "response",
@@ -251,8 +184,16 @@ fn decode_capture(
             }
             What::Unpaired { correlation_id } => other("response", None, correlation_id),
         };
-        match parsed {
-            Ok(Some(message)) => {
+        match (parsed, &frame) {
+            (Ok(Some(message)), Frame::Stream(f)) => {
+                let place = (connection || file.is_some()).then_some(Place::Stream {
+                    frame: f.index,
+                    offset: f.offset,
+                    file,
+                });
+                message.line(out, place.as_ref())?
+            }
+            (Ok(Some(message)), Frame::Capture(found)) => {
                 let place = Place::Capture {
                     origin: &found.origin,
                     request: found.request,
@@ -261,13 +202,34 @@ fn decode_capture(
                 };
                 message.line(out, Some(&place))?
             }
-            Ok(None) => {}
-            Err(error) => {
+            (Ok(None), _) => {}
+            (Err(error), Frame::Stream(f)) => {
+                let mut message = frame_failure(name, f.index, f.offset, f.bytes.len(), &error);
+                if f.what == What::ElectRequest {
+                    message.push_str(not_a_request_hint(&f.bytes));
+                }
+                return Err(Failure::Input(message));
+            }
+            (Err(error), Frame::Capture(found)) => {
                 bad_frames += 1;
-                notes.report(out, name, &traffic::bad_frame(&found.origin, &error))?;
+                notes.report(out, name, &bad_frame(&found.origin, &error))?;
             }
         }
         Ok(())
     })?;
-    notes.finish(out, name, summary.partial + bad_frames)
+    let passed_over = passed.iter().map(|p| p.1).sum::<usize>();
+    if stream && passed_over == frames && !args.others.all && !passed.is_empty() {
+        // Frames, none of them ElectLeaders: say what they were, and what to try.
+        let apis: Vec<String> = passed
+            .iter()
+            .map(|&(key, n)| format!("{} x{n}", api_label(key)))
+            .collect();
+        return Err(Failure::Input(format!(
+            "{name}: no ElectLeaders request in {frames} frame(s), read as requests of \
+             other APIs ({}); if the input holds responses, read it with --response \
+             --version N (--all lists the frames)",
+            apis.join(", ")
+        )));
+    }
+    notes.finish(out, name, walked.partial + bad_frames)
 }

@@ -1,8 +1,6 @@
 //! One module per command. Each takes its parsed flags ([`crate::flags`]) and standard
 //! output, and returns a [`crate::fail::Failure`] for `main` to report.
 
-mod broker;
-pub mod compare;
 pub mod decode;
 pub mod encode;
 pub mod fuzz;
@@ -12,6 +10,5 @@ pub mod mutate;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 pub mod scan;
-pub mod serve;
 pub mod summary;
 pub mod summary_html;

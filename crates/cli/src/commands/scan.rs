@@ -5,8 +5,8 @@
 //! traffic, so frames cannot be walked from the start. The library's `scan_requests`
 //! (memchr's memmem, confirmed by the parser) finds the requests; their responses are found
 //! in one pass over the other direction ([`pair_stream`]). Both files are streamed a window
-//! at a time. A pcap or pcapng capture is walked connection by connection instead
-//! (`traffic`), its frames exact.
+//! at a time. A pcap or pcapng capture is walked connection by connection instead (the
+//! input's items, [`crate::input::Items`]), its frames exact.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
@@ -19,24 +19,24 @@ use kafka_elect_leaders_capture::summary::Outcome;
 use kafka_elect_leaders_json::hex::to_hex;
 use kafka_elect_leaders_json::print::{Message, Place};
 
+use kafka_elect_leaders_capture::traffic::{bad_frame, What};
+
 use crate::fail::Failure;
-use crate::filter::{Asked, Filter};
 use crate::flags::ScanArgs;
-use crate::input::{Expect, Opened, Source};
+use crate::input::items::From;
+use crate::input::{Expect, Frame, Item, Items, Kind, Source};
+use crate::notes::{self, Reporter};
 use crate::output::LineFlushed;
-use crate::traffic::{self, Item, What};
+use crate::selection::{Asked, Selection};
 
 /// `scan REQUESTS_FILE [RESPONSES_FILE]`, `scan CAPTURE`, or `scan --interface IFACE`.
 pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("scan", e))?;
+    let mut filter = Selection::new(&args.filter).map_err(|e| Failure::usage("scan", e))?;
     let Some(requests) = &args.requests else {
         // Live (clap requires a file otherwise): each line flushed as it is printed.
-        let interface = args.live.interface.as_deref().unwrap_or_default();
-        let name = crate::live::name(interface);
         let mut out = LineFlushed::new(out);
-        return scan_capture(args, filter, &name, &mut out, |each| {
-            crate::live::walk("scan", &args.live, &args.read, each)
-        });
+        let items = Items::live("scan", &args.live, &args.read);
+        return scan_capture(args, filter, items, &mut out);
     };
     let requests_source = Source::from_arg(requests);
     // A capture piped in as it is written: each line shows as soon as it is found.
@@ -47,26 +47,29 @@ pub fn run(args: &ScanArgs, out: &mut dyn Write) -> Result<(), Failure> {
     } else {
         out
     };
-    let requests_reader = match requests_source.open_any("scan", args.read.hex, Expect::Anything)? {
-        Opened::Capture(capture) => {
-            if args.responses.is_some() {
-                return Err(Failure::usage(
-                    "scan",
-                    "a capture holds both directions of its connections: give it alone",
-                ));
-            }
-            let name = requests_source.name();
-            return scan_capture(args, filter, &name, out, |each| {
-                traffic::walk(&name, *capture, &args.read, each)
-            });
-        }
-        Opened::Stream(_) if !filter.shows_conn(None) => {
-            return Err(crate::filter::not_a_capture(
+    // Raw bytes are searched, not cut into frames: only a capture's items are walked.
+    let items = Items::open(
+        "scan",
+        &requests_source,
+        Kind::Request,
+        &args.read,
+        Expect::Anything,
+    )?;
+    let requests_reader = match items.from {
+        From::Stream { .. } if !filter.shows_conn(None) => {
+            return Err(crate::selection::not_a_capture(
                 "scan",
                 &requests_source.name(),
             ));
         }
-        Opened::Stream(reader) => reader,
+        From::Stream { reader, .. } => reader,
+        _ if args.responses.is_some() => {
+            return Err(Failure::usage(
+                "scan",
+                "a capture holds both directions of its connections: give it alone",
+            ));
+        }
+        _ => return scan_capture(args, filter, items, out),
     };
     let responses_source = args.responses.as_deref().map(Source::from_arg);
     let responses_reader = match &responses_source {
@@ -241,7 +244,7 @@ impl Skipped {
 
     /// The end of the scan: an error saying the output is partial when something was skipped.
     fn finish(&self, name: &str) -> Result<(), Failure> {
-        traffic::finish(name, self.stretches)
+        notes::finish(name, self.stretches)
     }
 }
 
@@ -312,7 +315,7 @@ fn incomplete_request(window: &[u8]) -> usize {
 fn pair_stream(
     reader: impl Read,
     found: &mut [Found],
-    filter: &Filter,
+    filter: &Selection,
     json: bool,
     name: &str,
     skipped: &mut Skipped,
@@ -384,11 +387,12 @@ fn pair_stream(
 /// own bookkeeping.
 fn scan_capture(
     args: &ScanArgs,
-    mut filter: Filter,
-    name: &str,
+    mut filter: Selection,
+    items: Items<'_>,
     out: &mut dyn Write,
-    walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
 ) -> Result<(), Failure> {
+    let name = items.name.clone();
+    let name = name.as_str();
     // With --json, a request waits (its frame number, its JSON text, what it matched of
     // the filters) for its response, per connection, as long as the capture reader keeps
     // it: a response is listed with the request the reader paired it with.
@@ -396,10 +400,12 @@ fn scan_capture(
     let mut requests = 0u64;
     let mut answered = 0u64;
     let mut bad_frames = 0u64;
-    let mut notes = traffic::Reporter::default();
-    let summary = walk(&mut |item| {
+    let mut notes = Reporter::default();
+    let summary = items.walk(&mut |item| {
         let found = match item {
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
+            // Only a capture's items come here.
+            Item::Cut(_) | Item::Frame(Frame::Stream(_)) => return Ok(()),
             Item::Closed(conn) => {
                 filter.closed(conn.0);
                 for (_, request, asked) in waiting.remove(&conn.0).unwrap_or_default() {
@@ -407,7 +413,7 @@ fn scan_capture(
                 }
                 return Ok(());
             }
-            Item::Frame(found) => found,
+            Item::Frame(Frame::Capture(found)) => found,
         };
         let o = &found.origin;
         if !filter.shows_conn(Some(o.conn.0)) {
@@ -447,7 +453,7 @@ fn scan_capture(
                 }
                 Err(e) => {
                     bad_frames += 1;
-                    notes.report(out, name, &traffic::bad_frame(o, &e))?;
+                    notes.report(out, name, &bad_frame(o, &e))?;
                 }
             },
             What::ElectResponse { version } => match parse_response(&found.frame, version) {
@@ -499,7 +505,7 @@ fn scan_capture(
                 }
                 Err(e) => {
                     bad_frames += 1;
-                    notes.report(out, name, &traffic::bad_frame(o, &e))?;
+                    notes.report(out, name, &bad_frame(o, &e))?;
                 }
             },
             What::Other { .. } | What::Unpaired { .. } => {}
@@ -518,7 +524,7 @@ fn scan_capture(
 /// A request listed without an answer (`--json`), if the filters show it.
 fn unanswered(
     out: &mut dyn Write,
-    filter: &Filter,
+    filter: &Selection,
     requests: &mut u64,
     request: &str,
     asked: Asked,

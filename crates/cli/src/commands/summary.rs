@@ -5,7 +5,7 @@
 //!
 //! It reads the input as `decode` does (the same `input` and `traffic` paths, the same
 //! notes on stderr) and counts exactly the frames `decode --all` would print with the same
-//! filters ([`Filter`]); anomalies are counted whatever the filters.
+//! filters ([`Selection`]); anomalies are counted whatever the filters.
 //!
 //! Memory: counts per distinct key (client id, API, election type, topic, error code,
 //! failed partition and message), per open connection its requests waiting for an answer
@@ -18,18 +18,17 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use kafka_elect_leaders::{
-    is_known_request, parse_request, parse_response, peek_request, ErrorCode, API_KEY,
-};
+use kafka_elect_leaders::{parse_request, parse_response, ErrorCode, API_KEY};
+use kafka_elect_leaders_capture::traffic::{bad_frame, Found, Role, What};
 use kafka_elect_leaders_json::hex::to_hex;
-use kafka_elect_leaders_json::print::{epoch_us, latency_us};
+use kafka_elect_leaders_json::print::{api_label, epoch_us, latency_us};
 use serde_json::{json, Value};
 
 use crate::fail::{frame_failure, malformed, Failure};
-use crate::filter::Filter;
 use crate::flags::SummaryArgs;
-use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source};
-use crate::traffic::{self, api_label, Item, Role, What};
+use crate::input::{Expect, Frame, Item, Items, Source, StreamFrame};
+use crate::notes::Reporter;
+use crate::selection::Selection;
 
 use kafka_elect_leaders_capture::summary::{
     code_name, election_name, shown, FailedKey, Outcome, Slow, Tally,
@@ -37,7 +36,7 @@ use kafka_elect_leaders_capture::summary::{
 
 /// `summary [FILE]`.
 pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let mut filter = Filter::new(&args.filter).map_err(|e| Failure::usage("summary", e))?;
+    let mut filter = Selection::new(&args.filter).map_err(|e| Failure::usage("summary", e))?;
     // The page's file is made first: a path that cannot be written is said before a long
     // capture is read.
     let html = match &args.html {
@@ -50,35 +49,21 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
         None => None,
     };
     let source = Source::from_arg_or_stdin(args.file.as_deref());
-    let name = match &args.live.interface {
-        Some(interface) => crate::live::name(interface),
-        None => source.name(),
-    };
-    let mut tally = Tally::new(&name, args.html.is_some());
-    let mut notes = traffic::Reporter::default();
-    let read = if args.live.interface.is_some() {
+    let items = if args.live.interface.is_some() {
         // Live: summarized when the capture ends (Ctrl-C, SIGTERM, --count, --duration).
-        tally.capture = true;
-        summarize_capture(&mut filter, &name, &mut tally, &mut notes, |each| {
-            crate::live::walk("summary", &args.live, &args.read, each)
-        })
+        Items::live("summary", &args.live, &args.read)
     } else {
-        match source.open_any("summary", args.read.hex, Expect::Frames)? {
-            Opened::Capture(capture) => {
-                tally.capture = true;
-                summarize_capture(&mut filter, &name, &mut tally, &mut notes, |each| {
-                    traffic::walk(&name, *capture, &args.read, each)
-                })
-            }
-            Opened::Stream(_) if !filter.shows_conn(None) => {
-                return Err(crate::filter::not_a_capture("summary", &name));
-            }
-            Opened::Stream(reader) => {
-                let kind = args.kind.kind_of(&source);
-                summarize_stream(&mut filter, &name, kind, reader, &mut tally)
-            }
-        }
+        let kind = args.kind.kind_of(&source);
+        Items::open("summary", &source, kind, &args.read, Expect::Frames)?
     };
+    let name = items.name.clone();
+    if items.is_stream() && !filter.shows_conn(None) {
+        return Err(crate::selection::not_a_capture("summary", &name));
+    }
+    let mut tally = Tally::new(&name, args.html.is_some());
+    tally.capture = !items.is_stream();
+    let mut notes = Reporter::default();
+    let read = summarize(&mut filter, &name, &mut tally, &mut notes, items);
     // What was read is summarized even when the input could not be read to its end.
     let fatal = match read {
         Ok(()) => None,
@@ -110,209 +95,209 @@ pub fn run(args: &SummaryArgs, out: &mut dyn Write) -> Result<(), Failure> {
     notes.finish(out, &name, tally.anomalies.partial)
 }
 
-/// A capture or a live interface (what `walk` reads), walked as `decode` walks it.
-fn summarize_capture(
-    filter: &mut Filter,
+/// Every item of an input, counted as `decode` walks it. A capture's (file or live)
+/// malformed frames are counted and noted, the rest still read; a stream's malformed frame
+/// ends it (its boundaries are lost): it is counted, and its error returned.
+fn summarize(
+    filter: &mut Selection,
     name: &str,
     tally: &mut Tally,
-    notes: &mut traffic::Reporter,
-    walk: impl FnOnce(&mut dyn FnMut(Item) -> Result<(), Failure>) -> Result<traffic::Summary, Failure>,
+    notes: &mut Reporter,
+    items: Items<'_>,
 ) -> Result<(), Failure> {
     let mut stderr = std::io::sink();
-    let walked = walk(&mut |item| {
-        let found = match item {
-            Item::Note(note) => {
-                tally.note(&note);
-                return Ok(notes.report(&mut stderr, name, &note)?);
-            }
-            Item::Closed(conn) => {
-                filter.closed(conn.0);
-                tally.closed(conn.0);
-                return Ok(());
-            }
-            Item::Frame(found) => found,
-        };
-        let o = &found.origin;
-        let conn = o.conn.0;
-        if let Some(timeline) = &mut tally.timeline {
-            timeline.saw(epoch_us(o.time));
+    let walked = items.walk(&mut |item| match item {
+        Item::Note(note) => {
+            tally.note(&note);
+            Ok(notes.report(&mut stderr, name, &note)?)
         }
-        // Unanswered requests, whatever the filters: those the reader waits an answer for
-        // (not a Produce with acks=0, which Kafka never answers).
-        // A request the library refuses is counted as malformed, not as a request nor as
-        // unanswered (issue 44, item 6).
-        let parsed_request = match found.what {
-            What::ElectRequest => Some(parse_request(&found.frame)),
-            _ => None,
-        };
-        tally.anomalies.not_kept += u64::from(found.not_kept);
-        match found.what {
-            What::ElectRequest if found.waits && matches!(parsed_request, Some(Ok(_))) => {
-                tally.asked(conn, o.index, API_KEY)
-            }
-            What::Other {
-                role: Role::Requests,
-                api_key,
-                ..
-            } if found.waits => tally.asked(conn, o.index, api_key),
-            What::Unpaired { .. } => tally.anomalies.unpaired += 1,
-            _ => {}
+        Item::Closed(conn) => {
+            filter.closed(conn.0);
+            tally.closed(conn.0);
+            Ok(())
         }
-        if let Some(asked) = found.request {
-            tally.answered(conn, asked.index);
+        Item::Cut(cut) => {
+            tally.anomalies.malformed += 1;
+            tally.anomalies.partial += 1;
+            Err(Failure::Input(malformed(
+                name, cut.index, cut.offset, &cut.error,
+            )))
         }
-        if !filter.shows_conn(Some(conn)) {
-            return Ok(());
+        Item::Frame(Frame::Stream(frame)) => stream_frame(filter, name, tally, &frame),
+        Item::Frame(Frame::Capture(found)) => {
+            capture_frame(filter, name, tally, notes, &mut stderr, &found)
         }
-        match found.what {
-            What::ElectRequest => {
-                match parsed_request.unwrap_or_else(|| parse_request(&found.frame)) {
-                    Ok(r) => {
-                        if filter.request(&r, found.waits.then_some((conn, o.index))) {
-                            tally.counted(conn);
-                            tally.elect_request(&r, Some(conn));
-                        }
-                    }
-                    Err(e) => {
-                        let note = traffic::bad_frame(o, &e);
-                        tally.note(&note);
-                        notes.report(&mut stderr, name, &note)?;
-                    }
-                }
-            }
-            What::ElectResponse { version } => match parse_response(&found.frame, version) {
-                Ok(r) => {
-                    let request = found.request.map(|asked| (conn, asked.index));
-                    if filter.response(&r, request) {
-                        tally.counted(conn);
-                        let at = epoch_us(o.time);
-                        let latency = found.request.map(|a| latency_us(a.time, o.time));
-                        tally.elect_response(&r, Some((at, conn)), latency);
-                        if let (Some(asked), Some(latency)) = (found.request, latency) {
-                            let slow = Slow {
-                                latency_us: i64::try_from(latency).unwrap_or(i64::MAX),
-                                conn,
-                                request_frame: asked.index,
-                                packet: o.last_packet,
-                                at,
-                                partitions: Vec::new(),
-                                partitions_total: 0,
-                            };
-                            tally.round_trip(&r, slow);
-                        }
-                    }
-                }
-                Err(e) => {
-                    let note = traffic::bad_frame(o, &e);
-                    tally.note(&note);
-                    notes.report(&mut stderr, name, &note)?;
-                }
-            },
-            What::Other {
-                role,
-                api_key,
-                api_version,
-                ..
-            } => {
-                if filter.shows_other(Some(api_key), true) {
-                    tally.counted(conn);
-                    match role {
-                        Role::Requests => {
-                            tally.api(api_key).requests += 1;
-                            if let Some(client) = client_id_of(&found.frame, api_key, api_version) {
-                                tally.client(client, Some(conn));
-                            }
-                        }
-                        Role::Responses => tally.api(api_key).responses += 1,
-                    }
-                }
-            }
-            What::Unpaired { .. } => {
-                if filter.shows_other(None, true) {
-                    tally.counted(conn);
-                    tally.frames += 1;
-                }
-            }
-        }
-        Ok(())
     });
     let walked = walked?;
-    tally.packets = walked
-        .stats
-        .map(|s| (s.packets, s.not_tcp + s.unsupported_link));
+    if let Some(stats) = walked.stats {
+        tally.packets = Some((stats.packets, stats.not_tcp + stats.unsupported_link));
+    }
     Ok(())
 }
 
-/// Frames back to back: requests of any API (a recorded connection), or ElectLeaders
-/// responses of one version. A malformed frame ends the stream (its boundaries are lost):
-/// it is counted, and its error returned.
-fn summarize_stream(
-    filter: &mut Filter,
+/// A frame of a capture (file or live).
+fn capture_frame(
+    filter: &mut Selection,
     name: &str,
-    kind: Kind,
-    reader: Box<dyn std::io::Read + Send>,
     tally: &mut Tally,
+    notes: &mut Reporter,
+    stderr: &mut std::io::Sink,
+    found: &Found,
 ) -> Result<(), Failure> {
-    let mut frames = FrameReader::new(reader);
-    let mut index = 0;
-    loop {
-        let frame = match frames.next_frame() {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return Ok(()),
-            Err(ReadFailure::Io(e)) => return Err(Failure::Input(format!("{name}: {e}"))),
-            Err(ReadFailure::Size { offset, error, .. }) => {
-                tally.anomalies.malformed += 1;
-                tally.anomalies.partial += 1;
-                return Err(Failure::Input(malformed(name, index + 1, offset, &error)));
-            }
-        };
-        index += 1;
-        let failed = match kind {
-            Kind::Request => match peek_request(&frame.bytes) {
-                Ok(peek)
-                    if peek.api_key != API_KEY
-                        && is_known_request(peek.api_key, peek.api_version) =>
-                {
-                    if filter.shows_other(Some(peek.api_key), true) {
-                        tally.api(peek.api_key).requests += 1;
-                        if let Some(client) =
-                            client_id_of(&frame.bytes, peek.api_key, peek.api_version)
-                        {
-                            tally.client(client, None);
-                        }
-                    }
-                    continue;
-                }
-                _ => match parse_request(&frame.bytes) {
-                    Ok(r) => {
-                        if filter.request(&r, None) {
-                            tally.elect_request(&r, None);
-                        }
-                        continue;
-                    }
-                    Err(e) => e,
-                },
-            },
-            Kind::Response(version) => match parse_response(&frame.bytes, version) {
-                Ok(r) => {
-                    if filter.response(&r, None) {
-                        tally.elect_response(&r, None, None);
-                    }
-                    continue;
-                }
-                Err(e) => e,
-            },
-        };
-        tally.anomalies.malformed += 1;
-        tally.anomalies.partial += 1;
-        return Err(Failure::Input(frame_failure(
-            name,
-            index,
-            frame.offset,
-            frame.bytes.len(),
-            &failed,
-        )));
+    let o = &found.origin;
+    let conn = o.conn.0;
+    if let Some(timeline) = &mut tally.timeline {
+        timeline.saw(epoch_us(o.time));
     }
+    // Unanswered requests, whatever the filters: those the reader waits an answer for
+    // (not a Produce with acks=0, which Kafka never answers).
+    // A request the library refuses is counted as malformed, not as a request nor as
+    // unanswered (issue 44, item 6).
+    let parsed_request = match found.what {
+        What::ElectRequest => Some(parse_request(&found.frame)),
+        _ => None,
+    };
+    tally.anomalies.not_kept += u64::from(found.not_kept);
+    match found.what {
+        What::ElectRequest if found.waits && matches!(parsed_request, Some(Ok(_))) => {
+            tally.asked(conn, o.index, API_KEY)
+        }
+        What::Other {
+            role: Role::Requests,
+            api_key,
+            ..
+        } if found.waits => tally.asked(conn, o.index, api_key),
+        What::Unpaired { .. } => tally.anomalies.unpaired += 1,
+        _ => {}
+    }
+    if let Some(asked) = found.request {
+        tally.answered(conn, asked.index);
+    }
+    if !filter.shows_conn(Some(conn)) {
+        return Ok(());
+    }
+    match found.what {
+        What::ElectRequest => match parsed_request.unwrap_or_else(|| parse_request(&found.frame)) {
+            Ok(r) => {
+                if filter.request(&r, found.waits.then_some((conn, o.index))) {
+                    tally.counted(conn);
+                    tally.elect_request(&r, Some(conn));
+                }
+            }
+            Err(e) => {
+                let note = bad_frame(o, &e);
+                tally.note(&note);
+                notes.report(stderr, name, &note)?;
+            }
+        },
+        What::ElectResponse { version } => match parse_response(&found.frame, version) {
+            Ok(r) => {
+                let request = found.request.map(|asked| (conn, asked.index));
+                if filter.response(&r, request) {
+                    tally.counted(conn);
+                    let at = epoch_us(o.time);
+                    let latency = found.request.map(|a| latency_us(a.time, o.time));
+                    tally.elect_response(&r, Some((at, conn)), latency);
+                    if let (Some(asked), Some(latency)) = (found.request, latency) {
+                        let slow = Slow {
+                            latency_us: i64::try_from(latency).unwrap_or(i64::MAX),
+                            conn,
+                            request_frame: asked.index,
+                            packet: o.last_packet,
+                            at,
+                            partitions: Vec::new(),
+                            partitions_total: 0,
+                        };
+                        tally.round_trip(&r, slow);
+                    }
+                }
+            }
+            Err(e) => {
+                let note = bad_frame(o, &e);
+                tally.note(&note);
+                notes.report(stderr, name, &note)?;
+            }
+        },
+        What::Other {
+            role,
+            api_key,
+            api_version,
+            ..
+        } => {
+            if filter.shows_other(Some(api_key), true) {
+                tally.counted(conn);
+                match role {
+                    Role::Requests => {
+                        tally.api(api_key).requests += 1;
+                        if let Some(client) = client_id_of(&found.frame, api_key, api_version) {
+                            tally.client(client, Some(conn));
+                        }
+                    }
+                    Role::Responses => tally.api(api_key).responses += 1,
+                }
+            }
+        }
+        What::Unpaired { .. } => {
+            if filter.shows_other(None, true) {
+                tally.counted(conn);
+                tally.frames += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A frame of a stream: requests of any API (a recorded connection), or ElectLeaders
+/// responses of one version.
+fn stream_frame(
+    filter: &mut Selection,
+    name: &str,
+    tally: &mut Tally,
+    frame: &StreamFrame,
+) -> Result<(), Failure> {
+    let failed = match frame.what {
+        What::Other {
+            api_key,
+            api_version,
+            ..
+        } => {
+            if filter.shows_other(Some(api_key), true) {
+                tally.api(api_key).requests += 1;
+                if let Some(client) = client_id_of(&frame.bytes, api_key, api_version) {
+                    tally.client(client, None);
+                }
+            }
+            return Ok(());
+        }
+        What::ElectRequest => match parse_request(&frame.bytes) {
+            Ok(r) => {
+                if filter.request(&r, None) {
+                    tally.elect_request(&r, None);
+                }
+                return Ok(());
+            }
+            Err(e) => e,
+        },
+        What::ElectResponse { version } => match parse_response(&frame.bytes, version) {
+            Ok(r) => {
+                if filter.response(&r, None) {
+                    tally.elect_response(&r, None, None);
+                }
+                return Ok(());
+            }
+            Err(e) => e,
+        },
+        What::Unpaired { .. } => return Ok(()),
+    };
+    tally.anomalies.malformed += 1;
+    tally.anomalies.partial += 1;
+    Err(Failure::Input(frame_failure(
+        name,
+        frame.index,
+        frame.offset,
+        frame.bytes.len(),
+        &failed,
+    )))
 }
 
 /// A request header's client id (`Some(None)`: null), read off the frame: after the size

@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 
 use kafka_elect_leaders::ErrorCode;
 
-use crate::traffic::api_label;
 use kafka_elect_leaders_capture::summary::{
     code_name, election_name, shown, Outcome, Tally, OUTCOMES, TIMELINE_POINTS,
 };
+use kafka_elect_leaders_json::print::api_label;
 
 /// Topics drawn on the timeline, at most (a row each); the others are counted.
 const TIMELINE_ROWS: usize = 200;

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::help;
 use super::values;
-use crate::input::{Kind, Source};
+use crate::input::source::{Kind, Source};
 use crate::versions::fill;
 
 /// `elect-leaders`.

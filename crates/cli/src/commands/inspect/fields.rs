@@ -1,16 +1,16 @@
 //! The fields of ElectLeaders requests and responses as tree nodes, with their byte ranges
 //! and the schemas' descriptions.
 //!
-//! Offsets come from the parsed views' `range()`s (header, entries, lists, tagged fields)
-//! and `body_range()`; the fixed-width fields are placed from those (the ElectionType is
-//! the body's first byte, TimeoutMs the 4 bytes before the body's tagged fields, …).
-//! Nothing re-reads the wire.
+//! Every byte range comes from the codec: the views' field spans (`api_key_range()`,
+//! `timeout_ms_range()`, `count_range()`, `element_range(i)`, …) and `range()`s. No offset
+//! is computed here; the wire is read only for what a view does not keep (the exact
+//! negative length a null string or array was written with).
 
 use std::ops::Range;
 
 use kafka_elect_leaders::{
-    has_election_type, has_top_level_error_code, response_header_version, ElectLeadersRequest,
-    ElectLeadersResponse, ElectionType, ErrorCode, Int32List, TaggedFields, SIZE_PREFIX_LEN,
+    response_header_version, ElectLeadersRequest, ElectLeadersResponse, ElectionType, ErrorCode,
+    Int32List, TaggedFields, SIZE_PREFIX_LEN,
 };
 use kafka_elect_leaders_json::hex::to_hex;
 
@@ -77,15 +77,21 @@ impl StrEncoding {
     }
 }
 
-/// A string field's value and its length prefix: `"orders" (compact, len+1=7)`.
-pub fn string_value(s: Option<&[u8]>, encoding: StrEncoding, frame: &[u8], at: usize) -> String {
+/// A string field's value and its length prefix: `"orders" (compact, len+1=7)`. `span` is
+/// the field's, from the codec: for a null int16 string, the length it was written with.
+pub fn string_value(
+    s: Option<&[u8]>,
+    encoding: StrEncoding,
+    frame: &[u8],
+    span: Range<usize>,
+) -> String {
     match (s, encoding) {
         (Some(s), StrEncoding::Int16) => format!("{} (int16 len={})", quoted(s), s.len()),
         (Some(s), StrEncoding::Compact) => {
             format!("{} (compact, len+1={})", quoted(s), s.len() + 1)
         }
         // A null's length is any negative int16: show the one on the wire.
-        (None, StrEncoding::Int16) => match frame.get(at..at + 2) {
+        (None, StrEncoding::Int16) => match frame.get(span) {
             Some(&[a, b]) => format!("null (int16 len={})", i16::from_be_bytes([a, b])),
             _ => "null (int16 len<0)".to_owned(),
         },
@@ -162,7 +168,7 @@ pub fn null_array_node<'a>(
         )
     } else {
         let raw = frame
-            .get(range.start..range.start + 4)
+            .get(range.clone())
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
             .map_or(-1, i32::from_be_bytes);
         leaf(
@@ -191,15 +197,10 @@ pub fn int32_list_node<'a>(
     about: &str,
 ) -> Node<'a> {
     let range = list.range();
-    let elements_start = range.end - 4 * list.len();
-    let children = vec![length_leaf(
-        list.len(),
-        flexible,
-        range.start..elements_start,
-    )];
+    let children = vec![length_leaf(list.len(), flexible, list.count_range())];
     let values = list.iter().enumerate().map(move |(j, value)| {
-        let at = elements_start + 4 * j;
-        leaf(format!("int32[{j}]"), "int32", value, at..at + 4, "")
+        let at = list.element_range(j).unwrap_or(range.end..range.end);
+        leaf(format!("int32[{j}]"), "int32", value, at, "")
     });
     group(
         name,
@@ -221,12 +222,11 @@ pub fn tagged_node<'a>(fields: TaggedFields<'a>, about: &str) -> Node<'a> {
             Region::Tagged,
         );
     }
-    let count_end = fields.first().map_or(range.end, |f| f.range().start);
     let children = vec![leaf(
         "count",
         "uvarint",
         fields.len(),
-        range.start..count_end,
+        fields.count_range(),
         about,
     )];
     let nodes = fields.iter().enumerate().map(|(i, field)| {
@@ -271,33 +271,39 @@ pub fn request_tree<'a>(r: &ElectLeadersRequest<'a>) -> Node<'a> {
     let header = r.header();
     let header_range = header.range();
     let header_tags = header.tagged_fields();
+    let client_id = header.client_id_range();
     let mut header_fields = vec![
         leaf(
             "RequestApiKey",
             "int16",
             format!("{} (ElectLeaders)", header.api_key()),
-            4..6,
+            header.api_key_range(),
             ABOUT_API_KEY,
         ),
         leaf(
             "RequestApiVersion",
             "int16",
             version,
-            6..8,
+            header.api_version_range(),
             ABOUT_API_VERSION,
         ),
         leaf(
             "CorrelationId",
             "int32",
             header.correlation_id(),
-            8..12,
+            header.correlation_id_range(),
             ABOUT_REQUEST_CORRELATION_ID,
         ),
         leaf(
             "ClientId",
             "nullable_string",
-            string_value(header.client_id(), StrEncoding::Int16, frame, 12),
-            12..header_tags.range().start,
+            string_value(
+                header.client_id(),
+                StrEncoding::Int16,
+                frame,
+                client_id.clone(),
+            ),
+            client_id,
             ABOUT_CLIENT_ID,
         ),
     ];
@@ -307,18 +313,15 @@ pub fn request_tree<'a>(r: &ElectLeadersRequest<'a>) -> Node<'a> {
 
     let body = r.body_range();
     let body_tags = r.tagged_fields();
-    let timeout_start = body_tags.range().start - 4;
-    let mut at = body.start;
     let mut body_fields = Vec::new();
-    if has_election_type(version) {
+    if let Some(range) = r.election_type_range() {
         body_fields.push(leaf(
             "ElectionType",
             "int8",
             election_value(r.election_type()),
-            at..at + 1,
+            range,
             ABOUT_ELECTION_TYPE,
         ));
-        at += 1;
     }
     body_fields.push(match r.topic_partitions() {
         None => null_array_node(
@@ -326,13 +329,12 @@ pub fn request_tree<'a>(r: &ElectLeadersRequest<'a>) -> Node<'a> {
             "[]TopicPartitions",
             flexible,
             frame,
-            at..timeout_start,
+            r.topic_partitions_range(),
             ABOUT_TOPIC_PARTITIONS,
         ),
         Some(list) => {
             let range = list.range();
-            let count_end = list.first().map_or(range.end, |e| e.range().start);
-            let children = vec![length_leaf(list.len(), flexible, range.start..count_end)];
+            let children = vec![length_leaf(list.len(), flexible, list.count_range())];
             let topics = list.iter().enumerate().map(move |(i, entry)| {
                 let partitions = entry.partitions();
                 let mut fields = vec![
@@ -343,9 +345,9 @@ pub fn request_tree<'a>(r: &ElectLeadersRequest<'a>) -> Node<'a> {
                             Some(entry.topic()),
                             StrEncoding::of(flexible),
                             frame,
-                            entry.range().start,
+                            entry.topic_range(),
                         ),
-                        entry.range().start..partitions.range().start,
+                        entry.topic_range(),
                         ABOUT_TOPIC,
                     ),
                     int32_list_node("Partitions", partitions, flexible, ABOUT_PARTITIONS),
@@ -377,7 +379,7 @@ pub fn request_tree<'a>(r: &ElectLeadersRequest<'a>) -> Node<'a> {
         "TimeoutMs",
         "int32",
         r.timeout_ms(),
-        timeout_start..timeout_start + 4,
+        r.timeout_ms_range(),
         ABOUT_TIMEOUT_MS,
     ));
     if flexible {
@@ -429,7 +431,7 @@ pub fn response_tree<'a>(r: &ElectLeadersResponse<'a>) -> Node<'a> {
         "CorrelationId",
         "int32",
         header.correlation_id(),
-        4..8,
+        header.correlation_id_range(),
         ABOUT_RESPONSE_CORRELATION_ID,
     )];
     if flexible {
@@ -437,60 +439,56 @@ pub fn response_tree<'a>(r: &ElectLeadersResponse<'a>) -> Node<'a> {
     }
 
     let body = r.body_range();
-    let mut at = body.start;
     let mut body_fields = vec![leaf(
         "ThrottleTimeMs",
         "int32",
         r.throttle_time_ms(),
-        at..at + 4,
+        r.throttle_time_ms_range(),
         ABOUT_THROTTLE,
     )];
-    at += 4;
-    if has_top_level_error_code(version) {
+    if let Some(range) = r.error_code_range() {
         body_fields.push(leaf(
             "ErrorCode",
             "int16",
             error_code_value(r.error_code()),
-            at..at + 2,
+            range,
             ABOUT_TOP_ERROR_CODE,
         ));
     }
     let results = r.replica_election_results();
     let range = results.range();
-    let count_end = results.first().map_or(range.end, |e| e.range().start);
-    let children = vec![length_leaf(results.len(), flexible, range.start..count_end)];
+    let children = vec![length_leaf(results.len(), flexible, results.count_range())];
     let result_nodes = results.iter().enumerate().map(move |(i, result)| {
         let partitions = result.partition_result();
         let p_range = partitions.range();
-        let p_count_end = partitions.first().map_or(p_range.end, |e| e.range().start);
         let p_children = vec![length_leaf(
             partitions.len(),
             flexible,
-            p_range.start..p_count_end,
+            partitions.count_range(),
         )];
         let p_nodes = partitions.iter().enumerate().map(move |(j, p)| {
-            let start = p.range().start;
             let tags = p.tagged_fields();
+            let message = p.error_message_range();
             let mut fields = vec![
                 leaf(
                     "PartitionId",
                     "int32",
                     p.partition_id(),
-                    start..start + 4,
+                    p.partition_id_range(),
                     ABOUT_PARTITION_ID,
                 ),
                 leaf(
                     "ErrorCode",
                     "int16",
                     error_code_value(p.error_code()),
-                    start + 4..start + 6,
+                    p.error_code_range(),
                     ABOUT_ERROR_CODE,
                 ),
                 leaf(
                     "ErrorMessage",
                     "string",
-                    string_value(p.error_message(), encoding, frame, start + 6),
-                    start + 6..tags.range().start,
+                    string_value(p.error_message(), encoding, frame, message.clone()),
+                    message,
                     ABOUT_ERROR_MESSAGE,
                 ),
             ];
@@ -510,8 +508,8 @@ pub fn response_tree<'a>(r: &ElectLeadersResponse<'a>) -> Node<'a> {
             leaf(
                 "Topic",
                 "string",
-                string_value(Some(result.topic()), encoding, frame, result.range().start),
-                result.range().start..p_range.start,
+                string_value(Some(result.topic()), encoding, frame, result.topic_range()),
+                result.topic_range(),
                 ABOUT_RESULT_TOPIC,
             ),
             group(

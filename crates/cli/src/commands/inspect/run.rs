@@ -3,16 +3,16 @@
 
 use std::io::{self, IsTerminal, Write};
 
-use kafka_elect_leaders::{is_known_request, peek_request, API_KEY};
+use kafka_elect_leaders_capture::traffic::{bad_frame, Role, What};
+use kafka_elect_leaders_json::print::api_label;
 
 use super::frame::{inspect_frame, print_malformed};
 use super::style::Palette;
-use crate::capture::Capture;
 use crate::fail::{frame_failure, malformed, not_a_request_hint, warn, Failure};
 use crate::flags::InspectArgs;
-use crate::input::{Expect, FrameReader, Kind, Opened, ReadFailure, Source, BUNDLED};
+use crate::input::{Expect, Frame, Item, Items, Kind, Source, BUNDLED};
+use crate::notes::Reporter;
 use crate::output::LineFlushed;
-use crate::traffic::{self, Item, What};
 
 /// `inspect`.
 pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
@@ -31,7 +31,6 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
     let mut bad_input = false;
     let mut bad_usage = false;
     for source in &sources {
-        let name = source.name();
         let mut flushed;
         let out: &mut dyn Write = if source.is_live() {
             flushed = LineFlushed::new(&mut *out);
@@ -40,94 +39,23 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
             &mut *out
         };
         let kind = args.kind.kind_of(source);
-        let reader = match source.open_any("inspect", args.read.hex, Expect::Frames) {
-            Ok(Opened::Stream(reader)) => reader,
-            Ok(Opened::Capture(capture)) => {
-                match inspect_capture(args, &palette, &name, *capture, out) {
-                    Ok(()) => {}
-                    Err(Failure::Input(message)) => {
-                        warn(out, &message)?;
-                        bad_input = true;
-                    }
-                    Err(other) => return Err(other),
-                }
-                continue;
-            }
+        let inspected = Items::open("inspect", source, kind, &args.read, Expect::Frames)
+            .and_then(|items| inspect_items(args, &palette, items, out));
+        match inspected {
+            Ok(()) => {}
             Err(Failure::Usage { message, .. }) => {
                 warn(out, &message)?;
                 bad_usage = true;
-                continue;
             }
             Err(Failure::Input(message)) => {
                 warn(out, &message)?;
                 bad_input = true;
-                continue;
+            }
+            Err(Failure::Reported { usage }) => {
+                bad_usage |= usage;
+                bad_input |= !usage;
             }
             Err(other) => return Err(other),
-        };
-        let mut frames = FrameReader::new(reader);
-        let mut index = 0;
-        loop {
-            match frames.next_frame() {
-                Ok(None) => {
-                    if index == 0 {
-                        writeln!(out, "== {name}: no frames ==\n")?;
-                    }
-                    break;
-                }
-                Ok(Some(frame)) => {
-                    index += 1;
-                    if kind == Kind::Request {
-                        if let Ok(peek) = peek_request(&frame.bytes) {
-                            if peek.api_key != API_KEY
-                                && is_known_request(peek.api_key, peek.api_version)
-                            {
-                                if args.others.all {
-                                    writeln!(
-                                        out,
-                                        "== {name}: frame {index} at input byte {}: {} v{} \
-                                         request, correlation id {}, {} bytes (passed over) ==\n",
-                                        frame.offset,
-                                        traffic::api_label(peek.api_key),
-                                        peek.api_version,
-                                        peek.correlation_id,
-                                        frame.bytes.len()
-                                    )?;
-                                }
-                                continue;
-                            }
-                        }
-                    }
-                    banner(out, &palette, &name, index, frame.offset)?;
-                    if let Some(error) = inspect_frame(out, &palette, kind, &frame.bytes)? {
-                        let mut message =
-                            frame_failure(&name, index, frame.offset, frame.bytes.len(), &error);
-                        if kind == Kind::Request {
-                            message.push_str(not_a_request_hint(&frame.bytes));
-                        }
-                        warn(out, &message)?;
-                        bad_input = true;
-                        break;
-                    }
-                }
-                Err(ReadFailure::Size {
-                    offset,
-                    prefix,
-                    error,
-                }) => {
-                    index += 1;
-                    banner(out, &palette, &name, index, offset)?;
-                    print_malformed(out, &palette, kind, &prefix, &error)?;
-                    warn(out, &malformed(&name, index, offset, &error))?;
-                    bad_input = true;
-                    break;
-                }
-                Err(ReadFailure::Io(e)) => {
-                    warn(out, &format!("{name}: {e}"))?;
-                    bad_input = true;
-                    break;
-                }
-            }
         }
     }
     if bad_usage || bad_input {
@@ -136,34 +64,55 @@ pub fn run(args: &InspectArgs, out: &mut dyn Write) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A capture: the tree of every ElectLeaders frame of every connection, headed by where it
-/// was found; frames of other APIs in one line each with `--all`.
-fn inspect_capture<R: io::Read>(
+/// Every item of one input: the tree of every ElectLeaders frame, headed by where it was
+/// found (its number and offset in a stream; packets, connection and stream offset in a
+/// capture); frames of other APIs in one line each with `--all`. A malformed frame of a
+/// stream is shown as far as it can be, reported, and ends the input (its boundaries are
+/// lost); one of a capture is noted, and the rest still read.
+fn inspect_items(
     args: &InspectArgs,
     p: &Palette,
-    name: &str,
-    capture: Capture<R>,
+    items: Items<'_>,
     out: &mut dyn Write,
 ) -> Result<(), Failure> {
+    let name = items.name.clone();
+    let name = name.as_str();
+    let stream = items.is_stream();
+    let mut frames = 0usize;
     let mut bad_frames = 0u64;
-    let mut notes = traffic::Reporter::default();
-    let summary = traffic::walk(name, capture, &args.read, &mut |item| {
-        let found = match item {
+    let mut notes = Reporter::default();
+    let walked = items.walk(&mut |item| {
+        let frame = match item {
             Item::Note(note) => return Ok(notes.report(out, name, &note)?),
-            Item::Frame(found) => found,
             Item::Closed(_) => return Ok(()),
+            Item::Cut(cut) => {
+                frames = cut.index;
+                banner(out, p, name, cut.index, cut.offset)?;
+                print_malformed(out, p, cut.kind, &cut.prefix, &cut.error)?;
+                warn(out, &malformed(name, cut.index, cut.offset, &cut.error))?;
+                return Err(Failure::Reported { usage: false });
+            }
+            Item::Frame(frame) => frame,
         };
-        let o = &found.origin;
-        let packets = if o.first_packet == o.last_packet {
-            format!("packet {}", o.first_packet)
-        } else {
-            format!("packets {}-{}", o.first_packet, o.last_packet)
+        let place = match &frame {
+            Frame::Stream(f) => {
+                frames = f.index;
+                format!("{name}: frame {} at input byte {}", f.index, f.offset)
+            }
+            Frame::Capture(found) => {
+                let o = &found.origin;
+                let packets = if o.first_packet == o.last_packet {
+                    format!("packet {}", o.first_packet)
+                } else {
+                    format!("packets {}-{}", o.first_packet, o.last_packet)
+                };
+                format!(
+                    "{name}: {packets} at {}, connection {} {} -> {}, stream offset {}, frame {}",
+                    o.time, o.conn.0, o.from, o.to, o.offset, o.index
+                )
+            }
         };
-        let place = format!(
-            "{name}: {packets} at {}, connection {} {} -> {}, stream offset {}, frame {}",
-            o.time, o.conn.0, o.from, o.to, o.offset, o.index
-        );
-        let kind = match found.what {
+        let kind = match frame.what() {
             What::ElectRequest => Kind::Request,
             What::ElectResponse { version } => Kind::Response(version),
             What::Other {
@@ -174,15 +123,15 @@ fn inspect_capture<R: io::Read>(
             } => {
                 if args.others.all {
                     let role = match role {
-                        traffic::Role::Requests => "request",
-                        traffic::Role::Responses => "response",
+                        Role::Requests => "request",
+                        Role::Responses => "response",
                     };
                     writeln!(
                         out,
                         "== {place}: {} v{api_version} {role}, correlation id {correlation_id}, \
                          {} bytes (passed over) ==\n",
-                        traffic::api_label(api_key),
-                        found.len
+                        api_label(api_key),
+                        frame.len()
                     )?;
                 }
                 return Ok(());
@@ -193,20 +142,35 @@ fn inspect_capture<R: io::Read>(
                         out,
                         "== {place}: response with correlation id {correlation_id}, whose \
                          request was not seen, {} bytes (passed over) ==\n",
-                        found.len
+                        frame.len()
                     )?;
                 }
                 return Ok(());
             }
         };
         writeln!(out, "{}== {place} =={}", p.bold(), p.reset())?;
-        if let Some(error) = inspect_frame(out, p, kind, &found.frame)? {
-            bad_frames += 1;
-            notes.report(out, name, &traffic::bad_frame(o, &error))?;
+        let Some(error) = inspect_frame(out, p, kind, frame.bytes())? else {
+            return Ok(());
+        };
+        match &frame {
+            Frame::Stream(f) => {
+                let mut message = frame_failure(name, f.index, f.offset, f.bytes.len(), &error);
+                if kind == Kind::Request {
+                    message.push_str(not_a_request_hint(&f.bytes));
+                }
+                warn(out, &message)?;
+                Err(Failure::Reported { usage: false })
+            }
+            Frame::Capture(found) => {
+                bad_frames += 1;
+                Ok(notes.report(out, name, &bad_frame(&found.origin, &error))?)
+            }
         }
-        Ok(())
     })?;
-    notes.finish(out, name, summary.partial + bad_frames)
+    if stream && frames == 0 {
+        writeln!(out, "== {name}: no frames ==\n")?;
+    }
+    notes.finish(out, name, walked.partial + bad_frames)
 }
 
 fn banner(

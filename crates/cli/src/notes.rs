@@ -1,58 +1,8 @@
-//! The tool's side of reading whole connections out of a capture: walking a capture through
-//! the capture crate's analyser with the tool's failures, and reporting its notes on
-//! stderr. The analyser itself (framing, pairing, notes)
-//! is `kafka_elect_leaders_capture::traffic`.
+//! A capture's notes on stderr ([`Reporter`]), one line per distinct problem, and the end
+//! of a walk that reported some ([`finish`]).
 
-pub use kafka_elect_leaders_capture::traffic::*;
-/// Kafka's name of an API key as the tool shows it: the JSON's `"api_name"`.
-pub use kafka_elect_leaders_json::print::api_label;
-
+use kafka_elect_leaders_capture::traffic::Note;
 use kafka_elect_leaders_capture::Endpoint;
-
-/// What a walk through a capture saw.
-#[derive(Default)]
-pub struct Summary {
-    /// Notes that mean some traffic was not decoded.
-    pub partial: u64,
-    /// The capture's counts (packets, those not TCP/IP...), from a capture file.
-    pub stats: Option<kafka_elect_leaders_capture::CaptureStats>,
-}
-
-/// Reads `capture` as Kafka traffic ([`Traffic`]), handing each item to `each` as soon as
-/// it is complete, and counting the notes that make the output partial.
-pub fn walk<R: std::io::Read>(
-    name: &str,
-    mut capture: crate::capture::Capture<R>,
-    read: &crate::flags::ReadFlags,
-    each: &mut dyn FnMut(Item) -> Result<(), crate::fail::Failure>,
-) -> Result<Summary, crate::fail::Failure> {
-    let mut summary = Summary::default();
-    capture.set_limits(read.limits());
-    let mut traffic = Traffic::from_capture(capture, read.port);
-    for item in traffic.by_ref() {
-        let item = item.map_err(|e| crate::fail::Failure::Input(format!("{name}: {e}")))?;
-        if let Item::Note(note) = &item {
-            summary.partial += u64::from(note.partial);
-        }
-        each(item)?;
-    }
-    let stats = traffic.stats();
-    if stats.packets > 0 && stats.tcp == 0 {
-        // Nothing to decode is not the same as nothing found: said, not an error.
-        each(Item::Note(Note {
-            conn: None,
-            packet: None,
-            message: format!(
-                "none of the capture's {} packets is TCP over IP ({} of them not TCP/IP, {} \
-                 of a link type not read): no Kafka traffic could be read",
-                stats.packets, stats.not_tcp, stats.unsupported_link
-            ),
-            partial: false,
-        }))?;
-    }
-    summary.stats = Some(stats);
-    Ok(summary)
-}
 
 /// Reports a capture's notes on stderr, one line per distinct problem: the first of each
 /// kind in full as it is met (after what came before it on standard output), the others

@@ -1,4 +1,4 @@
-//! `fuzz`: a bounded campaign against one live broker, over plain blocking `std::net`.
+//! `fuzz --target`: a bounded campaign against one live broker, over plain blocking `std::net`.
 //!
 //! Each connection starts as a client's does, with ApiVersions (v0); then generated and
 //! mutated ElectLeaders requests go out one at a time, and each answer is read (with a read
@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,20 +56,8 @@ fn answer_id(answer: &[u8]) -> Option<i32> {
     Some(i32::from_be_bytes(answer.get(4..8)?.try_into().ok()?))
 }
 
-/// `fuzz`.
-pub fn run(args: &FuzzArgs, out: &mut dyn Write) -> Result<(), Failure> {
-    let target = match (args.serve, args.target, args.compare) {
-        (Some(_), _, Some(_)) => {
-            return Err(Failure::usage(
-                "fuzz",
-                "--compare goes with --target, not --serve",
-            ))
-        }
-        (Some(listen), _, None) => return super::serve::run(args, listen, out),
-        (None, Some(a), Some(b)) => return super::compare::run(args, a, b, out),
-        (None, Some(target), None) => target,
-        (None, None, _) => return Err(Failure::usage("fuzz", "--target or --serve is required")),
-    };
+/// `fuzz --target ADDR`: the campaign against one broker.
+pub fn run(args: &FuzzArgs, target: SocketAddr, out: &mut dyn Write) -> Result<(), Failure> {
     let o = Options::new(args, target);
     let signalled = on_signals("fuzz")?;
     let watched = Watched::default();

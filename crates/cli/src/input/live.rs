@@ -5,9 +5,15 @@
 //! until Ctrl-C, SIGTERM, `--count` or `--duration`. Only with the feature `live` (which
 //! links libpcap); without it, `--interface` is a usage error that says so.
 
+#[cfg(not(feature = "live"))]
 use crate::fail::Failure;
+#[cfg(not(feature = "live"))]
 use crate::flags::{LiveFlags, ReadFlags};
-use crate::traffic::{Item, Summary};
+#[cfg(not(feature = "live"))]
+use kafka_elect_leaders_capture::traffic::Item;
+
+#[cfg(not(feature = "live"))]
+use super::item::Walked;
 
 /// How an interface is named in messages and notes.
 pub fn name(interface: &str) -> String {
@@ -21,7 +27,7 @@ pub fn walk(
     flags: &LiveFlags,
     _read: &ReadFlags,
     _each: &mut dyn FnMut(Item) -> Result<(), Failure>,
-) -> Result<Summary, Failure> {
+) -> Result<Walked, Failure> {
     let interface = flags.interface.as_deref().unwrap_or_default();
     Err(Failure::usage(
         command,
@@ -44,7 +50,12 @@ mod imp {
 
     use kafka_elect_leaders_capture::{Analyzer, Note, Packets, Timestamp};
 
-    use super::*;
+    // Not `super::*`: in this file `super` would name the input module, this one's parent.
+    use crate::fail::Failure;
+    use crate::flags::{LiveFlags, ReadFlags};
+    use crate::input::item::Walked;
+    use crate::input::live::name;
+    use kafka_elect_leaders_capture::traffic::Item;
 
     /// libpcap's read timeout, in milliseconds: how long it may hold packets before handing
     /// them over (immediate mode hands each over at once where the platform allows).
@@ -71,7 +82,7 @@ mod imp {
         flags: &LiveFlags,
         read: &ReadFlags,
         each: &mut dyn FnMut(Item) -> Result<(), Failure>,
-    ) -> Result<Summary, Failure> {
+    ) -> Result<Walked, Failure> {
         let interface = flags.interface.as_deref().unwrap_or_default();
         let name = name(interface);
         // As tcpdump: immediate mode only when packets are printed to a terminal as they
@@ -111,11 +122,11 @@ mod imp {
         // The in-flight budgets (--max-in-flight-bytes) as for a file.
         analyzer.set_limits(read.limits());
         let mut ready = VecDeque::new();
-        let mut summary = Summary::default();
+        let mut summary = Walked::default();
         let mut seen = 0u64;
         let mut hand_on = |packets: &mut Packets,
                            analyzer: &mut Analyzer,
-                           summary: &mut Summary|
+                           summary: &mut Walked|
          -> Result<(), Failure> {
             while let Some(event) = packets.next_event() {
                 analyzer.feed(event, &mut |item| ready.push_back(item));

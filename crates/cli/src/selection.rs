@@ -18,7 +18,7 @@ use kafka_elect_leaders_capture::summary::Outcome;
 use crate::flags::FilterFlags;
 
 /// The filters given, read.
-pub struct Filter {
+pub struct Selection {
     apis: Option<Vec<i16>>,
     topics: Vec<Vec<u8>>,
     client_ids: Vec<Vec<u8>>,
@@ -35,7 +35,7 @@ pub struct Filter {
     matched: HashMap<u32, VecDeque<u64>>,
 }
 
-/// What a request matched, for [`Filter::pair`].
+/// What a request matched, for [`Selection::pair`].
 #[derive(Clone, Copy, Debug)]
 pub struct Asked {
     client: bool,
@@ -110,8 +110,8 @@ pub fn api_key_of(name: &str) -> Result<i16, String> {
         })
 }
 
-impl Filter {
-    pub fn new(flags: &FilterFlags) -> Result<Filter, String> {
+impl Selection {
+    pub fn new(flags: &FilterFlags) -> Result<Selection, String> {
         let apis = if flags.api.is_empty() {
             None
         } else {
@@ -144,7 +144,7 @@ impl Filter {
                 ));
             }
         }
-        Ok(Filter {
+        Ok(Selection {
             election_types,
             connections: flags.connection.clone(),
             apis,
@@ -267,7 +267,7 @@ impl Filter {
         found
     }
 
-    /// What a request says for [`Filter::pair`]: whether it matches `--client-id` and
+    /// What a request says for [`Selection::pair`]: whether it matches `--client-id` and
     /// `--topic` (`--api` and `--errors-only` are decided with the response).
     pub fn asked(&self, r: &ElectLeadersRequest<'_>) -> Asked {
         Asked {
