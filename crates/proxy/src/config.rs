@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
 
-use crate::audit::DEFAULT_AUDIT_QUEUE_BYTES;
 use crate::filter::Filters;
+use crate::observability::audit::DEFAULT_AUDIT_QUEUE_BYTES;
 use crate::policy::Policy;
 use crate::tls::{ServerTls, UpstreamTls};
 
@@ -46,7 +46,7 @@ pub struct Config {
     pub audit: AuditTarget,
     /// Bytes of audit lines waiting for the writer, at most ([`DEFAULT_AUDIT_QUEUE_BYTES`]).
     /// A connection whose own lines fill an eighth of it waits for them to be written
-    /// ([`crate::audit::connection_share`]); past the whole of it the log is stalled, and
+    /// ([`crate::observability::audit::connection_share`]); past the whole of it the log is stalled, and
     /// elections are refused until it drains.
     pub audit_queue_bytes: usize,
     /// Connections open at once, at most; a client past it is closed at once. Default 1024.
@@ -103,7 +103,7 @@ pub struct Config {
     /// What a client of `/metrics` and `/status` may hold: clients at once, the time to
     /// ask and the time to take the answer, each with its default
     /// ([`crate::MetricsLimits`]); apart from the Kafka listeners' limits.
-    pub metrics_limits: crate::metrics_listener::MetricsLimits,
+    pub metrics_limits: crate::observability::listener::MetricsLimits,
     /// For [`crate::Reloader::apply`]: put this policy in force even when it is weaker than the
     /// one in force ([`Policy::weakened_by`]). The config file's `allow-weaker-rules =
     /// true`, and never a command-line option (the command line is read again at every
@@ -192,7 +192,7 @@ impl Default for Config {
             advertise_host: None,
             dynamic_listen: None,
             metrics_listen: None,
-            metrics_limits: crate::metrics_listener::MetricsLimits::default(),
+            metrics_limits: crate::observability::listener::MetricsLimits::default(),
             allow_weaker_rules: false,
             filters: Filters::builtin(),
             plain: false,

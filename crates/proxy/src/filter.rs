@@ -79,11 +79,11 @@ use bytes::{Bytes, BytesMut};
 use kafka_elect_leaders::{Pending, RequestPeek};
 
 use crate::addresses::Addresses;
-use crate::audit::{Audit, AuditConnection, AuditError, ConnInfo};
 use crate::budget::SMALL_FRAME;
 use crate::close::{Close, CloseReason};
 use crate::identity::Identity;
-use crate::metrics::Metrics;
+use crate::observability::audit::{Audit, AuditConnection, AuditError, ConnInfo};
+use crate::observability::metrics::Metrics;
 use crate::policy::Policy;
 
 /// A future a filter asks the core to wait for before it reads a request.
@@ -212,7 +212,7 @@ impl Session {
     /// "upstream", "principal", "api_key", "api", "api_version", "correlation_id",
     /// "details"}`. `details` is the filter's own (any JSON). An error means the line was
     /// not written (the log fails or is stalled, no room, or the line is longer than
-    /// [`MAX_LINE`](crate::audit::MAX_LINE)): a filter that refuses only what it can audit
+    /// [`MAX_LINE`](crate::observability::audit::MAX_LINE)): a filter that refuses only what it can audit
     /// refuses the request then, as the built-ins do (fail closed). Wait for room first
     /// with [`Session::audit_ready`] in [`Filter::ready`].
     pub fn audit(
@@ -225,7 +225,7 @@ impl Session {
         let conn = &self.parts.conn;
         let key = kafka_elect_leaders::ApiKey(request.api_key);
         let mut line = serde_json::json!({
-            "time": crate::diag::rfc3339_now(),
+            "time": crate::observability::diag::rfc3339_now(),
             "kind": "filter",
             "rule": rule,
             "verdict": verdict,
@@ -241,7 +241,7 @@ impl Session {
         })
         .to_string();
         line.push('\n');
-        if line.len() > crate::audit::MAX_LINE {
+        if line.len() > crate::observability::audit::MAX_LINE {
             return Err(AuditError::TooLarge);
         }
         self.parts.audit.record_line(line)
@@ -773,9 +773,9 @@ pub(crate) mod testing {
     use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
 
     use super::{Answer, Answered, OnRequest, Request, Respond, Session};
-    use crate::audit::{Audit, AuditSink, ConnInfo};
     use crate::close::Close;
     use crate::identity::Identity;
+    use crate::observability::audit::{Audit, AuditSink, ConnInfo};
     use crate::shared::Shared;
     use crate::Config;
 

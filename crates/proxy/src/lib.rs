@@ -96,14 +96,12 @@ pub mod addresses;
 pub mod answer;
 mod answer_due;
 pub mod apis;
-pub mod audit;
 mod budget;
 mod clients;
 mod close;
 mod config;
 mod conn;
 mod connection_threads;
-pub mod diag;
 pub mod file;
 pub mod filter;
 mod filters;
@@ -111,8 +109,7 @@ mod heavy;
 mod identity;
 pub mod leadership;
 mod merge;
-mod metrics;
-mod metrics_listener;
+mod observability;
 pub mod policy;
 mod reload;
 mod server;
@@ -126,9 +123,9 @@ mod weakening;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
-    pub use crate::audit::ConnInfo;
     pub use crate::close::Close;
     pub use crate::conn::{proxy, ClientRead, MAX_IN_FLIGHT, RESERVE_STEP};
+    pub use crate::observability::audit::ConnInfo;
     pub use crate::shared::Shared;
 }
 
@@ -161,11 +158,12 @@ pub mod builtin {
     };
 }
 pub use merge::Overrides;
-pub use metrics::MAX_CLIENT_SERIES;
-pub use metrics_listener::{
+pub use observability::listener::{
     MetricsLimits, DEFAULT_METRICS_CONNECTIONS, DEFAULT_METRICS_HEADER_TIMEOUT,
     DEFAULT_METRICS_WRITE_TIMEOUT,
 };
+pub use observability::metrics::MAX_CLIENT_SERIES;
+pub use observability::{audit, diag};
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use reload::{ReloadError, Reloaded, Reloader};
 pub use server::{max_connections_for, raise_fd_limit, Guard, StartError, RESERVED_FDS};

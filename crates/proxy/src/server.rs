@@ -11,14 +11,14 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::addresses::{Addresses, Opened};
-use crate::audit::{Audit, AuditSink, ConnInfo};
 use crate::budget::Budget;
 use crate::config::MAX_CONNECTION_THREADS;
 use crate::config::{AuditTarget, Config, Route};
 use crate::conn;
 use crate::connection_threads::ConnectionThreads;
-use crate::diag::log;
-use crate::metrics::{Metrics, Refused};
+use crate::observability::audit::{Audit, AuditSink, ConnInfo};
+use crate::observability::diag::log;
+use crate::observability::metrics::{Metrics, Refused};
 use crate::reload::Reloader;
 use crate::shared::Shared;
 use crate::tls::{Tls, TlsError};
@@ -93,7 +93,7 @@ pub struct Guard {
     opened: tokio::sync::mpsc::UnboundedReceiver<Opened>,
     /// `/metrics` and `/status`, and their limits.
     metrics: Option<(TcpListener, SocketAddr)>,
-    metrics_limits: crate::metrics_listener::MetricsLimits,
+    metrics_limits: crate::observability::listener::MetricsLimits,
     max_connections: usize,
     connection_threads: usize,
     shared: Arc<Shared>,
@@ -230,7 +230,7 @@ impl Guard {
             )));
         }
         if let Some((listener, _)) = self.metrics {
-            accepting.push(tokio::spawn(crate::metrics_listener::serve(
+            accepting.push(tokio::spawn(crate::observability::listener::serve(
                 listener,
                 self.shared.clone(),
                 routes_shown,

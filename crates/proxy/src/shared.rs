@@ -5,13 +5,13 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::addresses::Addresses;
-use crate::audit::Audit;
-use crate::audit::ConnInfo;
 use crate::budget::Budget;
 use crate::filter::{Filters, Session, SessionParts};
 use crate::heavy::Heavy;
 use crate::identity::Identity;
-use crate::metrics::Metrics;
+use crate::observability::audit::Audit;
+use crate::observability::audit::ConnInfo;
+use crate::observability::metrics::Metrics;
 use crate::policy::Policy;
 use crate::tls::Tls;
 

@@ -28,8 +28,8 @@ use super::routes::Addresses;
 use super::shapes::{
     carried, scan, Carried, Listed, DESCRIBE_QUORUM, FETCH, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH,
 };
-use crate::audit::ConnInfo;
-use crate::diag::{info, log};
+use crate::observability::audit::ConnInfo;
+use crate::observability::diag::{info, log};
 
 /// The four answers' node endpoints are one structure in four types.
 macro_rules! node_endpoint {

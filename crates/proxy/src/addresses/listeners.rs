@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 
-use crate::diag::info;
+use crate::observability::diag::info;
 
 /// Where the guard opens listeners for brokers that have no route
 /// ([`Config::dynamic_listen`](crate::Config::dynamic_listen); in the configuration file,

@@ -19,8 +19,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, Str
 
 use super::routes::Addresses;
 use crate::answer_due::Reader;
-use crate::audit::ConnInfo;
-use crate::diag::log;
+use crate::observability::audit::ConnInfo;
+use crate::observability::diag::log;
 
 /// Metadata's API key.
 pub const METADATA: i16 = 3;

@@ -11,8 +11,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 
 use super::listeners::{DynamicListen, DynamicListeners, Opened};
-use crate::audit::ConnInfo;
-use crate::diag::log;
+use crate::observability::audit::ConnInfo;
+use crate::observability::diag::log;
 
 /// How many distinct unpaired brokers are remembered, so that each is warned about once;
 /// past it (a broker answering with ever new addresses) no more warnings.

@@ -15,11 +15,11 @@ use super::requests::{requests, Ended};
 use super::responses::responses;
 use super::slot::MAX_IN_FLIGHT;
 use super::timers::{grace, idle, Activity};
-use crate::audit::ConnInfo;
 use crate::budget::Metered;
 use crate::close::{Close, CloseReason};
 use crate::filter::Session;
 use crate::identity::Identity;
+use crate::observability::audit::ConnInfo;
 use crate::shared::Shared;
 
 /// Proxies one connection, given both sides split into their reading and writing halves,

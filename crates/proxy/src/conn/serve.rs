@@ -13,10 +13,10 @@ use tokio::sync::watch;
 use super::client_read::Probed;
 use super::frames::WRITE_BOUNDARY;
 use super::proxy::{proxy, proxy_as};
-use crate::audit::ConnInfo;
 use crate::close::{Close, CloseReason};
-use crate::diag::log;
 use crate::identity::{certificate_subject, Identity};
+use crate::observability::audit::ConnInfo;
+use crate::observability::diag::log;
 use crate::shared::Shared;
 use crate::tls::{handshake_error, Loaded, Tls};
 

@@ -3,8 +3,8 @@
 
 use kafka_elect_leaders::Pending;
 
-use crate::diag::log;
 use crate::filter::{Answer, Filter, OnResponse, Session};
+use crate::observability::diag::log;
 use crate::versions::{cap_elect_leaders, API_VERSIONS};
 
 /// Caps the broker's ApiVersions answer to the versions the guard reads (ElectLeaders, and

@@ -16,10 +16,10 @@ use kafka_elect_leaders::RequestPeek;
 use serde_json::json;
 
 use crate::apis::{class_of, door_of, Class};
-use crate::audit::{rfc3339_now, ConnInfo};
 use crate::close::{Close, CloseReason};
-use crate::diag::log;
 use crate::filter::{Filter, OnRequest, Request, Session};
+use crate::observability::audit::{rfc3339_now, ConnInfo};
+use crate::observability::diag::log;
 
 /// Closes, under any rule, every API the guard never forwards (those only brokers and
 /// controllers send, and keys the guard has no decision for): `crate::apis`.

@@ -13,11 +13,11 @@ use kafka_elect_leaders::{
 
 use crate::answer;
 use crate::answer_due::millis;
-use crate::audit::log_only;
 use crate::close::{Close, CloseReason};
-use crate::diag::log;
 use crate::filter::{Filter, Forward, OnRequest, Request, Respond, Session, Wait};
-use crate::metrics::RecentDecision;
+use crate::observability::audit::log_only;
+use crate::observability::diag::log;
+use crate::observability::metrics::RecentDecision;
 use crate::policy::{Decision, Policy, Verdict};
 
 /// The ElectLeaders policy: refuses, trims or forwards each election, audited.

@@ -8,11 +8,11 @@
 
 use kafka_elect_leaders::RequestPeek;
 
-use crate::audit::log_only;
 use crate::close::{Close, CloseReason};
-use crate::diag::log;
 use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
 use crate::leadership::{self, Api};
+use crate::observability::audit::log_only;
+use crate::observability::diag::log;
 use crate::policy::Verdict;
 
 /// The leadership-change policy on every API other than ElectLeaders that can change a

@@ -5,9 +5,9 @@
 use kafka_elect_leaders::{Pending, RequestPeek};
 
 use crate::close::Close;
-use crate::diag::log;
 use crate::filter::{Answer, Filter, OnRequest, OnResponse, Request, Respond, Session};
 use crate::identity::{Action, SASL_AUTHENTICATE};
+use crate::observability::diag::log;
 
 /// Follows the SASL exchange to learn the principal the broker authenticated, for the rules
 /// that name principals.

@@ -16,14 +16,14 @@
 //! named by topic names of 32 KiB each, or one entry naming a million partitions, make a
 //! line larger than a share of a small audit queue. Such a line is shortened
 //! ([`ChangeLine`](crate::leadership::audit::ChangeLine)'s
-//! [`AuditLine`](crate::audit::AuditLine)), whole entries left out, rather than refused
+//! [`AuditLine`](crate::observability::audit::AuditLine)), whole entries left out, rather than refused
 //! unaudited.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::decision::ChangeDecision;
 use super::read::{ChangeRequest, Entry, Op};
-use crate::audit::{
+use crate::observability::audit::{
     json_len, line_within, rfc3339_now, AuditLine, ConnInfo, Name, RuleList, Shown, MAX_LINE,
 };
 

@@ -1,7 +1,7 @@
 //! What the guard did, for Prometheus (`metrics-listen`): counters, gauges and a
 //! histogram kept with the `prometheus-client` crate and served in its text format at
 //! `/metrics`, with a small page for a person at `/status` (served by
-//! [`crate::metrics_listener`]).
+//! [`crate::observability::listener`]).
 //!
 //! The names follow Prometheus' conventions (base units, `_total` on counters) under the
 //! prefix `elect_leaders_guard_`; the guard's manual (GUARD.md) lists them. Every series
@@ -23,8 +23,8 @@ use prometheus_client::registry::Registry;
 
 use kafka_elect_leaders_text::html as escape;
 
-use crate::audit::AuditMetrics;
 use crate::close::CloseReason;
+use crate::observability::audit::AuditMetrics;
 use crate::policy::{Decision, Policy, Rule, Verdict};
 
 /// Decisions the status page shows.
@@ -427,7 +427,7 @@ impl Metrics {
         }
         let r = recent();
         let entry = Recent {
-            time: crate::audit::rfc3339_now(),
+            time: crate::observability::audit::rfc3339_now(),
             client: r.client,
             principal: r.principal,
             client_id: r.client_id,

@@ -5,7 +5,7 @@
 use std::io;
 use std::net::SocketAddr;
 
-pub use crate::diag::{rfc3339, rfc3339_now};
+pub use crate::observability::diag::{rfc3339, rfc3339_now};
 
 use kafka_elect_leaders::ElectLeadersRequest;
 use serde::ser::{Serialize, SerializeMap, Serializer};

@@ -1,5 +1,5 @@
 //! The metrics listener (`metrics-listen`): `/metrics` in Prometheus' text format and
-//! `/status` for a person, both from [`crate::metrics::Metrics`].
+//! `/status` for a person, both from [`crate::observability::metrics::Metrics`].
 //!
 //! The listener is an HTTP/1.1 server of two pages, written here with `httparse` for the
 //! request line, each client served by a task of its own, and every answer closes the
@@ -323,8 +323,8 @@ mod tests {
             metrics_listen: Some("127.0.0.1:0".parse().unwrap()),
             ..crate::Config::default()
         };
-        let audit = crate::audit::Audit::start(
-            crate::audit::AuditSink::Writer(Box::new(std::io::sink())),
+        let audit = crate::observability::audit::Audit::start(
+            crate::observability::audit::AuditSink::Writer(Box::new(std::io::sink())),
             1 << 20,
         )
         .unwrap();

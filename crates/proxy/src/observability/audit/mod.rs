@@ -1,5 +1,5 @@
 //! The audit log: one JSON line per decision (the guard's diagnostics are
-//! [`crate::diag`]'s).
+//! [`crate::observability::diag`]'s).
 //!
 //! It is never written on a runtime worker. Audit lines go through a queue bounded in
 //! bytes ([`DEFAULT_AUDIT_QUEUE_BYTES`], each line counted by its allocation) to a writer
@@ -45,7 +45,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use kafka_elect_leaders::ElectLeadersRequest;
 use prometheus_client::metrics::gauge::Gauge;
 
-use crate::diag::log;
+use crate::observability::diag::log;
 use crate::policy::{Decision, Policy};
 
 mod queue;

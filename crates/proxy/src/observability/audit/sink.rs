@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use super::queue::{release, Message, Queue};
-use crate::diag::log;
+use crate::observability::diag::log;
 
 /// Where audit lines go.
 pub enum AuditSink {
