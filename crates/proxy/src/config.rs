@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
 
+use crate::core::tls::{ServerTls, UpstreamTls};
 use crate::filter::Filters;
 use crate::observability::audit::DEFAULT_AUDIT_QUEUE_BYTES;
 use crate::policy::Policy;
-use crate::tls::{ServerTls, UpstreamTls};
 
 /// One listener of the guard and the broker it forwards to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,7 +169,7 @@ pub const DEFAULT_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`Config::request_timeout`]'s default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-pub use crate::budget::DEFAULT_MAX_BUFFERED_BYTES;
+pub use crate::core::budget::DEFAULT_MAX_BUFFERED_BYTES;
 
 impl Default for Config {
     fn default() -> Self {

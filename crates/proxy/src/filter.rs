@@ -79,8 +79,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_elect_leaders::{Pending, RequestPeek};
 
 use crate::addresses::Addresses;
-use crate::budget::SMALL_FRAME;
-use crate::close::{Close, CloseReason};
+use crate::core::budget::SMALL_FRAME;
+use crate::core::close::{Close, CloseReason};
 use crate::identity::Identity;
 use crate::observability::audit::{Audit, AuditConnection, AuditError, ConnInfo};
 use crate::observability::metrics::Metrics;
@@ -773,10 +773,10 @@ pub(crate) mod testing {
     use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
 
     use super::{Answer, Answered, OnRequest, Request, Respond, Session};
-    use crate::close::Close;
+    use crate::core::close::Close;
+    use crate::core::shared::Shared;
     use crate::identity::Identity;
     use crate::observability::audit::{Audit, AuditSink, ConnInfo};
-    use crate::shared::Shared;
     use crate::Config;
 
     /// One client connection, from 192.0.2.1 through the listener 127.0.0.1:19092 to the

@@ -94,27 +94,18 @@
 
 pub mod addresses;
 pub mod answer;
-mod answer_due;
 pub mod apis;
-mod budget;
-mod clients;
-mod close;
 mod config;
-mod conn;
-mod connection_threads;
+mod core;
 pub mod file;
 pub mod filter;
 mod filters;
-mod heavy;
 mod identity;
 pub mod leadership;
 mod merge;
 mod observability;
 pub mod policy;
 mod reload;
-mod server;
-mod shared;
-pub mod tls;
 mod versions;
 mod weakening;
 
@@ -123,13 +114,13 @@ mod weakening;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
-    pub use crate::close::Close;
-    pub use crate::conn::{proxy, ClientRead, MAX_IN_FLIGHT, RESERVE_STEP};
+    pub use crate::core::close::Close;
+    pub use crate::core::conn::{proxy, ClientRead, MAX_IN_FLIGHT, RESERVE_STEP};
+    pub use crate::core::shared::Shared;
     pub use crate::observability::audit::ConnInfo;
-    pub use crate::shared::Shared;
 }
 
-pub use close::{Close, CloseReason};
+pub use crate::core::close::{Close, CloseReason};
 pub use config::{
     AuditTarget, Config, Route, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
@@ -157,6 +148,10 @@ pub mod builtin {
         Addresses, ApiVersions, Doors, ElectLeaders, FollowerFetch, Leadership, Sasl,
     };
 }
+pub use crate::core::server::{
+    max_connections_for, raise_fd_limit, Guard, StartError, RESERVED_FDS,
+};
+pub use crate::core::tls::{self, ServerTls, UpstreamTls};
 pub use merge::Overrides;
 pub use observability::listener::{
     MetricsLimits, DEFAULT_METRICS_CONNECTIONS, DEFAULT_METRICS_HEADER_TIMEOUT,
@@ -166,5 +161,3 @@ pub use observability::metrics::MAX_CLIENT_SERIES;
 pub use observability::{audit, diag};
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
 pub use reload::{ReloadError, Reloaded, Reloader};
-pub use server::{max_connections_for, raise_fd_limit, Guard, StartError, RESERVED_FDS};
-pub use tls::{ServerTls, UpstreamTls};

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::shared::Shared;
-use crate::tls::TlsError;
+use crate::core::shared::Shared;
+use crate::core::tls::TlsError;
 
 /// Reloads the guard's certificates, or its whole policy and TLS settings: see
 /// [`crate::Guard::reloader`].

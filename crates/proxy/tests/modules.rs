@@ -28,8 +28,8 @@ fn proxy_module_graph_has_the_edges_it_should() {
     ));
     // `use crate::observability::diag::log;` in observability/audit/mod.rs
     assert!(uses(&graph, "observability::audit", "observability::diag"));
-    // `use crate::connection_threads::ConnectionThreads;` in server.rs
-    assert!(uses(&graph, "server", "connection_threads"));
+    // `use crate::core::connection_threads::ConnectionThreads;` in core/server.rs
+    assert!(uses(&graph, "core::server", "core::connection_threads"));
     // The diagnostics are below the audit log, not above it.
     assert!(!uses(&graph, "observability::diag", "observability::audit"));
 }

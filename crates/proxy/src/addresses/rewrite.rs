@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
 use super::routes::Addresses;
-use crate::answer_due::Reader;
+use crate::core::answer_due::Reader;
 use crate::observability::audit::ConnInfo;
 use crate::observability::diag::log;
 

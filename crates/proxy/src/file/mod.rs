@@ -57,9 +57,9 @@ use serde::Deserialize;
 
 use crate::addresses::DynamicListen;
 use crate::config::{AuditTarget, Config, Route};
+use crate::core::tls::{ServerTls, UpstreamTls};
 use crate::merge::Overrides;
 use crate::policy::Policy;
-use crate::tls::{ServerTls, UpstreamTls};
 
 /// What a configuration file sets; `None` (or an empty list) where it says nothing.
 #[derive(Clone, Debug, Default)]

@@ -16,7 +16,7 @@ use kafka_elect_leaders::RequestPeek;
 use serde_json::json;
 
 use crate::apis::{class_of, door_of, Class};
-use crate::close::{Close, CloseReason};
+use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Session};
 use crate::observability::audit::{rfc3339_now, ConnInfo};
 use crate::observability::diag::log;

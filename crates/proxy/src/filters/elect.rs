@@ -12,8 +12,8 @@ use kafka_elect_leaders::{
 };
 
 use crate::answer;
-use crate::answer_due::millis;
-use crate::close::{Close, CloseReason};
+use crate::core::answer_due::millis;
+use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, Forward, OnRequest, Request, Respond, Session, Wait};
 use crate::observability::audit::log_only;
 use crate::observability::diag::log;

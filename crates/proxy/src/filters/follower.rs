@@ -15,7 +15,7 @@
 //! refuse it): what the guard cannot read is not forwarded while rules are set.
 
 use crate::apis::fetch_replica_id as replica_id;
-use crate::close::{Close, CloseReason};
+use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Session};
 
 /// Fetch's API key.

@@ -8,7 +8,7 @@
 
 use kafka_elect_leaders::RequestPeek;
 
-use crate::close::{Close, CloseReason};
+use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
 use crate::leadership::{self, Api};
 use crate::observability::audit::log_only;

@@ -4,7 +4,7 @@
 
 use kafka_elect_leaders::{Pending, RequestPeek};
 
-use crate::close::Close;
+use crate::core::close::Close;
 use crate::filter::{Answer, Filter, OnRequest, OnResponse, Request, Respond, Session};
 use crate::identity::{Action, SASL_AUTHENTICATE};
 use crate::observability::diag::log;

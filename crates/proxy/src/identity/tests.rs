@@ -3,7 +3,7 @@
 
 use super::mechanisms::{base64url, jwt_sub};
 use super::*;
-use crate::answer_due::Reader;
+use crate::core::answer_due::Reader;
 use kafka_elect_leaders::peek_request;
 
 fn request(api_key: i16, version: i16, correlation_id: i32, body: &[u8]) -> Vec<u8> {

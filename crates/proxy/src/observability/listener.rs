@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
-use crate::shared::Shared;
+use crate::core::shared::Shared;
 
 /// How much a metrics client may send before its request head is whole.
 const REQUEST_BYTES: usize = 8 * 1024;

@@ -23,7 +23,7 @@ use prometheus_client::registry::Registry;
 
 use kafka_elect_leaders_text::html as escape;
 
-use crate::close::CloseReason;
+use crate::core::close::CloseReason;
 use crate::observability::audit::AuditMetrics;
 use crate::policy::{Decision, Policy, Rule, Verdict};
 

@@ -80,7 +80,7 @@ pub struct Audit {
     lines: Sender<Message>,
     queue: Arc<Queue>,
     /// The bytes each client address has queued, shared by its connections.
-    by_address: crate::clients::PerClient,
+    by_address: crate::core::clients::PerClient,
 }
 
 /// An audit line to queue: one written already, or a record written when queued, as its
@@ -207,7 +207,7 @@ impl Audit {
         Ok(Audit {
             lines,
             queue,
-            by_address: crate::clients::PerClient::default(),
+            by_address: crate::core::clients::PerClient::default(),
         })
     }
 
@@ -215,7 +215,7 @@ impl Audit {
     /// [`Config::max_buffered_bytes`](crate::Config::max_buffered_bytes)): a line the
     /// budget has no room for is refused ([`AuditError::NoMemory`]). Once: a second budget
     /// is ignored.
-    pub(crate) fn count_in(&self, budget: &crate::budget::Budget) {
+    pub(crate) fn count_in(&self, budget: &crate::core::budget::Budget) {
         let _ = self.queue.budget.set(budget.clone());
     }
 

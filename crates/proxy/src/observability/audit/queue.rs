@@ -29,7 +29,7 @@ pub(super) struct Queue {
     pub(super) metrics: AuditMetrics,
     /// The guard's buffer budget, which every line queued takes its bytes from too, once
     /// the guard is started with this log ([`Audit::count_in`]).
-    pub(super) budget: OnceLock<crate::budget::Budget>,
+    pub(super) budget: OnceLock<crate::core::budget::Budget>,
 }
 
 impl Queue {
@@ -59,7 +59,7 @@ pub(super) struct Queued {
     pub(super) bytes: usize,
     pub(super) conn: Option<Arc<AtomicUsize>>,
     /// The line's share of the guard's buffer budget, given back once it is written.
-    pub(super) _share: Option<crate::budget::Share>,
+    pub(super) _share: Option<crate::core::budget::Share>,
 }
 
 /// What a writer thread is handed: a line, or a request to say when every line before it

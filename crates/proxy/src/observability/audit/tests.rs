@@ -350,7 +350,7 @@ async fn audit_lines_are_counted_in_the_buffer_budget() {
     let sink = AuditSink::Writer(Box::new(Slow(written.clone(), Some(gate))));
     let audit = Arc::new(Audit::start(sink, 8 << 20).unwrap());
     // 1 MiB for frames' remainders, about 1 MiB for everything else.
-    let budget = crate::budget::Budget::new(2 << 20, 1 << 20);
+    let budget = crate::core::budget::Budget::new(2 << 20, 1 << 20);
     audit.count_in(&budget);
     let before = budget.available();
     let line = || format!("{}\n", "x".repeat(299_999));

@@ -9,7 +9,7 @@ use futures_util::FutureExt;
 use tokio::io::{AsyncRead, Interest};
 use tokio::net::TcpStream;
 
-use crate::budget::Metered;
+use crate::core::budget::Metered;
 
 /// A read half of a TLS stream, with a second handle on its socket that sees the client's
 /// FIN (`ClientRead::closed`) while the TLS stream's own handle is inside the split.

@@ -5,15 +5,15 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::addresses::Addresses;
-use crate::budget::Budget;
+use crate::core::budget::Budget;
+use crate::core::heavy::Heavy;
+use crate::core::tls::Tls;
 use crate::filter::{Filters, Session, SessionParts};
-use crate::heavy::Heavy;
 use crate::identity::Identity;
 use crate::observability::audit::Audit;
 use crate::observability::audit::ConnInfo;
 use crate::observability::metrics::Metrics;
 use crate::policy::Policy;
-use crate::tls::Tls;
 
 /// What every connection shares.
 pub struct Shared {

@@ -14,10 +14,10 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 
 use super::frames::{flush, ToPeer};
-use crate::budget::{Share, SMALL_FRAME};
-use crate::close::Close;
+use crate::core::budget::{Share, SMALL_FRAME};
+use crate::core::close::Close;
+use crate::core::shared::Shared;
 use crate::filter::{Answered, Respond};
-use crate::shared::Shared;
 
 /// Requests of one connection waiting for their answers, at most.
 pub const MAX_IN_FLIGHT: usize = 128;

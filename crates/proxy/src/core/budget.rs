@@ -48,10 +48,10 @@
 //! ElectLeaders request 18 s).
 //!
 //! The budget bounds what is set aside, not what is allocated: memory still grows only as
-//! bytes arrive ([`crate::conn::RESERVE_STEP`] at a time past them, and a large frame's
+//! bytes arrive ([`crate::core::conn::RESERVE_STEP`] at a time past them, and a large frame's
 //! buffer to what its share covers), never by a size read off the wire.
 
-use crate::clients::PerClient;
+use crate::core::clients::PerClient;
 use std::collections::VecDeque;
 use std::io;
 use std::net::IpAddr;
@@ -89,7 +89,7 @@ pub struct Budget {
     small_total: usize,
     /// What one client may hold of the reserve, with all its connections.
     client_cap: usize,
-    /// Each client's bytes of the reserve held (`crate::clients`); pruned as clients go.
+    /// Each client's bytes of the reserve held (`crate::core::clients`); pruned as clients go.
     clients: Arc<PerClient>,
 }
 

@@ -13,12 +13,12 @@ use tokio::sync::watch;
 use super::client_read::Probed;
 use super::frames::WRITE_BOUNDARY;
 use super::proxy::{proxy, proxy_as};
-use crate::close::{Close, CloseReason};
+use crate::core::close::{Close, CloseReason};
+use crate::core::shared::Shared;
+use crate::core::tls::{handshake_error, Loaded, Tls};
 use crate::identity::{certificate_subject, Identity};
 use crate::observability::audit::ConnInfo;
 use crate::observability::diag::log;
-use crate::shared::Shared;
-use crate::tls::{handshake_error, Loaded, Tls};
 
 /// Serves one accepted client: connects to its upstream, then proxies until either side
 /// closes, a frame is malformed, or the proxy stops. `advertised`: the host name of a

@@ -4,7 +4,7 @@ use bytes::BytesMut;
 use kafka_elect_leaders::KafkaFrameCodec;
 use tokio_util::codec::Decoder;
 
-use crate::close::Close;
+use crate::core::close::Close;
 
 /// Issue 23, finding 8: a broker that hung up inside a frame was reported as sending a
 /// malformed frame.

@@ -15,12 +15,12 @@ use super::requests::{requests, Ended};
 use super::responses::responses;
 use super::slot::MAX_IN_FLIGHT;
 use super::timers::{grace, idle, Activity};
-use crate::budget::Metered;
-use crate::close::{Close, CloseReason};
+use crate::core::budget::Metered;
+use crate::core::close::{Close, CloseReason};
+use crate::core::shared::Shared;
 use crate::filter::Session;
 use crate::identity::Identity;
 use crate::observability::audit::ConnInfo;
-use crate::shared::Shared;
 
 /// Proxies one connection, given both sides split into their reading and writing halves,
 /// until either side closes, a frame is malformed, a timeout passes or the proxy stops.

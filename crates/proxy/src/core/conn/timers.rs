@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::close::{Close, CloseReason};
+use crate::core::close::{Close, CloseReason};
 
 /// How long answers still in flight are waited for once the proxy is told to stop.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);

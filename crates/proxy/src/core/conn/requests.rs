@@ -15,11 +15,11 @@ use super::client_read::{unless_gone, ClientRead};
 use super::frames::{flush, forward, shrink, FromClient, ToPeer};
 use super::slot::{keep, send_slot, Slot};
 use super::timers::{until, Activity};
-use crate::answer_due::answer_due;
-use crate::budget::SMALL_FRAME;
-use crate::close::{Close, CloseReason};
+use crate::core::answer_due::answer_due;
+use crate::core::budget::SMALL_FRAME;
+use crate::core::close::{Close, CloseReason};
+use crate::core::shared::Shared;
 use crate::filter::{Filter, Frame, OnRequest, Request, Respond, Session};
-use crate::shared::Shared;
 
 /// Where a request's chain of filters ended.
 enum End {

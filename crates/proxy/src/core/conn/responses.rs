@@ -15,10 +15,10 @@ use tokio::sync::mpsc::error::TryRecvError;
 use super::frames::{flush, forward, forward_spliced, shrink, FromPeer, ToPeer};
 use super::slot::{Slot, MAX_IN_FLIGHT};
 use super::timers::{until, Activity};
-use crate::budget::SMALL_FRAME;
-use crate::close::{Close, CloseReason};
+use crate::core::budget::SMALL_FRAME;
+use crate::core::close::{Close, CloseReason};
+use crate::core::shared::Shared;
 use crate::filter::{Answer, Answered, Frame, OnResponse, Session};
-use crate::shared::Shared;
 
 enum Next {
     Slot(Option<Slot>),

@@ -11,17 +11,17 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::addresses::{Addresses, Opened};
-use crate::budget::Budget;
 use crate::config::MAX_CONNECTION_THREADS;
 use crate::config::{AuditTarget, Config, Route};
-use crate::conn;
-use crate::connection_threads::ConnectionThreads;
+use crate::core::budget::Budget;
+use crate::core::conn;
+use crate::core::connection_threads::ConnectionThreads;
+use crate::core::shared::Shared;
+use crate::core::tls::{Tls, TlsError};
 use crate::observability::audit::{Audit, AuditSink, ConnInfo};
 use crate::observability::diag::log;
 use crate::observability::metrics::{Metrics, Refused};
 use crate::reload::Reloader;
-use crate::shared::Shared;
-use crate::tls::{Tls, TlsError};
 
 /// How long a stopping guard waits for the audit log and the diagnostics to be written.
 const AUDIT_DRAIN: Duration = Duration::from_secs(5);
@@ -474,7 +474,7 @@ impl Shared {
         Shared {
             metrics: Arc::new(metrics),
             filters: config.filters.clone(),
-            heavy: crate::heavy::Heavy::per_core(),
+            heavy: crate::core::heavy::Heavy::per_core(),
             next_connection: std::sync::atomic::AtomicU64::new(1),
             policy: Arc::new(RwLock::new(Arc::new(config.policy.clone()))),
             audit: Arc::new(audit),

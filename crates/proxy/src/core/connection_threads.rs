@@ -6,7 +6,7 @@
 //! park per event, which measured about half of the guard's CPU per round trip at a paced
 //! request rate (`benches/guard_cpu.py`, issue 37). A connection placed on one thread for
 //! its whole life has its events handled where they arrive, and the threads share only
-//! what every connection shares ([`crate::shared::Shared`]: the policy, the budget, the
+//! what every connection shares ([`crate::core::shared::Shared`]: the policy, the budget, the
 //! audit queue, the metrics). Connections go to the threads in turn.
 
 use std::future::Future;

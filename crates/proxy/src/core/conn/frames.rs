@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
-use crate::budget::{Metered, Reserving};
+use crate::core::budget::{Metered, Reserving};
 
 /// How far ahead of the bytes received a partial frame's buffer is grown at a time: a size
 /// prefix alone reserves no more than this.
