@@ -97,17 +97,13 @@ pub mod answer;
 pub mod apis;
 mod config;
 mod core;
-pub mod file;
 pub mod filter;
 mod filters;
 mod identity;
 pub mod leadership;
-mod merge;
 mod observability;
 pub mod policy;
-mod reload;
 mod versions;
-mod weakening;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.
@@ -121,12 +117,12 @@ pub mod testing {
 }
 
 pub use crate::core::close::{Close, CloseReason};
-pub use config::{
+pub use config::file::{self, ConfigFile, FileError};
+pub use config::settings::{
     AuditTarget, Config, Route, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
     MAX_CONNECTION_THREADS,
 };
-pub use file::{ConfigFile, FileError};
 pub use filter::{Filter, Filters};
 /// Kafka's tables and the headers a filter reads, from the codec: one dependency is enough
 /// to write a filter.
@@ -152,7 +148,8 @@ pub use crate::core::server::{
     max_connections_for, raise_fd_limit, Guard, StartError, RESERVED_FDS,
 };
 pub use crate::core::tls::{self, ServerTls, UpstreamTls};
-pub use merge::Overrides;
+pub use config::merge::Overrides;
+pub use config::reload::{ReloadError, Reloaded, Reloader};
 pub use observability::listener::{
     MetricsLimits, DEFAULT_METRICS_CONNECTIONS, DEFAULT_METRICS_HEADER_TIMEOUT,
     DEFAULT_METRICS_WRITE_TIMEOUT,
@@ -160,4 +157,3 @@ pub use observability::listener::{
 pub use observability::metrics::MAX_CLIENT_SERIES;
 pub use observability::{audit, diag};
 pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
-pub use reload::{ReloadError, Reloaded, Reloader};

@@ -11,8 +11,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::addresses::{Addresses, Opened};
-use crate::config::MAX_CONNECTION_THREADS;
-use crate::config::{AuditTarget, Config, Route};
+use crate::config::reload::Reloader;
+use crate::config::settings::MAX_CONNECTION_THREADS;
+use crate::config::settings::{AuditTarget, Config, Route};
 use crate::core::budget::Budget;
 use crate::core::conn;
 use crate::core::connection_threads::ConnectionThreads;
@@ -21,7 +22,6 @@ use crate::core::tls::{Tls, TlsError};
 use crate::observability::audit::{Audit, AuditSink, ConnInfo};
 use crate::observability::diag::log;
 use crate::observability::metrics::{Metrics, Refused};
-use crate::reload::Reloader;
 
 /// How long a stopping guard waits for the audit log and the diagnostics to be written.
 const AUDIT_DRAIN: Duration = Duration::from_secs(5);

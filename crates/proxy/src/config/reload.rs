@@ -7,7 +7,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Config;
+use crate::config::settings::Config;
 use crate::core::shared::Shared;
 use crate::core::tls::TlsError;
 

@@ -56,9 +56,9 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
 use crate::addresses::DynamicListen;
-use crate::config::{AuditTarget, Config, Route};
+use crate::config::merge::Overrides;
+use crate::config::settings::{AuditTarget, Config, Route};
 use crate::core::tls::{ServerTls, UpstreamTls};
-use crate::merge::Overrides;
 use crate::policy::Policy;
 
 /// What a configuration file sets; `None` (or an empty list) where it says nothing.
