@@ -78,10 +78,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_elect_leaders::{Pending, RequestPeek};
 
-use crate::addresses::Addresses;
 use crate::core::budget::SMALL_FRAME;
 use crate::core::close::{Close, CloseReason};
-use crate::identity::Identity;
+use crate::filters::addresses::routes::Routes;
+use crate::filters::sasl::identity::Identity;
 use crate::observability::audit::{Audit, AuditConnection, AuditError, ConnInfo};
 use crate::observability::metrics::Metrics;
 use crate::policy::Policy;
@@ -159,7 +159,7 @@ pub(crate) struct SessionParts {
     /// The guard's metrics.
     pub(crate) metrics: Arc<Metrics>,
     /// The broker-address rewrite.
-    pub(crate) addresses: Arc<Addresses>,
+    pub(crate) addresses: Arc<Routes>,
     /// The client address's share of the audit queue.
     pub(crate) audit: AuditConnection,
 }
@@ -775,7 +775,7 @@ pub(crate) mod testing {
     use super::{Answer, Answered, OnRequest, Request, Respond, Session};
     use crate::core::close::Close;
     use crate::core::shared::Shared;
-    use crate::identity::Identity;
+    use crate::filters::sasl::identity::Identity;
     use crate::observability::audit::{Audit, AuditSink, ConnInfo};
     use crate::Config;
 

@@ -92,18 +92,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod addresses;
 pub mod answer;
-pub mod apis;
 mod config;
 mod core;
 pub mod filter;
 mod filters;
-mod identity;
 pub mod leadership;
 mod observability;
 pub mod policy;
-mod versions;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.
@@ -124,6 +120,8 @@ pub use config::settings::{
     MAX_CONNECTION_THREADS,
 };
 pub use filter::{Filter, Filters};
+pub use filters::addresses;
+pub use filters::doors::apis;
 /// Kafka's tables and the headers a filter reads, from the codec: one dependency is enough
 /// to write a filter.
 pub use kafka_elect_leaders::{ApiKey, ErrorCode, Pending, RequestPeek};

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::addresses::DynamicListen;
+use crate::filters::addresses::DynamicListen;
 use crate::{AuditTarget, Config};
 
 /// The settings one source gives; `None`: not given.

@@ -88,7 +88,7 @@ pub struct Config {
     pub max_buffered_bytes: usize,
     /// Each broker's host name as written for its route (`upstream = "kafka-1:9092"`), by
     /// its resolved address: a broker advertising that name is recognised as that route's
-    /// ([`crate::addresses`]).
+    /// ([`crate::filters::addresses`]).
     pub upstream_names: Vec<(SocketAddr, String)>,
     /// The host clients are told for the guard's listeners in rewritten broker addresses.
     /// None: each listener's IP address, or for a listener on an unspecified address
@@ -96,7 +96,7 @@ pub struct Config {
     pub advertise_host: Option<String>,
     /// Listeners opened for brokers that have no route; None: such a broker's address is
     /// left as it is, with a warning.
-    pub dynamic_listen: Option<crate::addresses::DynamicListen>,
+    pub dynamic_listen: Option<crate::filters::addresses::DynamicListen>,
     /// Where `/metrics` (Prometheus) and `/status` (a page for a person) are served;
     /// None: nowhere.
     pub metrics_listen: Option<SocketAddr>,
@@ -131,7 +131,7 @@ impl Config {
     /// [`upstream`](Route::upstream) is one of the guard's own listening addresses (a
     /// route's [`listen`](Route::listen), its own included, or
     /// [`metrics_listen`](Config::metrics_listen)). An address matches as the guard matches
-    /// brokers' ([`crate::addresses`]): the same port and IP, or for a listener on
+    /// brokers' ([`crate::filters::addresses`]): the same port and IP, or for a listener on
     /// `0.0.0.0` or `::` any address of this host. Each client would open a connection
     /// through the guard to the guard, and so on until
     /// [`max_connections`](Config::max_connections). Port 0 (any free port) matches
@@ -148,7 +148,12 @@ impl Config {
                 .find(|(_, listen)| {
                     listen.port() != 0
                         && listen.port() == upstream.port()
-                        && crate::addresses::same_host(listen.ip(), upstream.ip(), None, true)
+                        && crate::filters::addresses::same_host(
+                            listen.ip(),
+                            upstream.ip(),
+                            None,
+                            true,
+                        )
                 })
                 .map(|(option, listen)| {
                     format!(

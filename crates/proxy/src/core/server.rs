@@ -10,7 +10,6 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
-use crate::addresses::{Addresses, Opened};
 use crate::config::reload::Reloader;
 use crate::config::settings::MAX_CONNECTION_THREADS;
 use crate::config::settings::{AuditTarget, Config, Route};
@@ -19,6 +18,7 @@ use crate::core::conn;
 use crate::core::connection_threads::ConnectionThreads;
 use crate::core::shared::Shared;
 use crate::core::tls::{Tls, TlsError};
+use crate::filters::addresses::{Opened, Routes};
 use crate::observability::audit::{Audit, AuditSink, ConnInfo};
 use crate::observability::diag::log;
 use crate::observability::metrics::{Metrics, Refused};
@@ -147,7 +147,7 @@ impl Guard {
             None => None,
         };
         let (open, opened) = tokio::sync::mpsc::unbounded_channel();
-        let mut addresses = Addresses::new(
+        let mut addresses = Routes::new(
             listeners
                 .iter()
                 .map(|&(_, listen, upstream)| (listen, upstream, config.upstream_name(upstream))),
@@ -486,7 +486,7 @@ impl Shared {
             request_timeout: config.request_timeout,
             budget,
             tls: None,
-            addresses: Arc::new(Addresses::new(
+            addresses: Arc::new(Routes::new(
                 config
                     .routes
                     .iter()

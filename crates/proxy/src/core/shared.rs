@@ -4,12 +4,12 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use crate::addresses::Addresses;
 use crate::core::budget::Budget;
 use crate::core::heavy::Heavy;
 use crate::core::tls::Tls;
 use crate::filter::{Filters, Session, SessionParts};
-use crate::identity::Identity;
+use crate::filters::addresses::routes::Routes;
+use crate::filters::sasl::identity::Identity;
 use crate::observability::audit::Audit;
 use crate::observability::audit::ConnInfo;
 use crate::observability::metrics::Metrics;
@@ -41,7 +41,7 @@ pub struct Shared {
     /// TLS towards clients, brokers or both; None: plaintext both ways.
     pub tls: Option<Tls>,
     /// Broker addresses rewritten in the answers that carry them.
-    pub addresses: Arc<Addresses>,
+    pub addresses: Arc<Routes>,
     /// What the guard did, for `metrics-listen`.
     pub metrics: Arc<Metrics>,
     /// What reads each frame, in order.

@@ -4,7 +4,7 @@
 //! whenever the policy has a rule about leadership, audited, and forwarded or answered
 //! with the API's own refusal; a version the guard does not read or a request it cannot
 //! read closes the connection. (The APIs only brokers send are closed before, by the
-//! doors: `crate::apis`.)
+//! doors: `crate::filters::doors::apis`.)
 
 use kafka_elect_leaders::RequestPeek;
 

@@ -1,6 +1,6 @@
 //! The APIs the leadership-change policy reads ([`Api`]: their keys, names and the
 //! versions the guard reads): the bottom of the policy, which everything else in it names.
-//! (The APIs only brokers send, which the guard never forwards, are `crate::apis`'.)
+//! (The APIs only brokers send, which the guard never forwards, are `crate::filters::doors::apis`'.)
 
 use kafka_elect_leaders::ApiKey;
 

@@ -699,7 +699,7 @@ fn every_api_is_found_by_its_key() {
     for api in Api::ALL {
         assert_eq!(Api::of(api.key()), Some(api));
         assert_eq!(
-            crate::apis::door_of(api.key()).map(|door| door.name),
+            crate::filters::doors::apis::door_of(api.key()).map(|door| door.name),
             Some(api.name())
         );
     }

@@ -73,7 +73,7 @@ pub struct Policy {
     pub principal_rules: HashMap<Box<str>, Policy>,
     /// API keys Kafka 4.4 does not define that are forwarded all the same
     /// (`rules.forward-unknown-api`); every other key the guard's table of APIs
-    /// (`crate::apis`) does not know closes the connection while any rule is set. A key
+    /// (`crate::filters::doors::apis`) does not know closes the connection while any rule is set. A key
     /// the table knows cannot be named here.
     pub forwarded_unknown_apis: std::collections::BTreeSet<i16>,
 }

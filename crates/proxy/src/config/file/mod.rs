@@ -55,10 +55,10 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 
-use crate::addresses::DynamicListen;
 use crate::config::merge::Overrides;
 use crate::config::settings::{AuditTarget, Config, Route};
 use crate::core::tls::{ServerTls, UpstreamTls};
+use crate::filters::addresses::DynamicListen;
 use crate::policy::Policy;
 
 /// What a configuration file sets; `None` (or an empty list) where it says nothing.
@@ -677,7 +677,7 @@ fn frame_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error
 fn unknown_api_keys<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i16>, D::Error> {
     let keys = Vec::<i16>::deserialize(d)?;
     for key in &keys {
-        if let Some(door) = crate::apis::door_of(*key) {
+        if let Some(door) = crate::filters::doors::apis::door_of(*key) {
             return Err(de::Error::custom(format!(
                 "api key {key} is {}, which the guard knows ({}): only keys Kafka 4.4 does \
                  not define can be forwarded",

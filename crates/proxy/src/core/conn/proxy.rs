@@ -19,7 +19,7 @@ use crate::core::budget::Metered;
 use crate::core::close::{Close, CloseReason};
 use crate::core::shared::Shared;
 use crate::filter::Session;
-use crate::identity::Identity;
+use crate::filters::sasl::identity::Identity;
 use crate::observability::audit::ConnInfo;
 
 /// Proxies one connection, given both sides split into their reading and writing halves,

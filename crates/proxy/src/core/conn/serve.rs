@@ -16,7 +16,7 @@ use super::proxy::{proxy, proxy_as};
 use crate::core::close::{Close, CloseReason};
 use crate::core::shared::Shared;
 use crate::core::tls::{handshake_error, Loaded, Tls};
-use crate::identity::{certificate_subject, Identity};
+use crate::filters::sasl::identity::{certificate_subject, Identity};
 use crate::observability::audit::ConnInfo;
 use crate::observability::diag::log;
 

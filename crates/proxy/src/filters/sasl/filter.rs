@@ -6,7 +6,7 @@ use kafka_elect_leaders::{Pending, RequestPeek};
 
 use crate::core::close::Close;
 use crate::filter::{Answer, Filter, OnRequest, OnResponse, Request, Respond, Session};
-use crate::identity::{Action, SASL_AUTHENTICATE};
+use crate::filters::sasl::identity::{Action, SASL_AUTHENTICATE};
 use crate::observability::diag::log;
 
 /// Follows the SASL exchange to learn the principal the broker authenticated, for the rules

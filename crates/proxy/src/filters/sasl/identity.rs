@@ -36,11 +36,8 @@
 //! carry what is read; in `mechanisms`, the name each mechanism's client message claims; in
 //! `x500`, a certificate's subject written as Java writes it.
 
-mod frames;
-mod mechanisms;
 #[cfg(test)]
 mod tests;
-mod x500;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,12 +45,12 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use kafka_elect_leaders::RequestPeek;
 
+use super::frames::{handshake_refusal, sasl_answer, sasl_auth_bytes, sasl_handshake_mechanism};
+use super::mechanisms::{oauthbearer_user, plain_user, scram_user};
 use crate::policy::Policy;
-use frames::{handshake_refusal, sasl_answer, sasl_auth_bytes, sasl_handshake_mechanism};
-use mechanisms::{oauthbearer_user, plain_user, scram_user};
 
-pub use frames::{READABLE_MECHANISMS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
-pub use x500::certificate_subject;
+pub use super::frames::{READABLE_MECHANISMS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
+pub use super::x500::certificate_subject;
 
 /// Every API key Kafka has is below this (about 90 in Kafka 4). A bare GSSAPI token (what
 /// Kafka 0.9 clients sent first, without a SaslHandshake, and brokers before Kafka 4.0 still

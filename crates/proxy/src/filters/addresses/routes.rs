@@ -29,7 +29,7 @@ struct Pair {
 }
 
 /// What the rewrite needs: the routes, and where to open listeners for the others.
-pub struct Addresses {
+pub struct Routes {
     pairs: Vec<Pair>,
     /// The guard's other listening addresses (the metrics listener): never a broker's.
     others: Vec<(SocketAddr, &'static str)>,
@@ -39,14 +39,14 @@ pub struct Addresses {
     warned: Mutex<HashSet<(String, i32)>>,
 }
 
-impl Addresses {
+impl Routes {
     /// `routes`: (the listener as bound, the broker, its host name as written).
     pub fn new(
         routes: impl IntoIterator<Item = (SocketAddr, SocketAddr, Option<String>)>,
         advertise_host: Option<String>,
         dynamic: Option<(DynamicListen, tokio::sync::mpsc::UnboundedSender<Opened>)>,
-    ) -> Addresses {
-        Addresses {
+    ) -> Routes {
+        Routes {
             pairs: routes
                 .into_iter()
                 .map(|(listen, upstream, name)| Pair {
@@ -64,13 +64,13 @@ impl Addresses {
 
     /// These addresses with `listen` among the guard's own listening addresses, under the
     /// setting `option` that made it (`metrics-listen`): no broker address may be one.
-    pub fn also_listening(mut self, listen: SocketAddr, option: &'static str) -> Addresses {
+    pub fn also_listening(mut self, listen: SocketAddr, option: &'static str) -> Routes {
         self.others.push((listen, option));
         self
     }
 
     /// The first of the guard's listening addresses (its routes' listeners, the others
-    /// given by [`Addresses::also_listening`], the listeners opened for brokers with no
+    /// given by [`Routes::also_listening`], the listeners opened for brokers with no
     /// route) for which `matches` holds, by the option that made it.
     fn own(&self, matches: impl Fn(SocketAddr) -> bool) -> Option<&'static str> {
         if self.pairs.iter().any(|p| matches(p.listen)) {
@@ -285,13 +285,13 @@ pub(super) mod tests {
     use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
 
     use super::*;
-    use crate::addresses::METADATA;
+    use crate::filters::addresses::METADATA;
 
     /// One route, 127.0.0.1:19092 to the broker at 10.0.0.1:9092, and a client of it.
-    pub(in crate::addresses) fn one_route() -> (Addresses, ConnInfo) {
+    pub(in crate::filters::addresses) fn one_route() -> (Routes, ConnInfo) {
         let upstream: SocketAddr = "10.0.0.1:9092".parse().unwrap();
         let listen: SocketAddr = "127.0.0.1:19092".parse().unwrap();
-        let addresses = Addresses::new([(listen, upstream, None)], None, None);
+        let addresses = Routes::new([(listen, upstream, None)], None, None);
         let conn = ConnInfo {
             client: "127.0.0.1:50000".parse().unwrap(),
             listener: listen,

@@ -1,5 +1,5 @@
 //! The first filter: every API key the guard has decided nothing for is closed here, from
-//! the one table of every Kafka API (`crate::apis`). While any rule is set, a request of
+//! the one table of every Kafka API (`crate::filters::doors::apis`). While any rule is set, a request of
 //! an API only brokers and controllers send ([`Class::Closed`]: WriteTxnMarkers, the
 //! quorum's, the share coordinator's...), or of a key Kafka 4.4 does not define and the
 //! operator has not forwarded by number (`rules.forward-unknown-api`), closes the
@@ -15,14 +15,14 @@
 use kafka_elect_leaders::RequestPeek;
 use serde_json::json;
 
-use crate::apis::{class_of, door_of, Class};
 use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Session};
+use crate::filters::doors::apis::{class_of, door_of, Class};
 use crate::observability::audit::{rfc3339_now, ConnInfo};
 use crate::observability::diag::log;
 
 /// Closes, under any rule, every API the guard never forwards (those only brokers and
-/// controllers send, and keys the guard has no decision for): `crate::apis`.
+/// controllers send, and keys the guard has no decision for): `crate::filters::doors::apis`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Doors;
 

@@ -1,11 +1,11 @@
 //! The broker's ApiVersions answer capped in place, so that a client never picks a
-//! version of an API the guard polices newer than the guard reads (see `versions`).
+//! version of an API the guard polices newer than the guard reads (see `cap`).
 
 use kafka_elect_leaders::Pending;
 
 use crate::filter::{Answer, Filter, OnResponse, Session};
+use crate::filters::api_versions::cap::{cap_elect_leaders, API_VERSIONS};
 use crate::observability::diag::log;
-use crate::versions::{cap_elect_leaders, API_VERSIONS};
 
 /// Caps the broker's ApiVersions answer to the versions the guard reads (ElectLeaders, and
 /// every API whose answer carries broker addresses).

@@ -39,7 +39,7 @@ fn newest_read(api_key: i16) -> Option<i16> {
     }
     crate::leadership::Api::of(api_key)
         .map(crate::leadership::Api::max_version)
-        .or_else(|| crate::addresses::newest_rewritten(api_key))
+        .or_else(|| crate::filters::addresses::newest::newest_rewritten(api_key))
 }
 
 /// What capping did to one answer.

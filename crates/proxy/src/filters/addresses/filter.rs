@@ -1,11 +1,11 @@
 //! Broker addresses rewritten to the guard's listeners in the answers that carry them:
 //! Metadata, FindCoordinator and DescribeCluster (their lists of brokers), Produce, Fetch,
 //! ShareFetch and ShareAcknowledge (their node endpoints), DescribeQuorum (its controllers'
-//! listeners). See `crate::addresses`, which holds the routes and decodes.
+//! listeners). See `crate::filters::addresses`, which holds the routes and decodes.
 
 use kafka_elect_leaders::Pending;
 
-use crate::addresses::Addresses as Routes;
+use super::routes::Routes;
 use crate::filter::{Answer, Filter, OnResponse, Session};
 
 /// Rewrites the brokers' addresses in the answers that carry them (Metadata,
@@ -67,11 +67,11 @@ mod tests {
     use kafka_protocol::protocol::{Decodable, HeaderVersion, StrBytes};
 
     use super::*;
-    use crate::addresses::{
+    use crate::filter::testing::{answer, kafka_response, Conn};
+    use crate::filters::addresses::{
         DESCRIBE_CLUSTER, DESCRIBE_QUORUM, FETCH, FIND_COORDINATOR, METADATA, PRODUCE,
         SHARE_ACKNOWLEDGE, SHARE_FETCH,
     };
-    use crate::filter::testing::{answer, kafka_response, Conn};
     use crate::{Config, Route};
 
     const VERSION: i16 = 12;

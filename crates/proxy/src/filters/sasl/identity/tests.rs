@@ -1,7 +1,7 @@
 //! Tests of the principal's rules and of the SASL readers: exchanges of every mechanism and
 //! version against the broker's answers, refusals, and frames that claim nothing.
 
-use super::mechanisms::{base64url, jwt_sub};
+use super::super::mechanisms::{base64url, jwt_sub};
 use super::*;
 use crate::core::answer_due::Reader;
 use kafka_elect_leaders::peek_request;

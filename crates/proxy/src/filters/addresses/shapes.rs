@@ -430,7 +430,7 @@ pub(super) mod tests {
     use super::*;
 
     /// An answer frame (correlation id 5, size prefix included) written by kafka-protocol.
-    pub(in crate::addresses) fn frame<M: Encodable + HeaderVersion>(
+    pub(in crate::filters::addresses) fn frame<M: Encodable + HeaderVersion>(
         version: i16,
         body: &M,
     ) -> Bytes {

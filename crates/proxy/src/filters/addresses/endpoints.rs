@@ -24,7 +24,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::rewrite::{Found, ListEntry};
-use super::routes::Addresses;
+use super::routes::Routes;
 use super::shapes::{
     carried, scan, Carried, Listed, DESCRIBE_QUORUM, FETCH, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH,
 };
@@ -61,7 +61,7 @@ impl ListEntry for Node {
 
     /// Each listener that is a route's upstream is given as the route's listener; the
     /// others are left out (see the module `addresses`), each said once.
-    fn rewrite(&mut self, addresses: &Addresses, conn: &ConnInfo) -> bool {
+    fn rewrite(&mut self, addresses: &Routes, conn: &ConnInfo) -> bool {
         let before = self.listeners.len();
         let mut changed = false;
         let node = self.node_id.0;
@@ -96,7 +96,7 @@ impl ListEntry for Node {
     }
 }
 
-impl Addresses {
+impl Routes {
     /// Whether an answer to this API may carry node endpoints or controller listeners (at
     /// some versions): Produce, Fetch, ShareFetch, ShareAcknowledge, DescribeQuorum.
     pub fn carries_endpoints(api_key: i16) -> bool {
@@ -292,8 +292,8 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::addresses::routes::tests::one_route;
-    use crate::addresses::shapes::tests::frame;
+    use crate::filters::addresses::routes::tests::one_route;
+    use crate::filters::addresses::shapes::tests::frame;
 
     /// What a client reads of an answer: its header's correlation id and its body, with
     /// nothing left over.

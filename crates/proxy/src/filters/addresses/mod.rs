@@ -46,7 +46,7 @@
 //!   not resolved here, but [`Config::advertise_host`] is the guard's. A listener opened
 //!   for a broker resolves the broker's address for each client, and closes the client with
 //!   a log line when that address is one of the guard's listeners (then any address this
-//!   host can bind counts for `0.0.0.0`: `Addresses::own_listener`). A route whose upstream
+//!   host can bind counts for `0.0.0.0`: `Routes::own_listener`). A route whose upstream
 //!   is one of the guard's listeners is refused at start
 //!   ([`crate::Config::forwarding_to_itself`]).
 //! - An answer that cannot be decoded (a version newer than the crate knows, bytes that do
@@ -84,18 +84,21 @@
 //!
 //! The parts:
 //!
+//! - `filter`: the filter that hands the answers that carry addresses to the rewrite
+//!   (`Addresses`, in the chain as [`builtin::Addresses`](crate::builtin::Addresses));
 //! - `rewrite`: the three answers read, their addresses replaced and the entries written
-//!   again ([`Addresses::rewrite`], [`Rewritten`]); it binds nothing, and asks the routes
+//!   again ([`Routes::rewrite`], [`Rewritten`]); it binds nothing, and asks the routes
 //!   what each broker's address becomes;
 //! - `shapes`: the shapes of the answers with node endpoints or controller listeners,
 //!   version by version, and the scan that checks an answer against its shape;
 //! - `endpoints`: their lists rewritten and the answer written whole
-//!   ([`Addresses::rewrite_endpoints`]);
-//! - `routes`: which of the guard's listeners fronts a broker ([`Addresses`]: the routes,
+//!   ([`Routes::rewrite_endpoints`]);
+//! - `routes`: which of the guard's listeners fronts a broker ([`Routes`]: the routes,
 //!   the guard's other listening addresses, the warnings for brokers left as they are);
 //! - `listeners`: the listeners [`Config::dynamic_listen`] opens for brokers with no route
 //!   ([`DynamicListen`], [`Opened`]), the only part that binds a socket. A listener is
-//!   bound before the answer that names it reaches the client, which may connect at once.
+//!   bound before the answer that names it reaches the client, which may connect at once;
+//! - `newest`: the newest version of each answer the rewrite reads, for the ApiVersions cap.
 //!
 //! [`Config::upstream_names`]: crate::Config::upstream_names
 //! [`Config::advertise_host`]: crate::Config::advertise_host
@@ -103,31 +106,16 @@
 //! [`Config::max_connections`]: crate::Config::max_connections
 
 mod endpoints;
+pub(crate) mod filter;
 mod listeners;
+pub(crate) mod newest;
 mod rewrite;
-mod routes;
+pub(crate) mod routes;
 mod shapes;
 
 pub use listeners::{DynamicListen, Opened};
+pub use newest::newest_rewritten;
 pub use rewrite::{Rewritten, DESCRIBE_CLUSTER, FIND_COORDINATOR, METADATA};
 pub(crate) use routes::same_host;
-pub use routes::Addresses;
+pub use routes::Routes;
 pub use shapes::{DESCRIBE_QUORUM, FETCH, PRODUCE, SHARE_ACKNOWLEDGE, SHARE_FETCH};
-
-/// The newest version of `api_key` whose answer the rewrite reads, for every answer that
-/// carries addresses: an answer of a newer version would be forwarded with its addresses
-/// unread, so the broker's ApiVersions answer is capped to it (`crate::versions`) and a
-/// client negotiates down instead of being led around the guard. The kafka-protocol
-/// crate's newest for the lists it decodes, the known shapes' for the others.
-pub fn newest_rewritten(api_key: i16) -> Option<i16> {
-    use kafka_protocol::messages::{
-        DescribeClusterResponse, FindCoordinatorResponse, MetadataResponse,
-    };
-    use kafka_protocol::protocol::Message;
-    match api_key {
-        METADATA => Some(MetadataResponse::VERSIONS.max),
-        FIND_COORDINATOR => Some(FindCoordinatorResponse::VERSIONS.max),
-        DESCRIBE_CLUSTER => Some(DescribeClusterResponse::VERSIONS.max),
-        _ => shapes::newest_shape(api_key),
-    }
-}

@@ -1,11 +1,11 @@
 //! The rewrite itself: Metadata, FindCoordinator and DescribeCluster answers read as far as
 //! their list of brokers (or coordinators), each entry decoded, its address replaced by
-//! what the routes say clients are told ([`Addresses::address_for`]), and encoded again;
+//! what the routes say clients are told ([`Routes::address_for`]), and encoded again;
 //! what follows the list goes to the client from the broker's frame ([`Rewritten`]).
 //!
 //! Not here: which listener fronts a broker (`routes`), nor opening one (`listeners`):
 //! this module binds nothing; nor the node endpoints and controller listeners of other
-//! answers (`endpoints`), which write their entries with [`Addresses::rewrite_entries`].
+//! answers (`endpoints`), which write their entries with [`Routes::rewrite_entries`].
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_elect_leaders::api_name;
@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
-use super::routes::Addresses;
+use super::routes::Routes;
 use crate::core::answer_due::Reader;
 use crate::observability::audit::ConnInfo;
 use crate::observability::diag::log;
@@ -82,7 +82,7 @@ pub(super) trait ListEntry: Decodable + Encodable + PartialEq {
     fn found(&mut self) -> Option<Found<'_>>;
 
     /// Its addresses replaced by what the routes say clients are told; whether it changed.
-    fn rewrite(&mut self, addresses: &Addresses, conn: &ConnInfo) -> bool {
+    fn rewrite(&mut self, addresses: &Routes, conn: &ConnInfo) -> bool {
         addresses.replace(self.found().into_iter(), conn)
     }
 }
@@ -118,15 +118,15 @@ impl ListEntry for Coordinator {
     }
 }
 
-impl Addresses {
+impl Routes {
     /// Whether an answer to this API may carry broker addresses (at some versions): the
-    /// three whose lists [`Addresses::rewrite`] rewrites, and those whose node endpoints
-    /// or controller listeners [`Addresses::rewrite_endpoints`] does.
+    /// three whose lists [`Routes::rewrite`] rewrites, and those whose node endpoints
+    /// or controller listeners [`Routes::rewrite_endpoints`] does.
     pub fn carries_addresses(api_key: i16) -> bool {
-        Addresses::lists_brokers(api_key) || Addresses::carries_endpoints(api_key)
+        Routes::lists_brokers(api_key) || Routes::carries_endpoints(api_key)
     }
 
-    /// Whether an answer to this API is one of the three [`Addresses::rewrite`] reads:
+    /// Whether an answer to this API is one of the three [`Routes::rewrite`] reads:
     /// Metadata, FindCoordinator, DescribeCluster.
     pub fn lists_brokers(api_key: i16) -> bool {
         matches!(api_key, METADATA | FIND_COORDINATOR | DESCRIBE_CLUSTER)
@@ -134,7 +134,7 @@ impl Addresses {
 
     /// The answer `frame` (size prefix included) to a request of `api_key` at
     /// `api_version`, with broker addresses rewritten; None when it is not one of the three
-    /// ([`Addresses::lists_brokers`]) or nothing in it changes, or when it cannot be
+    /// ([`Routes::lists_brokers`]) or nothing in it changes, or when it cannot be
     /// decoded (then with a warning).
     pub fn rewrite(
         &self,
@@ -145,7 +145,7 @@ impl Addresses {
     ) -> Option<Rewritten> {
         // Without routes (a guard embedded without any, the conn fuzz target) nothing can
         // be rewritten: not even decoded.
-        if !Addresses::lists_brokers(api_key) || self.rewrites_nothing() {
+        if !Routes::lists_brokers(api_key) || self.rewrites_nothing() {
             return None;
         }
         match self.try_rewrite(frame, api_key, api_version, conn) {
@@ -469,7 +469,7 @@ mod tests {
     use kafka_protocol::messages::{BrokerId, TopicName};
 
     use super::*;
-    use crate::addresses::routes::tests::one_route;
+    use crate::filters::addresses::routes::tests::one_route;
 
     /// Only the brokers of a Metadata answer are decoded and written again: everything
     /// after them (cluster id, controller, topics and partitions) comes out equal, at a
