@@ -97,7 +97,7 @@ mod config;
 mod core;
 pub mod filter;
 mod filters;
-pub mod leadership;
+
 mod observability;
 pub mod policy;
 
@@ -122,6 +122,7 @@ pub use config::settings::{
 pub use filter::{Filter, Filters};
 pub use filters::addresses;
 pub use filters::doors::apis;
+pub use filters::leadership;
 /// Kafka's tables and the headers a filter reads, from the codec: one dependency is enough
 /// to write a filter.
 pub use kafka_elect_leaders::{ApiKey, ErrorCode, Pending, RequestPeek};

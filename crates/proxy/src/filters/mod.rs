@@ -6,7 +6,7 @@ pub mod api_versions;
 pub mod doors;
 mod elect;
 mod follower;
-mod leadership;
+pub mod leadership;
 pub mod sasl;
 
 pub use addresses::filter::Addresses;

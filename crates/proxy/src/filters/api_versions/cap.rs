@@ -37,8 +37,8 @@ fn newest_read(api_key: i16) -> Option<i16> {
     if api_key == API_KEY {
         return Some(LATEST_VERSION);
     }
-    crate::leadership::Api::of(api_key)
-        .map(crate::leadership::Api::max_version)
+    crate::filters::leadership::Api::of(api_key)
+        .map(crate::filters::leadership::Api::max_version)
         .or_else(|| crate::filters::addresses::newest::newest_rewritten(api_key))
 }
 
@@ -267,7 +267,7 @@ mod tests {
     /// the guard's newest instead. APIs the guard does not read keep theirs.
     #[test]
     fn the_leadership_change_apis_are_capped_to_what_the_guard_reads() {
-        use crate::leadership::Api;
+        use crate::filters::leadership::Api;
         for version in 0..=4 {
             let mut keys: Vec<ApiVersion> = Api::ALL
                 .iter()

@@ -996,7 +996,9 @@ fn a_share_smaller_than_a_line_with_empty_lists_is_too_large() {
 /// request's entries, 150 here, of which the line never lists more than 100).
 #[test]
 fn a_leadership_change_too_large_for_its_line_is_audited_shortened() {
-    use crate::leadership::{Api, ChangeDecision, ChangeRequest, Entry, Why, RESOURCE_TOPIC};
+    use crate::filters::leadership::{
+        Api, ChangeDecision, ChangeRequest, Entry, Why, RESOURCE_TOPIC,
+    };
     use crate::policy::{Rule, Rules, Verdict};
     let names: Vec<Vec<u8>> = (0..150u8)
         .map(|i| {
@@ -1047,7 +1049,7 @@ fn a_leadership_change_too_large_for_its_line_is_audited_shortened() {
         local: "127.0.0.1:19092".parse().unwrap(),
         upstream: "10.0.0.2:9092".parse().unwrap(),
     };
-    let line = crate::leadership::audit::line(&conn, None, &request, &decision);
+    let line = crate::filters::leadership::audit::line(&conn, None, &request, &decision);
     assert!(line.text().len() > 1 << 20);
     let (out, sink) = kept();
     let audit = Arc::new(Audit::start(sink, 1 << 20).unwrap());

@@ -15,7 +15,7 @@
 //! The caps bound the line by the number of entries, not by bytes: a hundred entries
 //! named by topic names of 32 KiB each, or one entry naming a million partitions, make a
 //! line larger than a share of a small audit queue. Such a line is shortened
-//! ([`ChangeLine`](crate::leadership::audit::ChangeLine)'s
+//! ([`ChangeLine`](crate::filters::leadership::audit::ChangeLine)'s
 //! [`AuditLine`](crate::observability::audit::AuditLine)), whole entries left out, rather than refused
 //! unaudited.
 

@@ -1,5 +1,5 @@
 //! The leadership-change policy on the APIs other than ElectLeaders that can change who
-//! leads a protected partition or enable unclean election (see `crate::leadership`, which
+//! leads a protected partition or enable unclean election (see `crate::filters::leadership`, which
 //! reads them, decides and writes the refusals): each such request is read and decided
 //! whenever the policy has a rule about leadership, audited, and forwarded or answered
 //! with the API's own refusal; a version the guard does not read or a request it cannot
@@ -8,9 +8,12 @@
 
 use kafka_elect_leaders::RequestPeek;
 
+use super::api::Api;
+use super::audit;
+use super::read::read_request;
+use super::refuse::encode_refusal;
 use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
-use crate::leadership::{self, Api};
 use crate::observability::audit::log_only;
 use crate::observability::diag::log;
 use crate::policy::Verdict;
@@ -87,7 +90,7 @@ fn police_change(
             api.max_version()
         )));
     }
-    let request = leadership::read_request(api, peek.api_version, frame).map_err(|e| {
+    let request = read_request(api, peek.api_version, frame).map_err(|e| {
         refused(format!(
             "malformed {} v{} request: {e}",
             api.name(),
@@ -96,7 +99,7 @@ fn police_change(
     })?;
     let principal = session.principal();
     let mut decision = policy.decide_change(&request, principal.as_deref());
-    let line = leadership::audit::line(conn, principal.as_deref(), &request, &decision);
+    let line = audit::line(conn, principal.as_deref(), &request, &decision);
     if let Err(e) = session.parts().audit.record_line(line).or_else(|e| {
         let what = format_args!("{} (correlation id {})", api.name(), peek.correlation_id);
         let log_only = log_only(&policy, principal.as_deref());
@@ -120,12 +123,13 @@ fn police_change(
         return Ok(None);
     }
     let mut reply = bytes::BytesMut::new();
-    leadership::encode_refusal(&request, &decision, &mut reply);
+    encode_refusal(&request, &decision, &mut reply);
     Ok(Some(reply.freeze()))
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::filters::leadership;
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::delete_records_request::{
         DeleteRecordsPartition, DeleteRecordsTopic,
