@@ -81,10 +81,10 @@ use kafka_elect_leaders::{Pending, RequestPeek};
 use crate::core::budget::SMALL_FRAME;
 use crate::core::close::{Close, CloseReason};
 use crate::filters::addresses::routes::Routes;
+use crate::filters::elect::policy::Policy;
 use crate::filters::sasl::identity::Identity;
 use crate::observability::audit::{Audit, AuditConnection, AuditError, ConnInfo};
 use crate::observability::metrics::Metrics;
-use crate::policy::Policy;
 
 /// A future a filter asks the core to wait for before it reads a request.
 pub type Wait<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
@@ -263,7 +263,7 @@ impl Session {
 
     /// The policy in force (replaced whole on reload).
     pub fn policy(&self) -> Arc<Policy> {
-        crate::policy::in_force(&self.parts.policy)
+        crate::filters::elect::policy::in_force(&self.parts.policy)
     }
 }
 

@@ -32,7 +32,7 @@
 //!     parse_request, parse_response, ElectLeadersRequestData, ElectionType, EncodeRequestExt,
 //!     ErrorCode, TopicPartitionsData,
 //! };
-//! use kafka_elect_leaders_proxy::{answer, Policy, Verdict};
+//! use kafka_elect_leaders_proxy::{elect, Policy, Verdict};
 //!
 //! let mut policy = Policy::default();
 //! policy.protected_topics.insert(b"payments"[..].into());
@@ -56,13 +56,13 @@
 //!
 //! // What goes to the broker: the request without the protected topic.
 //! let mut trimmed = BytesMut::new();
-//! answer::encode_trimmed(&policy, &decision, &request, &mut trimmed).unwrap();
+//! elect::encode_trimmed(&policy, &decision, &request, &mut trimmed).unwrap();
 //! let trimmed = parse_request(&trimmed).unwrap();
 //! assert_eq!(trimmed.topic_partitions().unwrap().len(), 1);
 //!
 //! // Had the broker not answered, the refusals alone: each refused partition gets 44.
 //! let mut refusal = BytesMut::new();
-//! answer::encode_refusal(&policy, &decision, &request, None, &mut refusal).unwrap();
+//! elect::encode_refusal(&policy, &decision, &request, None, &mut refusal).unwrap();
 //! let refusal = parse_response(&refusal, 2).unwrap();
 //! let result = refusal.replica_election_results().first().unwrap();
 //! assert_eq!(result.topic(), b"payments");
@@ -92,14 +92,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod answer;
 mod config;
 mod core;
 pub mod filter;
 mod filters;
 
 mod observability;
-pub mod policy;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.
@@ -122,6 +120,7 @@ pub use config::settings::{
 pub use filter::{Filter, Filters};
 pub use filters::addresses;
 pub use filters::doors::apis;
+pub use filters::elect;
 pub use filters::leadership;
 /// Kafka's tables and the headers a filter reads, from the codec: one dependency is enough
 /// to write a filter.
@@ -149,10 +148,10 @@ pub use crate::core::server::{
 pub use crate::core::tls::{self, ServerTls, UpstreamTls};
 pub use config::merge::Overrides;
 pub use config::reload::{ReloadError, Reloaded, Reloader};
+pub use filters::elect::{Decision, Policy, Refusal, Rule, Verdict};
 pub use observability::listener::{
     MetricsLimits, DEFAULT_METRICS_CONNECTIONS, DEFAULT_METRICS_HEADER_TIMEOUT,
     DEFAULT_METRICS_WRITE_TIMEOUT,
 };
 pub use observability::metrics::MAX_CLIENT_SERIES;
 pub use observability::{audit, diag};
-pub use policy::{Decision, Policy, Refusal, Rule, Verdict};

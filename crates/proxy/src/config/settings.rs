@@ -9,8 +9,8 @@ use kafka_elect_leaders::DEFAULT_MAX_FRAME_SIZE;
 
 use crate::core::tls::{ServerTls, UpstreamTls};
 use crate::filter::Filters;
+use crate::filters::elect::policy::Policy;
 use crate::observability::audit::DEFAULT_AUDIT_QUEUE_BYTES;
-use crate::policy::Policy;
 
 /// One listener of the guard and the broker it forwards to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::policy::Policy;
+use crate::filters::elect::policy::Policy;
 
 /// At most this many names are quoted per rule in what a reload would drop; the rest are
 /// counted (a file that drops thousands of topics makes one readable line).

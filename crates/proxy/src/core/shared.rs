@@ -9,11 +9,11 @@ use crate::core::heavy::Heavy;
 use crate::core::tls::Tls;
 use crate::filter::{Filters, Session, SessionParts};
 use crate::filters::addresses::routes::Routes;
+use crate::filters::elect::policy::Policy;
 use crate::filters::sasl::identity::Identity;
 use crate::observability::audit::Audit;
 use crate::observability::audit::ConnInfo;
 use crate::observability::metrics::Metrics;
-use crate::policy::Policy;
 
 /// What every connection shares.
 pub struct Shared {
@@ -55,7 +55,7 @@ pub struct Shared {
 impl Shared {
     /// The policy in force.
     pub fn policy(&self) -> Arc<Policy> {
-        crate::policy::in_force(&self.policy)
+        crate::filters::elect::policy::in_force(&self.policy)
     }
 
     /// Puts `policy` in force: requests read from now on are decided by it.

@@ -72,7 +72,7 @@ mod tests {
 
     use super::*;
     use crate::filter::testing::{kafka_request, kind, request, Conn};
-    use crate::policy::Policy;
+    use crate::filters::elect::policy::Policy;
     use crate::Config;
 
     /// A Fetch as Kafka's client writes it at `version`, naming itself `replica`.

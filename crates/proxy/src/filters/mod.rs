@@ -4,7 +4,7 @@
 pub mod addresses;
 pub mod api_versions;
 pub mod doors;
-mod elect;
+pub mod elect;
 mod follower;
 pub mod leadership;
 pub mod sasl;

@@ -24,8 +24,8 @@ use prometheus_client::registry::Registry;
 use kafka_elect_leaders_text::html as escape;
 
 use crate::core::close::CloseReason;
+use crate::filters::elect::policy::{Decision, Policy, Rule, Verdict};
 use crate::observability::audit::AuditMetrics;
-use crate::policy::{Decision, Policy, Rule, Verdict};
 
 /// Decisions the status page shows.
 const RECENT: usize = 20;

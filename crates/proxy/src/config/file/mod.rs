@@ -59,7 +59,7 @@ use crate::config::merge::Overrides;
 use crate::config::settings::{AuditTarget, Config, Route};
 use crate::core::tls::{ServerTls, UpstreamTls};
 use crate::filters::addresses::DynamicListen;
-use crate::policy::Policy;
+use crate::filters::elect::policy::Policy;
 
 /// What a configuration file sets; `None` (or an empty list) where it says nothing.
 #[derive(Clone, Debug, Default)]

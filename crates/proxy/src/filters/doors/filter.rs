@@ -137,7 +137,7 @@ fn audit_line(
 mod tests {
     use super::*;
     use crate::filter::testing::{kind, request, Conn};
-    use crate::policy::Policy;
+    use crate::filters::elect::policy::Policy;
     use crate::Config;
 
     fn guard(policy: Policy) -> Conn {

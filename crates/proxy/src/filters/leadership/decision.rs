@@ -2,7 +2,7 @@
 //! entry is refused ([`Why`]): what the refusal's answer and the audit line are written
 //! from.
 
-use crate::policy::{Rule, Rules, Verdict};
+use crate::filters::elect::policy::{Rule, Rules, Verdict};
 
 /// What an entry refused only because another entry of its request is says.
 pub(super) const WITH_THE_REST: &str =

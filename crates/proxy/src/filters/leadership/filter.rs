@@ -14,9 +14,9 @@ use super::read::read_request;
 use super::refuse::encode_refusal;
 use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
+use crate::filters::elect::policy::Verdict;
 use crate::observability::audit::log_only;
 use crate::observability::diag::log;
-use crate::policy::Verdict;
 
 /// The leadership-change policy on every API other than ElectLeaders that can change a
 /// partition's leader or lose acknowledged records (configs, reassignments, topic and
@@ -145,7 +145,7 @@ mod tests {
 
     use super::*;
     use crate::filter::testing::{kafka_request, kind, request, written, Conn};
-    use crate::policy::Policy;
+    use crate::filters::elect::policy::Policy;
     use crate::Config;
 
     const INCREMENTAL_ALTER_CONFIGS: i16 = 44;

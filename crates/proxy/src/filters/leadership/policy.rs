@@ -8,7 +8,7 @@ use super::read::{
     RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
 use super::topic_configs::OnProtected;
-use crate::policy::{Policy, Rule, Rules, Verdict};
+use crate::filters::elect::policy::{Policy, Rule, Rules, Verdict};
 
 const UNCLEAN: &str = "refused by the elect-leaders proxy: this change could let the controller \
                        elect a replica out of sync (unclean.leader.election.enable may only be \

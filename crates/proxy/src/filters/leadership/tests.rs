@@ -14,7 +14,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 
 use super::*;
-use crate::policy::{Policy, Rule, Verdict};
+use crate::filters::elect::policy::{Policy, Rule, Verdict};
 
 /// Config resources: (type, name, [(config, operation, value)]).
 type Resources<'a> = &'a [(i8, &'a str, &'a [(&'a str, i8, Option<&'a str>)])];

@@ -47,7 +47,7 @@ use kafka_elect_leaders::RequestPeek;
 
 use super::frames::{handshake_refusal, sasl_answer, sasl_auth_bytes, sasl_handshake_mechanism};
 use super::mechanisms::{oauthbearer_user, plain_user, scram_user};
-use crate::policy::Policy;
+use crate::filters::elect::policy::Policy;
 
 pub use super::frames::{READABLE_MECHANISMS, SASL_AUTHENTICATE, SASL_HANDSHAKE};
 pub use super::x500::certificate_subject;

@@ -45,8 +45,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use kafka_elect_leaders::ElectLeadersRequest;
 use prometheus_client::metrics::gauge::Gauge;
 
+use crate::filters::elect::policy::{Decision, Policy};
 use crate::observability::diag::log;
-use crate::policy::{Decision, Policy};
 
 mod queue;
 mod record;

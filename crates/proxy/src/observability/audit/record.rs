@@ -10,7 +10,7 @@ pub use crate::observability::diag::{rfc3339, rfc3339_now};
 use kafka_elect_leaders::ElectLeadersRequest;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use crate::policy::{Decision, Policy};
+use crate::filters::elect::policy::{Decision, Policy};
 use kafka_elect_leaders_text::is_hidden;
 
 /// The connection a decision was made on.
@@ -217,7 +217,7 @@ where
 }
 
 /// The names of a decision's rules, in their fixed order.
-pub(crate) struct RuleList(pub(crate) crate::policy::Rules);
+pub(crate) struct RuleList(pub(crate) crate::filters::elect::policy::Rules);
 
 impl Serialize for RuleList {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -290,7 +290,10 @@ impl<'a, 'r> DecisionRecord<'a, 'r> {
 
     /// Whether the decision lists refused partitions (`refused`).
     fn lists_refused(&self) -> bool {
-        !matches!(self.decision.refusal, crate::policy::Refusal::Nothing)
+        !matches!(
+            self.decision.refusal,
+            crate::filters::elect::policy::Refusal::Nothing
+        )
     }
 
     /// The list of the request's partitions, or of those refused, cut as `cut` says.
@@ -435,13 +438,13 @@ impl Serialize for DecisionRecord<'_, '_> {
         map.serialize_entry("rules", &RuleList(decision.rules))?;
         let refused = self.topics(true, cut.map(|c| c.1));
         match &decision.refusal {
-            crate::policy::Refusal::Nothing => {}
-            crate::policy::Refusal::Whole { message } => {
+            crate::filters::elect::policy::Refusal::Nothing => {}
+            crate::filters::elect::policy::Refusal::Whole { message } => {
                 map.serialize_entry("refused", &refused)?;
                 map.serialize_entry("whole", &true)?;
                 map.serialize_entry("message", message)?;
             }
-            crate::policy::Refusal::Partitions { .. } => {
+            crate::filters::elect::policy::Refusal::Partitions { .. } => {
                 map.serialize_entry("refused", &refused)?;
                 map.serialize_entry("whole", &false)?;
             }

@@ -825,7 +825,10 @@ fn a_refusal_too_large_for_its_line_is_audited_shortened() {
         ..Default::default()
     };
     let decision = policy.decide(&request);
-    assert_eq!(decision.verdict, crate::policy::Verdict::Trimmed);
+    assert_eq!(
+        decision.verdict,
+        crate::filters::elect::policy::Verdict::Trimmed
+    );
     let conn = ConnInfo {
         client: "127.0.0.1:5000".parse().unwrap(),
         listener: "127.0.0.1:19092".parse().unwrap(),
@@ -996,10 +999,10 @@ fn a_share_smaller_than_a_line_with_empty_lists_is_too_large() {
 /// request's entries, 150 here, of which the line never lists more than 100).
 #[test]
 fn a_leadership_change_too_large_for_its_line_is_audited_shortened() {
+    use crate::filters::elect::policy::{Rule, Rules, Verdict};
     use crate::filters::leadership::{
         Api, ChangeDecision, ChangeRequest, Entry, Why, RESOURCE_TOPIC,
     };
-    use crate::policy::{Rule, Rules, Verdict};
     let names: Vec<Vec<u8>> = (0..150u8)
         .map(|i| {
             let mut name = vec![i];

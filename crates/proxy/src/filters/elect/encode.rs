@@ -11,7 +11,7 @@ use kafka_elect_leaders::{
     ReplicaElectionResult, TaggedFields, TopicPartitions,
 };
 
-use crate::policy::{Decision, Policy, Refusal};
+use super::policy::{Decision, Policy, Refusal};
 
 /// Refused partitions whose answer carries the refusal's message, at most. A message is
 /// ~100 bytes and a partition in the request 4: were every partition to carry one, a

@@ -44,7 +44,8 @@ fn a_long_client_id_is_not_repeated_in_every_refused_partition() {
     assert!(message.len() < 200, "{} bytes: {message}", message.len());
     assert!(message.contains("(32500 bytes)"), "{message}");
     let mut answer = bytes::BytesMut::new();
-    crate::answer::encode_refusal(&policy, &decision, &view, None, &mut answer).unwrap();
+    crate::filters::elect::encode::encode_refusal(&policy, &decision, &view, None, &mut answer)
+        .unwrap();
     assert!(
         answer.len() < 40 * request.len(),
         "a {} byte request answered with {} bytes",

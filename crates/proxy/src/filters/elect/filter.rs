@@ -1,7 +1,7 @@
 //! The ElectLeaders policy: each request decided by the policy in force (see
-//! `crate::policy`), audited, and forwarded as it came, forwarded trimmed of its refused
+//! `crate::filters::elect::policy`), audited, and forwarded as it came, forwarded trimmed of its refused
 //! partitions (the broker's answer then merged with the refusals), or refused whole and
-//! answered by the guard (see `crate::answer`, which writes both). A decision that cannot
+//! answered by the guard (see `crate::filters::elect::encode`, which writes both). A decision that cannot
 //! be audited is a refusal, except under `rules.log-only`.
 
 use std::sync::Arc;
@@ -11,14 +11,14 @@ use kafka_elect_leaders::{
     parse_response, ElectLeadersRequest, ElectLeadersResponse, OwnedRequest, RequestPeek, API_KEY,
 };
 
-use crate::answer;
+use super::encode;
+use super::policy::{Decision, Policy, Verdict};
 use crate::core::answer_due::millis;
 use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, Forward, OnRequest, Request, Respond, Session, Wait};
 use crate::observability::audit::log_only;
 use crate::observability::diag::log;
 use crate::observability::metrics::RecentDecision;
-use crate::policy::{Decision, Policy, Verdict};
 
 /// The ElectLeaders policy: refuses, trims or forwards each election, audited.
 #[derive(Clone, Copy, Debug, Default)]
@@ -112,7 +112,7 @@ fn decide(session: &Session, request: &mut Request) -> Result<OnRequest, Close> 
         }
         Verdict::Trimmed => {
             let mut trimmed = BytesMut::new();
-            answer::encode_trimmed(&policy, &decision, &view, &mut trimmed)
+            encode::encode_trimmed(&policy, &decision, &view, &mut trimmed)
                 .map_err(|e| Close::new(format!("cannot encode the trimmed request: {e}")))?;
             let merge = answer_later(holds, request, policy, decision)?;
             OnRequest::Forward(
@@ -127,7 +127,7 @@ fn decide(session: &Session, request: &mut Request) -> Result<OnRequest, Close> 
 }
 
 /// A request refused whole and larger than this (about a million partitions) is answered
-/// with one top-level POLICY_VIOLATION ([`answer::encode_bounded`]), not with every
+/// with one top-level POLICY_VIOLATION ([`encode::encode_bounded`]), not with every
 /// partition it names: that answer is twice the request's size, and measuring and writing
 /// it for a client sending one refused 16 MiB request after another was most of the CPU
 /// it cost the guard (issue 42, item 5, which allows a request over a bound this answer).
@@ -140,7 +140,7 @@ pub const WHOLE_ANSWER_UP_TO: usize = 4 << 20;
 /// The short answer of a request refused whole: a header and a top-level error.
 fn short(holds: usize, request: OwnedRequest<bytes::Bytes>) -> Respond {
     Respond::later(holds, move |_, out| {
-        answer::encode_bounded(&request.view(), None, out)
+        encode::encode_bounded(&request.view(), None, out)
             .map(|_| ())
             .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))
     })
@@ -150,27 +150,27 @@ fn short(holds: usize, request: OwnedRequest<bytes::Bytes>) -> Respond {
 /// form merged with the refusals, written in its turn by the policy that decided it (a
 /// reload since changes nothing for it). The guard's part of it is measured now, so that
 /// the core takes its bytes from the buffer budget before it is written; if the budget
-/// cannot give them, the short answer of [`answer::encode_bounded`] is written instead.
+/// cannot give them, the short answer of [`encode::encode_bounded`] is written instead.
 fn answer_later(
     holds: usize,
     request: OwnedRequest<bytes::Bytes>,
     policy: Arc<Policy>,
     decision: Decision,
 ) -> Result<Respond, Close> {
-    let len = answer::refusal_len(&policy, &decision, &request.view())
+    let len = encode::refusal_len(&policy, &decision, &request.view())
         .map_err(|e| Close::new(format!("cannot measure the answer: {e}")))?;
     let bounded = request.clone();
     let full = Respond::later(holds, move |broker, out| {
         let view = request.view();
         let broker = broker_answer(&view, broker)?;
-        answer::encode_refusal(&policy, &decision, &view, broker.as_ref(), out)
+        encode::encode_refusal(&policy, &decision, &view, broker.as_ref(), out)
             .map(|_| ())
             .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))
     });
     Ok(full.answering(len, move |broker, out| {
         let view = bounded.view();
         let broker = broker_answer(&view, broker)?;
-        answer::encode_bounded(&view, broker.as_ref(), out)
+        encode::encode_bounded(&view, broker.as_ref(), out)
             .map(|_| ())
             .map_err(|e| Close::new(format!("cannot encode the answer: {e}")))
     }))
