@@ -123,7 +123,7 @@ pub trait Filter: Send + Sync + 'static {
     }
 
     /// Reads (or changes) the broker's answer to a request of an API key it reads.
-    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Response) -> OnResponse {
         let _ = (session, request, answer);
         OnResponse::Pass
     }
@@ -554,7 +554,7 @@ impl fmt::Debug for Respond {
 }
 
 /// The broker's answer to a request forwarded as it came, as response filters read it.
-pub struct Answer {
+pub struct Response {
     frame: Frame,
     /// A splice a filter asked for ([`OnResponse::Splice`]), not made yet: made by the
     /// core as the answer is written (the tail never copied), or here when a later filter
@@ -562,9 +562,9 @@ pub struct Answer {
     splice: Option<(BytesMut, usize)>,
 }
 
-impl Answer {
-    pub(crate) fn new(frame: BytesMut) -> Answer {
-        Answer {
+impl Response {
+    pub(crate) fn new(frame: BytesMut) -> Response {
+        Response {
             frame: Frame::Mut(frame),
             splice: None,
         }
@@ -772,7 +772,7 @@ pub(crate) mod testing {
     use kafka_protocol::messages::{RequestHeader, ResponseHeader};
     use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
 
-    use super::{Answer, Answered, OnRequest, Request, Respond, Session};
+    use super::{Answered, OnRequest, Request, Respond, Response, Session};
     use crate::core::close::Close;
     use crate::core::shared::Shared;
     use crate::filters::sasl::identity::Identity;
@@ -814,8 +814,8 @@ pub(crate) mod testing {
     }
 
     /// The broker's answer (size prefix included) as the core hands it to a filter.
-    pub(crate) fn answer(frame: &[u8]) -> Answer {
-        Answer::new(BytesMut::from(frame))
+    pub(crate) fn answer(frame: &[u8]) -> Response {
+        Response::new(BytesMut::from(frame))
     }
 
     /// What `respond` writes in its turn, given the broker's answer when the request was
@@ -924,7 +924,7 @@ mod tests {
     /// without a copy while nothing else holds it, copied when something does.
     #[test]
     fn an_answer_switches_buffers_keeping_its_bytes() {
-        let mut answer = Answer::new(BytesMut::from(&b"\0\0\0\x02ab"[..]));
+        let mut answer = Response::new(BytesMut::from(&b"\0\0\0\x02ab"[..]));
         let at = answer.frame().as_ptr();
         assert_eq!(&answer.frame_bytes()[..], b"\0\0\0\x02ab");
         assert_eq!(answer.frame_bytes().as_ptr(), at, "frozen, not copied");

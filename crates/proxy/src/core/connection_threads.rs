@@ -18,11 +18,11 @@ use tokio::sync::oneshot;
 
 /// The connection threads: spawned on in turn; ended when dropped.
 pub struct ConnectionThreads {
-    threads: Vec<Shard>,
+    threads: Vec<Thread>,
     next: AtomicUsize,
 }
 
-struct Shard {
+struct Thread {
     handle: Handle,
     /// Dropped to end the thread (its runtime, and whatever still runs on it).
     _end: oneshot::Sender<()>,
@@ -43,7 +43,7 @@ impl ConnectionThreads {
                         let _ = ended.await;
                     });
                 })?;
-            threads.push(Shard { handle, _end: end });
+            threads.push(Thread { handle, _end: end });
         }
         Ok(ConnectionThreads {
             threads,

@@ -15,9 +15,9 @@ use super::client_read::{unless_gone, ClientRead};
 use super::frames::{flush, forward, shrink, FromClient, ToPeer};
 use super::slot::{keep, send_slot, Slot};
 use super::timers::{until, Activity};
-use crate::core::answer_due::answer_due;
 use crate::core::budget::SMALL_FRAME;
 use crate::core::close::{Close, CloseReason};
+use crate::core::response_due::response_due;
 use crate::core::shared::Shared;
 use crate::filter::{Filter, Frame, OnRequest, Request, Respond, Session};
 
@@ -184,7 +184,7 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         match end {
             End::Forward => {
                 let frame = request.into_frame();
-                let due = answer_due(frame.bytes(), api_key, peek.api_version, 0);
+                let due = response_due(frame.bytes(), api_key, peek.api_version, 0);
                 let merge = match merges.reduce(|inner, outer| Respond::nest(outer, inner)) {
                     Some(merge) => Some(or_gone!(keep(
                         &held,

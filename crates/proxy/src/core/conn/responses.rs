@@ -18,7 +18,7 @@ use super::timers::{until, Activity};
 use crate::core::budget::SMALL_FRAME;
 use crate::core::close::{Close, CloseReason};
 use crate::core::shared::Shared;
-use crate::filter::{Answer, Answered, Frame, OnResponse, Session};
+use crate::filter::{Answered, Frame, OnResponse, Response, Session};
 
 enum Next {
     Slot(Option<Slot>),
@@ -189,7 +189,7 @@ pub(super) async fn responses<UR: AsyncRead + Unpin, CW: AsyncWrite + Unpin>(
                         write_answer(shared, &mut to_client, slot, Some(frame)).await?;
                         break;
                     }
-                    let mut answer = Answer::new(frame);
+                    let mut answer = Response::new(frame);
                     if filters.reads_response(pending.api_key) {
                         for filter in filters.for_response(pending.api_key) {
                             // A splice an earlier filter asked for is made before this one

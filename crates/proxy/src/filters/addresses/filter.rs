@@ -6,7 +6,7 @@
 use kafka_elect_leaders::Pending;
 
 use super::routes::Routes;
-use crate::filter::{Answer, Filter, OnResponse, Session};
+use crate::filter::{Filter, OnResponse, Response, Session};
 
 /// Rewrites the brokers' addresses in the answers that carry them (Metadata,
 /// FindCoordinator, DescribeCluster, DescribeQuorum, and the KIP-951 node endpoints of
@@ -24,7 +24,7 @@ impl Filter for Addresses {
         Routes::carries_addresses(api_key)
     }
 
-    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Response) -> OnResponse {
         if Routes::carries_endpoints(request.api_key) {
             if let Some(whole) = session.parts().addresses.rewrite_endpoints(
                 answer.frame(),
@@ -100,7 +100,7 @@ mod tests {
         read_at(conn, api_key, VERSION, &mut answer(frame))
     }
 
-    fn read_at(conn: &Conn, api_key: i16, api_version: i16, answer: &mut Answer) -> OnResponse {
+    fn read_at(conn: &Conn, api_key: i16, api_version: i16, answer: &mut Response) -> OnResponse {
         let pending = Pending {
             api_key,
             api_version,

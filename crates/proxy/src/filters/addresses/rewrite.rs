@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes};
 
 use super::routes::Routes;
-use crate::core::answer_due::Reader;
+use crate::core::response_due::Reader;
 use crate::observability::audit::ConnInfo;
 use crate::observability::diag::log;
 

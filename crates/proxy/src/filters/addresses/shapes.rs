@@ -14,7 +14,7 @@
 //! Not here: what becomes of the addresses (`endpoints`).
 
 use self::Field::{Addresses, Array, Bytes, Fixed, Struct};
-use crate::core::answer_due::Reader;
+use crate::core::response_due::Reader;
 
 /// Produce's API key.
 pub const PRODUCE: i16 = 0;

@@ -17,7 +17,7 @@
 
 use kafka_elect_leaders::{API_KEY, LATEST_VERSION};
 
-use crate::core::answer_due::Reader;
+use crate::core::response_due::Reader;
 
 /// ApiVersions' API key.
 pub const API_VERSIONS: i16 = 18;

@@ -3,7 +3,7 @@
 
 use kafka_elect_leaders::Pending;
 
-use crate::filter::{Answer, Filter, OnResponse, Session};
+use crate::filter::{Filter, OnResponse, Response, Session};
 use crate::filters::api_versions::cap::{cap_elect_leaders, API_VERSIONS};
 use crate::observability::diag::log;
 
@@ -23,7 +23,7 @@ impl Filter for ApiVersions {
 
     /// An answer that cannot be read goes through unchanged, with a line saying what that
     /// risks.
-    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Response) -> OnResponse {
         if let Err(field) = cap_elect_leaders(answer.frame_mut(), request.api_version) {
             log(format_args!(
                 "{} -> {}: the broker's ApiVersions answer (v{}, correlation id {}) cannot be \

@@ -22,7 +22,7 @@
 //! serves on no broker listener that is not closed: a Kafka upgrade cannot add a door the
 //! guard forwards without anyone deciding it. The guard's manual (GUARD.md) lists this table.
 
-use crate::core::answer_due::Reader;
+use crate::core::response_due::Reader;
 
 /// What the guard does with a request of an API key while a policy is active.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

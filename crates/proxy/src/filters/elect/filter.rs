@@ -13,8 +13,8 @@ use kafka_elect_leaders::{
 
 use super::encode;
 use super::policy::{Decision, Policy, Verdict};
-use crate::core::answer_due::millis;
 use crate::core::close::{Close, CloseReason};
+use crate::core::response_due::millis;
 use crate::filter::{Filter, Forward, OnRequest, Request, Respond, Session, Wait};
 use crate::observability::audit::log_only;
 use crate::observability::diag::log;

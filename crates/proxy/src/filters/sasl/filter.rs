@@ -5,7 +5,7 @@
 use kafka_elect_leaders::{Pending, RequestPeek};
 
 use crate::core::close::Close;
-use crate::filter::{Answer, Filter, OnRequest, OnResponse, Request, Respond, Session};
+use crate::filter::{Filter, OnRequest, OnResponse, Request, Respond, Response, Session};
 use crate::filters::sasl::identity::{Action, SASL_AUTHENTICATE};
 use crate::observability::diag::log;
 
@@ -37,7 +37,7 @@ impl Filter for Sasl {
             .request(request.frame(), &peek, || session.policy())
         {
             Action::Forward => OnRequest::Pass,
-            Action::Answer(reply, why) => {
+            Action::Reply(reply, why) => {
                 log(format_args!(
                     "{} -> {}: {why}",
                     session.conn().client,
@@ -49,7 +49,7 @@ impl Filter for Sasl {
         }
     }
 
-    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Response) -> OnResponse {
         session.parts().identity.authenticate_answer(
             answer.frame(),
             request.api_version,

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use crate::core::answer_due::Reader;
+use crate::core::response_due::Reader;
 
 /// SaslHandshake's API key.
 pub const SASL_HANDSHAKE: i16 = 17;

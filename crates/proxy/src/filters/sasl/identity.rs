@@ -90,7 +90,7 @@ pub enum Action {
     Forward,
     /// Answer it with this frame, in its turn, and never forward it; the text says why, for
     /// the log.
-    Answer(Bytes, String),
+    Reply(Bytes, String),
     /// Close the connection, for this reason; nothing of this frame is forwarded.
     Close(String),
 }
@@ -238,7 +238,7 @@ impl Identity {
             b"OAUTHBEARER" => Some(Mechanism::OAuthBearer),
             other => {
                 let shown: String = String::from_utf8_lossy(other).chars().take(64).collect();
-                return Action::Answer(
+                return Action::Reply(
                     handshake_refusal(peek.correlation_id),
                     format!(
                         "SASL mechanism {:?} refused (UNSUPPORTED_SASL_MECHANISM), never sent \

@@ -3,7 +3,7 @@
 
 use super::super::mechanisms::{base64url, jwt_sub};
 use super::*;
-use crate::core::answer_due::Reader;
+use crate::core::response_due::Reader;
 use kafka_elect_leaders::peek_request;
 
 fn request(api_key: i16, version: i16, correlation_id: i32, body: &[u8]) -> Vec<u8> {
@@ -314,7 +314,7 @@ fn an_oauthbearer_token_read_otherwise_by_the_broker_leaves_the_principal_unknow
 fn other_mechanisms_are_answered_here_and_refused() {
     for mechanism in ["GSSAPI", "SCRAM-SHA-1", "plain", "AWS_MSK_IAM", ""] {
         let identity = Identity::new(Some("CN=alice".into()), false);
-        let Action::Answer(frame, why) = send(&identity, &handshake(mechanism, 5)) else {
+        let Action::Reply(frame, why) = send(&identity, &handshake(mechanism, 5)) else {
             panic!("{mechanism}: not answered here");
         };
         assert!(why.contains("UNSUPPORTED_SASL_MECHANISM"), "{why}");

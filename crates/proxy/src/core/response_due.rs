@@ -24,16 +24,16 @@ use kafka_elect_leaders::{peek_produce, read_request_header, ApiKey};
 
 /// What the broker owes one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AnswerDue {
+pub struct ResponseDue {
     /// False only for a `Produce` with `acks=0`.
     pub answer: bool,
     /// How long the request lets the broker wait before it answers.
     pub wait: Duration,
 }
 
-impl Default for AnswerDue {
-    fn default() -> AnswerDue {
-        AnswerDue {
+impl Default for ResponseDue {
+    fn default() -> ResponseDue {
+        ResponseDue {
             answer: true,
             wait: Duration::ZERO,
         }
@@ -45,27 +45,27 @@ impl Default for AnswerDue {
 /// its `timeout_ms` as `elect_timeout_ms`. The header, and a Produce's acks, are read by the
 /// codec ([`read_request_header`], [`peek_produce`]): the capture reader reads them there
 /// too.
-pub fn answer_due(
+pub fn response_due(
     frame: &[u8],
     api_key: i16,
     api_version: i16,
     elect_timeout_ms: i32,
-) -> AnswerDue {
+) -> ResponseDue {
     match ApiKey(api_key) {
-        ApiKey::ELECT_LEADERS => AnswerDue {
+        ApiKey::ELECT_LEADERS => ResponseDue {
             answer: true,
             wait: millis(elect_timeout_ms),
         },
         ApiKey::PRODUCE => match peek_produce(frame) {
-            Ok(produce) => AnswerDue {
+            Ok(produce) => ResponseDue {
                 answer: produce.acks != 0,
                 wait: millis(produce.timeout_ms),
             },
-            Err(_) => AnswerDue::default(),
+            Err(_) => ResponseDue::default(),
         },
         key @ (ApiKey::FETCH | ApiKey::JOIN_GROUP) => {
             let Ok((header, body)) = read_request_header(frame) else {
-                return AnswerDue::default();
+                return ResponseDue::default();
             };
             let flexible = header.header_version >= 2;
             let read = |r: &mut Reader<'_>| -> Option<Duration> {
@@ -84,10 +84,12 @@ pub fn answer_due(
                 };
                 Some(millis(rebalance_timeout_ms))
             };
-            read(&mut Reader::new(body))
-                .map_or_else(AnswerDue::default, |wait| AnswerDue { answer: true, wait })
+            read(&mut Reader::new(body)).map_or_else(ResponseDue::default, |wait| ResponseDue {
+                answer: true,
+                wait,
+            })
         }
-        _ => AnswerDue::default(),
+        _ => ResponseDue::default(),
     }
 }
 
@@ -232,7 +234,7 @@ mod tests {
                         flexible,
                         &produce_body(flexible, id, acks),
                     );
-                    let due = answer_due(&f, PRODUCE, version, 0);
+                    let due = response_due(&f, PRODUCE, version, 0);
                     assert_eq!(due.answer, acks != 0, "v{version} {id:?} acks={acks}");
                     assert_eq!(due.wait, Duration::from_millis(1500));
                 }
@@ -241,7 +243,7 @@ mod tests {
         // Before v3 there is no transactional id: acks come first.
         let mut old = 0i16.to_be_bytes().to_vec();
         old.extend(100i32.to_be_bytes());
-        assert!(!answer_due(&frame(PRODUCE, 2, false, &old), PRODUCE, 2, 0).answer);
+        assert!(!response_due(&frame(PRODUCE, 2, false, &old), PRODUCE, 2, 0).answer);
     }
 
     #[test]
@@ -250,12 +252,12 @@ mod tests {
         fetch.extend(500i32.to_be_bytes());
         let f = frame(FETCH, 11, false, &fetch);
         assert_eq!(
-            answer_due(&f, FETCH, 11, 0).wait,
+            response_due(&f, FETCH, 11, 0).wait,
             Duration::from_millis(500)
         );
         let f = frame(FETCH, 15, true, &700i32.to_be_bytes());
         assert_eq!(
-            answer_due(&f, FETCH, 15, 0).wait,
+            response_due(&f, FETCH, 15, 0).wait,
             Duration::from_millis(700)
         );
 
@@ -264,27 +266,27 @@ mod tests {
         join.extend(300_000i32.to_be_bytes());
         let f = frame(JOIN_GROUP, 5, false, &join);
         assert_eq!(
-            answer_due(&f, JOIN_GROUP, 5, 0).wait,
+            response_due(&f, JOIN_GROUP, 5, 0).wait,
             Duration::from_secs(300)
         );
         let f = frame(JOIN_GROUP, 0, false, &join[..7]);
         assert_eq!(
-            answer_due(&f, JOIN_GROUP, 0, 0).wait,
+            response_due(&f, JOIN_GROUP, 0, 0).wait,
             Duration::from_secs(10)
         );
         let mut compact = vec![2, b'g'];
         compact.extend(&join[3..]);
         let f = frame(JOIN_GROUP, 6, true, &compact);
         assert_eq!(
-            answer_due(&f, JOIN_GROUP, 6, 0).wait,
+            response_due(&f, JOIN_GROUP, 6, 0).wait,
             Duration::from_secs(300)
         );
 
         assert_eq!(
-            answer_due(&[], ELECT_LEADERS, 2, 60_000).wait,
+            response_due(&[], ELECT_LEADERS, 2, 60_000).wait,
             Duration::from_secs(60)
         );
-        assert_eq!(answer_due(&[], ELECT_LEADERS, 2, -5).wait, Duration::ZERO);
+        assert_eq!(response_due(&[], ELECT_LEADERS, 2, -5).wait, Duration::ZERO);
     }
 
     #[test]
@@ -292,16 +294,16 @@ mod tests {
         let f = frame(PRODUCE, 9, true, &produce_body(true, None, 0));
         for cut in 0..f.len() {
             assert_eq!(
-                answer_due(&f[..cut], PRODUCE, 9, 0),
-                AnswerDue::default(),
+                response_due(&f[..cut], PRODUCE, 9, 0),
+                ResponseDue::default(),
                 "cut at {cut}"
             );
         }
         // Other APIs: nothing is read.
-        assert_eq!(answer_due(&f, 3, 12, 0), AnswerDue::default());
+        assert_eq!(response_due(&f, 3, 12, 0), ResponseDue::default());
         // A huge tagged field count or varint does not loop or overflow.
         let mut bad = frame(PRODUCE, 9, false, &[]);
         bad.extend([0xff; 8]);
-        assert_eq!(answer_due(&bad, PRODUCE, 9, 0), AnswerDue::default());
+        assert_eq!(response_due(&bad, PRODUCE, 9, 0), ResponseDue::default());
     }
 }
