@@ -3,14 +3,13 @@
 //!
 //! The parts, usable apart:
 //!
-//! - [`policy`]: a [`Policy`] built in code (or from `elect-leaders proxy`'s options) and its
-//!   [`Decision`] on a parsed request: forwarded, refused whole, trimmed (some partitions
-//!   refused), or, in log-only mode, what would have been refused. A pure function: no
-//!   socket, no clock.
-//! - [`answer`]: what the guard writes for a decision, with the codec's writer: the trimmed
-//!   request for the broker, the refusal of a whole request (Kafka's own error response),
-//!   and per-partition refusals (`POLICY_VIOLATION`, 44) merged with the broker's answer to
-//!   the trimmed request.
+//! - [`elect`]: a [`Policy`] built in code (or from `elect-leaders proxy`'s options), its
+//!   [`Decision`] on a parsed request (forwarded, refused whole, trimmed: some partitions
+//!   refused, or, in log-only mode, what would have been refused; a pure function: no
+//!   socket, no clock), and what the guard writes for a decision, with the codec's writer:
+//!   the trimmed request for the broker, the refusal of a whole request (Kafka's own error
+//!   response), and per-partition refusals (`POLICY_VIOLATION`, 44) merged with the
+//!   broker's answer to the trimmed request.
 //! - [`audit`]: one JSON line per decision.
 //! - [`Guard`]: the server, on tokio, from a [`Config`]: one listener per broker, answers in
 //!   request order per connection, bounded memory and connections.
@@ -18,7 +17,10 @@
 //!   budgets, timeouts and closes, and [`Filter`]s, one per concern (the SASL principal,
 //!   the leadership-change policy, the ElectLeaders policy, the ApiVersions cap, the
 //!   broker-address rewrite), each reading the API keys it names. An embedder adds its own
-//!   with [`Filters::with`] (`examples/filter.rs`).
+//!   with [`Filters::with`] (`examples/filter.rs`). Inside, each rule is one folder
+//!   (`src/filters/<rule>/`: its decoding, decision, refusal and audit fields beside its
+//!   `Filter`), beside the connection core (`src/core/`), the configuration
+//!   (`src/config/`) and what operators see (`src/observability/`).
 //! - [`mod@file`]: the configuration file (TOML) that fills a [`Config`]; [`Reloader::apply`]
 //!   puts a new one's policy and certificates in force while the guard runs.
 //!

@@ -5,15 +5,15 @@
 //! A guard that refuses an UNCLEAN election but forwards the config change that makes the
 //! controller hold one by itself protects nothing; nor does one that protects a topic's
 //! leaders and forwards `retention.ms=1` on it. So, whenever the policy has a rule that
-//! concerns leadership ([`Policy::deny_unclean`], [`Policy::protected_topics`],
-//! [`Policy::allowed_client_ids`], [`Policy::allowed_principals`]), these requests are read
+//! concerns leadership ([`Policy::deny_unclean`](crate::Policy::deny_unclean), [`Policy::protected_topics`](crate::Policy::protected_topics),
+//! [`Policy::allowed_client_ids`](crate::Policy::allowed_client_ids), [`Policy::allowed_principals`](crate::Policy::allowed_principals)), these requests are read
 //! and decided on:
 //!
 //! | API (key) | refused when |
 //! |---|---|
-//! | IncrementalAlterConfigs (44) | a topic, broker or cluster-default `unclean.leader.election.enable` set to anything but `false`, deleted, or changed by an operation the guard does not know (deny-unclean; for a protected topic always; and, as an UNCLEAN election, for a client id or principal not allowed to elect: allow-client-id, allow-principal); on a protected topic, a config the table of [`topic_configs`] refuses (retention, cleanup, compaction, tiered storage, `min.insync.replicas`, ...) or one the guard does not know; on a broker or the cluster default while topics are protected, the broker synonym of such a config (`log.retention.ms`, `log.cleanup.policy`, `min.insync.replicas`, ...: their inherited value); a resource type the guard does not know |
+//! | IncrementalAlterConfigs (44) | a topic, broker or cluster-default `unclean.leader.election.enable` set to anything but `false`, deleted, or changed by an operation the guard does not know (deny-unclean; for a protected topic always; and, as an UNCLEAN election, for a client id or principal not allowed to elect: allow-client-id, allow-principal); on a protected topic, a config the table of [`TOPIC_CONFIGS`] refuses (retention, cleanup, compaction, tiered storage, `min.insync.replicas`, ...) or one the guard does not know; on a broker or the cluster default while topics are protected, the broker synonym of such a config (`log.retention.ms`, `log.cleanup.policy`, `min.insync.replicas`, ...: their inherited value); a resource type the guard does not know |
 //! | AlterConfigs (33) | the same; and since it replaces a resource's whole set, a resource whose set does not say `unclean.leader.election.enable=false` (deny-unclean, allow-client-id, allow-principal), and any set for a protected topic, a broker or the cluster default while topics are protected (it resets their retention, `min.insync.replicas`, ...) |
-//! | CreateTopics (19) | a topic created with `unclean.leader.election.enable` other than `false` (deny-unclean, allow-client-id, allow-principal; for a protected name always); a protected name created with a config the table refuses (a record produced to a topic created with `retention.ms=1` is lost as surely), or, under [`Policy::min_replication`], with fewer replicas, with the broker's default (-1: the guard cannot check it), or with an assignment giving a partition fewer |
+//! | CreateTopics (19) | a topic created with `unclean.leader.election.enable` other than `false` (deny-unclean, allow-client-id, allow-principal; for a protected name always); a protected name created with a config the table refuses (a record produced to a topic created with `retention.ms=1` is lost as surely), or, under [`Policy::min_replication`](crate::Policy::min_replication), with fewer replicas, with the broker's default (-1: the guard cannot check it), or with an assignment giving a partition fewer |
 //! | DeleteRecords (21) | records of a protected topic (each partition answered `POLICY_VIOLATION`) |
 //! | AlterPartitionReassignments (45) | a protected topic's partitions, moved or their move cancelled; the client id or principal not allowed to elect |
 //! | CreatePartitions (37) | partitions added to a protected topic |
@@ -43,7 +43,7 @@
 //! half applied is harder for an operator to reason about than one refused). A request the
 //! guard cannot read, or of a version it does not know, closes the connection: it is never
 //! forwarded. `ValidateOnly` requests are decided like the others, as Kafka's policies
-//! decide them. Under [`Policy::log_only`] nothing is refused and what would be is audited.
+//! decide them. Under [`Policy::log_only`](crate::Policy::log_only) nothing is refused and what would be is audited.
 //! Every decision is audited; one that cannot be is refused.
 
 mod api;

@@ -115,7 +115,7 @@ pub struct ConfigChange<'a> {
 }
 
 /// What the guard knows of a config that matters to the policy: its line in the topic
-/// configs' table ([`topic_configs`]). Configs the table allows are not kept.
+/// configs' table ([`TOPIC_CONFIGS`](super::topic_configs::TOPIC_CONFIGS)). Configs the table allows are not kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Key {
     /// A topic config (on a topic, or in CreateTopics).
