@@ -98,7 +98,6 @@ mod config;
 mod core;
 pub mod filter;
 mod filters;
-
 mod observability;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
@@ -116,8 +115,8 @@ pub use crate::core::close::{Close, CloseReason};
 pub use config::file::{self, ConfigFile, FileError};
 pub use config::settings::{
     AuditTarget, Config, Route, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REQUEST_TIMEOUT, DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
-    MAX_CONNECTION_THREADS,
+    DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REFUSED_BYTES_PER_SECOND, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_UPSTREAM_CONNECT_TIMEOUT, MAX_CONNECTION_THREADS,
 };
 pub use filter::{Filter, Filters};
 pub use filters::addresses;

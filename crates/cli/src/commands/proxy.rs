@@ -259,6 +259,7 @@ fn settings(
         threads: args.threads,
         max_frame_size: args.max_frame_size,
         max_buffered_bytes: args.max_buffered_bytes,
+        refused_bytes_per_second: args.refused_bytes_per_second,
         idle_timeout: args.idle_timeout,
         frame_timeout: args.frame_timeout,
         upstream_connect_timeout: args.upstream_connect_timeout,

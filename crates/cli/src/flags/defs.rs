@@ -735,6 +735,11 @@ pub struct ProxyArgs {
         value_parser = values::buffered_bytes
     )]
     pub max_buffered_bytes: Option<usize>,
+    /// A client's frames over 64 KiB answered in the broker's place (refusals), bytes a
+    /// second with all its connections; past it, its next frame is read a while later, as
+    /// Kafka throttles a client over its quota. 0: no pace [default: 16MiB]
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes_per_second)]
+    pub refused_bytes_per_second: Option<usize>,
     /// Largest frame read from either side (Kafka's socket.request.max.bytes); a larger
     /// size prefix closes the connection [default: 104857600]
     #[arg(

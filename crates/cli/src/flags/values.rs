@@ -99,6 +99,12 @@ pub fn buffered_bytes(text: &str) -> Result<usize, String> {
     )
 }
 
+/// `--refused-bytes-per-second`: bytes, or a number with `KiB`, `MiB` or `GiB`; 0 for none.
+#[cfg(feature = "proxy")]
+pub fn bytes_per_second(text: &str) -> Result<usize, String> {
+    kafka_elect_leaders_proxy::file::parse_bytes(text, 0)
+}
+
 /// `--audit-queue-bytes`: bytes, or a number with `KiB`, `MiB` or `GiB`.
 #[cfg(feature = "proxy")]
 pub fn audit_queue_bytes(text: &str) -> Result<usize, String> {

@@ -29,6 +29,8 @@ pub struct Overrides {
     pub max_frame_size: Option<usize>,
     /// [`Config::max_buffered_bytes`].
     pub max_buffered_bytes: Option<usize>,
+    /// [`Config::refused_bytes_per_second`].
+    pub refused_bytes_per_second: Option<usize>,
     /// [`Config::idle_timeout`].
     pub idle_timeout: Option<Duration>,
     /// [`Config::frame_timeout`].
@@ -57,6 +59,10 @@ impl Overrides {
         set(self.threads, &mut config.connection_threads);
         set(self.max_frame_size, &mut config.max_frame_size);
         set(self.max_buffered_bytes, &mut config.max_buffered_bytes);
+        set(
+            self.refused_bytes_per_second,
+            &mut config.refused_bytes_per_second,
+        );
         let set = |value: Option<Duration>, field: &mut Duration| *field = value.unwrap_or(*field);
         set(self.idle_timeout, &mut config.idle_timeout);
         set(self.frame_timeout, &mut config.frame_timeout);

@@ -160,6 +160,10 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
         old.max_buffered_bytes != new.max_buffered_bytes,
         "max-buffered-bytes",
     );
+    check(
+        old.refused_bytes_per_second != new.refused_bytes_per_second,
+        "refused-bytes-per-second",
+    );
     check(old.advertise_host != new.advertise_host, "advertise-host");
     check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
     check(old.metrics_listen != new.metrics_listen, "metrics-listen");

@@ -86,6 +86,12 @@ pub struct Config {
     /// both directions; a frame waits (its sender held back by TCP) until its whole size
     /// fits. Default 1 GiB.
     pub max_buffered_bytes: usize,
+    /// A client's frames larger than 64 KiB that a filter answers in the broker's place
+    /// (refusals), in bytes a second with all its connections: past it, the connection's
+    /// next frame is read only once the client's refused bytes are back within a second's
+    /// worth, as Kafka stops reading a client over its quota (`crate::core::refusal_pace`).
+    /// 0: no pace. Default 16 MiB.
+    pub refused_bytes_per_second: usize,
     /// Each broker's host name as written for its route (`upstream = "kafka-1:9092"`), by
     /// its resolved address: a broker advertising that name is recognised as that route's
     /// ([`crate::filters::addresses`]).
@@ -175,6 +181,7 @@ pub const DEFAULT_UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`Config::request_timeout`]'s default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 pub use crate::core::budget::DEFAULT_MAX_BUFFERED_BYTES;
+pub use crate::core::refusal_pace::DEFAULT_REFUSED_BYTES_PER_SECOND;
 
 impl Default for Config {
     fn default() -> Self {
@@ -191,6 +198,7 @@ impl Default for Config {
             upstream_connect_timeout: DEFAULT_UPSTREAM_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            refused_bytes_per_second: DEFAULT_REFUSED_BYTES_PER_SECOND,
             tls: None,
             upstream_tls: None,
             upstream_names: Vec::new(),

@@ -583,6 +583,11 @@ impl<D> Reserving<D> {
     pub fn get_ref(&self) -> &D {
         &self.decoder
     }
+
+    /// The decoder wrapped, to change.
+    pub fn get_mut(&mut self) -> &mut D {
+        &mut self.decoder
+    }
 }
 
 impl<D: Decoder> Decoder for Reserving<D> {

@@ -25,23 +25,34 @@ pub(crate) fn client_key(address: IpAddr) -> IpAddr {
     }
 }
 
-/// One counter per client with a connection open. A counter lives as long as a connection
-/// holds it; the map keeps only weak references, pruned as clients go.
-#[derive(Debug, Default)]
-pub(crate) struct PerClient {
-    counters: Mutex<Counters>,
+/// One counter (a `T`) per client with a connection open. A counter lives as long as a
+/// connection holds it; the map keeps only weak references, pruned as clients go.
+#[derive(Debug)]
+pub(crate) struct PerClient<T = AtomicUsize> {
+    counters: Mutex<Counters<T>>,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    by_client: HashMap<IpAddr, Weak<AtomicUsize>>,
+impl<T> Default for PerClient<T> {
+    fn default() -> Self {
+        PerClient {
+            counters: Mutex::new(Counters {
+                by_client: HashMap::new(),
+                prune_at: 0,
+            }),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Counters<T> {
+    by_client: HashMap<IpAddr, Weak<T>>,
     /// Entries of clients gone are dropped when the map reaches this many.
     prune_at: usize,
 }
 
-impl PerClient {
+impl<T: Default> PerClient<T> {
     /// The counter of `address`'s client, shared with its other connections open.
-    pub(crate) fn counter(&self, address: IpAddr) -> Arc<AtomicUsize> {
+    pub(crate) fn counter(&self, address: IpAddr) -> Arc<T> {
         let key = client_key(address);
         // A counter map is whole whatever a panicking holder did: go on with it.
         let mut counters = match self.counters.lock() {
@@ -56,7 +67,7 @@ impl PerClient {
             counters.by_client.retain(|_, c| c.strong_count() > 0);
             counters.prune_at = (2 * counters.by_client.len()).max(64);
         }
-        let counter = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::new(T::default());
         counters.by_client.insert(key, Arc::downgrade(&counter));
         counter
     }
@@ -87,7 +98,7 @@ mod tests {
 
     #[test]
     fn connections_of_one_client_share_a_counter_and_gone_ones_are_pruned() {
-        let clients = PerClient::default();
+        let clients = PerClient::<AtomicUsize>::default();
         let a = clients.counter("10.0.0.1".parse().unwrap());
         let b = clients.counter("10.0.0.1".parse().unwrap());
         assert!(Arc::ptr_eq(&a, &b));

@@ -475,6 +475,9 @@ impl Shared {
             metrics: Arc::new(metrics),
             filters: config.filters.clone(),
             heavy: crate::core::heavy::Heavy::per_core(),
+            refusal_pace: crate::core::refusal_pace::RefusalPace::new(
+                config.refused_bytes_per_second as u64,
+            ),
             next_connection: std::sync::atomic::AtomicU64::new(1),
             policy: Arc::new(RwLock::new(Arc::new(config.policy.clone()))),
             audit: Arc::new(audit),

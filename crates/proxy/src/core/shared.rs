@@ -46,6 +46,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// What reads each frame, in order.
     pub filters: Filters,
+    /// The pace of each client's refused large frames.
+    pub(crate) refusal_pace: crate::core::refusal_pace::RefusalPace,
     /// The work on large frames: off the connection threads, a core always left to the others.
     pub(crate) heavy: Heavy,
     /// The number the next connection's session takes ([`Session::id`]).

@@ -126,6 +126,8 @@ pub struct Metrics {
     filter_clients: Mutex<std::collections::HashSet<std::net::IpAddr>>,
     filter_closes: Family<FilterLabel, Counter>,
     filter_drops: Family<FilterLabel, Counter>,
+    refusals_paced: Counter,
+    refusal_pace_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     /// The last decisions, newest last, for the status page.
     recent: Mutex<VecDeque<Recent>>,
 }
@@ -182,6 +184,8 @@ impl Metrics {
             filter_clients: Mutex::default(),
             filter_closes: Family::default(),
             filter_drops: Family::default(),
+            refusals_paced: Counter::default(),
+            refusal_pace_seconds: Counter::default(),
             recent: Mutex::new(VecDeque::with_capacity(RECENT)),
             registry: Registry::default(),
         };
@@ -290,6 +294,19 @@ impl Metrics {
             "Requests a filter dropped (neither forwarded nor answered), by filter",
             metrics.filter_drops.clone(),
         );
+        registry.register(
+            "refusals_paced",
+            "Large refused frames after which a client's connection waited before its next \
+             frame was read (refused-bytes-per-second)",
+            metrics.refusals_paced.clone(),
+        );
+        registry.register_with_unit(
+            "refusal_pace",
+            "Time connections waited, their next frame unread, for their client's refused \
+             bytes to come back within refused-bytes-per-second",
+            prometheus_client::registry::Unit::Seconds,
+            metrics.refusal_pace_seconds.clone(),
+        );
         Metrics {
             registry,
             ..metrics
@@ -381,6 +398,16 @@ impl Metrics {
                 .get_or_create(&FilterLabel { filter })
                 .inc();
         }
+    }
+
+    /// A connection waits `wait` before reading its next frame, its client's refused large
+    /// frames past their pace (`crate::core::refusal_pace`).
+    pub fn refusal_paced(&self, wait: Duration) {
+        if !self.enabled {
+            return;
+        }
+        self.refusals_paced.inc();
+        self.refusal_pace_seconds.inc_by(wait.as_secs_f64());
     }
 
     /// An answer whose broker addresses were rewritten.

@@ -90,6 +90,8 @@ pub struct ConfigFile {
     pub request_timeout: Option<Duration>,
     /// `max-buffered-bytes`: [`Config::max_buffered_bytes`].
     pub max_buffered_bytes: Option<usize>,
+    /// `refused-bytes-per-second`: [`Config::refused_bytes_per_second`].
+    pub refused_bytes_per_second: Option<usize>,
     /// `advertise-host`: [`Config::advertise_host`].
     pub advertise_host: Option<String>,
     /// `dynamic-listen`: [`Config::dynamic_listen`].
@@ -275,6 +277,7 @@ impl ConfigFile {
             threads: self.threads,
             max_frame_size: self.max_frame_size,
             max_buffered_bytes: self.max_buffered_bytes,
+            refused_bytes_per_second: self.refused_bytes_per_second,
             idle_timeout: self.idle_timeout,
             frame_timeout: self.frame_timeout,
             upstream_connect_timeout: self.upstream_connect_timeout,
@@ -397,6 +400,8 @@ struct Raw {
     request_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "buffered_bytes")]
     max_buffered_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "bytes_per_second")]
+    refused_bytes_per_second: Option<usize>,
     advertise_host: Option<String>,
     #[serde(default, deserialize_with = "dynamic_listen")]
     dynamic_listen: Option<DynamicListen>,
@@ -565,6 +570,7 @@ impl Raw {
             upstream_connect_timeout: self.upstream_connect_timeout,
             request_timeout: self.request_timeout,
             max_buffered_bytes: self.max_buffered_bytes,
+            refused_bytes_per_second: self.refused_bytes_per_second,
             advertise_host: self.advertise_host,
             dynamic_listen: self.dynamic_listen,
             metrics_listen: self.metrics_listen,
@@ -655,6 +661,10 @@ fn amount<'de, D: Deserializer<'de>>(d: D, min: usize) -> Result<usize, D::Error
 
 fn buffered_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     amount(d, MIN_BUFFERED_BYTES).map(Some)
+}
+
+fn bytes_per_second<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    amount(d, 0).map(Some)
 }
 
 fn audit_queue_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {

@@ -63,6 +63,8 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
 ) -> Result<Ended, Close> {
     let upstream_write = Close::write("broker");
     let filters = &shared.filters;
+    // The client's account of refused large frames, shared by its connections.
+    let refused = shared.refusal_pace.account(session.conn().client.ip());
     // Every wait on the broker's side (a full queue of answers owed, the budget of requests
     // kept, a broker not reading) also watches for the client's close.
     macro_rules! or_gone {
@@ -132,6 +134,7 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
         // Every filter that reads this API key, in order, until one answers, drops or
         // closes; a filter that forwards another frame hands it to the next.
         let api_key = peek.api_key;
+        let frame_len = frame.len();
         let mut request = Request::new(frame, peek);
         let mut end = End::Forward;
         // The merges of filters that forwarded another frame, outermost first, and the
@@ -214,8 +217,31 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
             End::Answer(answer) => {
                 drop(request);
                 let answer = merges.fold(answer, |inner, outer| Respond::nest(outer, inner));
+                let large = share.is_some();
                 let kept = or_gone!(keep(&held, &mut to_upstream, shared, answer, share.take()))?;
                 or_gone!(send_slot(&slots, &mut to_upstream, Slot::Local(kept)))?;
+                // A large frame answered in the broker's place: the client's next frame
+                // waits for its pace (`refusal_pace`).
+                if large {
+                    let now = Instant::now();
+                    if let Some(resume) = shared.refusal_pace.charge(&refused, frame_len, now) {
+                        shared.metrics.refusal_paced(resume - now);
+                        or_gone!(flush(&mut to_upstream)).map_err(&upstream_write)?;
+                        let stopping = or_gone!(async {
+                            tokio::select! {
+                                () = until(Some(resume)) => false,
+                                _ = shutdown.wait_for(|stop| *stop) => true,
+                            }
+                        });
+                        if stopping {
+                            return Ok(Ended::Stopping);
+                        }
+                        // A next frame already begun is not timed for the wait.
+                        let waited = now.elapsed();
+                        let started = &mut from_client.decoder_mut().get_mut().started;
+                        *started = started.map(|at| at + waited);
+                    }
+                }
             }
             End::Drop => drop(request),
         }
