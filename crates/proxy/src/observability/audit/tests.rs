@@ -643,11 +643,13 @@ fn a_real_file_size_limit_leaves_whole_lines() {
         return under_a_file_size_limit(Path::new(&dir));
     }
     let dir = Dir::new("audit-fsize");
-    let name = "audit::tests::a_real_file_size_limit_leaves_whole_lines";
+    // This test's name as the harness knows it: its module path without the crate's.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = format!("{module}::a_real_file_size_limit_leaves_whole_lines");
     let child = std::process::Command::new("sh")
         .args(["-c", r#"trap '' XFSZ && exec "$0" "$@""#])
         .arg(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .args([name.as_str(), "--exact", "--test-threads=1", "--nocapture"])
         .env(FSIZE_CHILD, &dir.0)
         .output();
     let out = match child {
