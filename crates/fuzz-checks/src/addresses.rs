@@ -23,7 +23,7 @@ use crate::damage::{address, damage};
 use arbitrary::Unstructured;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_elect_leaders_proxy::addresses::{
-    Addresses, DESCRIBE_CLUSTER, FETCH, FIND_COORDINATOR, METADATA, PRODUCE,
+    Routes, DESCRIBE_CLUSTER, FETCH, FIND_COORDINATOR, METADATA, PRODUCE,
 };
 use kafka_elect_leaders_proxy::testing::ConnInfo;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -70,7 +70,7 @@ pub fn check_addresses(data: &[u8]) {
     };
     let upstream: SocketAddr = UPSTREAM.parse().expect("an address");
     let listen: SocketAddr = LISTEN.parse().expect("an address");
-    let addresses = Addresses::new([(listen, upstream, None)], None, None);
+    let addresses = Routes::new([(listen, upstream, None)], None, None);
     let conn = ConnInfo {
         client: "127.0.0.1:50000".parse().expect("an address"),
         listener: listen,

@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 
 use arbitrary::Unstructured;
 use bytes::{Bytes, BytesMut};
-use kafka_elect_leaders_proxy::addresses::{Addresses, PRODUCE};
+use kafka_elect_leaders_proxy::addresses::{Routes, PRODUCE};
 use kafka_elect_leaders_proxy::testing::ConnInfo;
 use kafka_protocol::messages::fetch_response::{
     FetchableTopicResponse, NodeEndpoint as FetchEndpoint, PartitionData,
@@ -189,7 +189,7 @@ pub fn check_endpoints(u: &mut Unstructured<'_>, api_key: i16) {
     let whole = !damage(u, &mut frame);
     let upstream: SocketAddr = UPSTREAM.parse().expect("an address");
     let listen: SocketAddr = LISTEN.parse().expect("an address");
-    let addresses = Addresses::new([(listen, upstream, None)], None, None);
+    let addresses = Routes::new([(listen, upstream, None)], None, None);
     let conn = ConnInfo {
         client: "127.0.0.1:50000".parse().expect("an address"),
         listener: listen,
@@ -279,7 +279,7 @@ mod tests {
                 if let Ok(frame) = build(&mut u, api_key, version) {
                     let upstream: SocketAddr = UPSTREAM.parse().unwrap();
                     let listen: SocketAddr = LISTEN.parse().unwrap();
-                    let addresses = Addresses::new([(listen, upstream, None)], None, None);
+                    let addresses = Routes::new([(listen, upstream, None)], None, None);
                     let conn = ConnInfo {
                         client: "127.0.0.1:50000".parse().unwrap(),
                         listener: listen,

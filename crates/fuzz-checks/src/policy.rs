@@ -3,7 +3,7 @@
 
 use super::*;
 
-use kafka_elect_leaders_proxy::policy;
+use kafka_elect_leaders_proxy::elect;
 
 /// First byte: bit 1 generate the request (1) or read a frame (0). Then the frame (when
 /// read), then the policy.
@@ -24,7 +24,7 @@ pub(crate) fn decide(
     request: &ElectLeadersRequest<'_>,
     u: &mut Unstructured<'_>,
 ) -> arbitrary::Result<()> {
-    use policy::{Policy, Refusal, Rule, Verdict};
+    use elect::{Policy, Refusal, Rule, Verdict};
     let plain = plain_request(request);
     let topics: Vec<&[u8]> = plain
         .topics

@@ -18,7 +18,7 @@ use kafka_elect_leaders::{
     TopicPartitionsData,
 };
 
-use kafka_elect_leaders_proxy::{answer, Policy, Verdict};
+use kafka_elect_leaders_proxy::{elect, Policy, Verdict};
 
 const TOPICS: usize = 100;
 const PER_TOPIC: i32 = 10;
@@ -119,7 +119,7 @@ fn decision(c: &mut Criterion) {
                 let d = policy.decide(&view);
                 assert_eq!(d.verdict, Verdict::Trimmed);
                 out.clear();
-                answer::encode_trimmed(&policy, &d, &view, &mut out).unwrap();
+                elect::encode_trimmed(&policy, &d, &view, &mut out).unwrap();
                 black_box(&out);
             })
         },
@@ -129,14 +129,14 @@ fn decision(c: &mut Criterion) {
     let view = parse_request(&preferred).unwrap();
     let d = policy.decide(&view);
     let mut trimmed = BytesMut::new();
-    answer::encode_trimmed(&policy, &d, &view, &mut trimmed).unwrap();
+    elect::encode_trimmed(&policy, &d, &view, &mut trimmed).unwrap();
     let broker = broker_answer(&trimmed);
     let mut merged = BytesMut::with_capacity(broker.len() * 2);
     g.bench_function(BenchmarkId::new("merge-answer", "protect-10-topics"), |b| {
         b.iter(|| {
             let answer_view = parse_response(black_box(&broker), 2).unwrap();
             merged.clear();
-            answer::encode_refusal(&policy, &d, &view, Some(&answer_view), &mut merged).unwrap();
+            elect::encode_refusal(&policy, &d, &view, Some(&answer_view), &mut merged).unwrap();
             black_box(&merged);
         })
     });
@@ -150,7 +150,7 @@ fn decision(c: &mut Criterion) {
                 let d = policy.decide(&view);
                 assert_eq!(d.verdict, Verdict::Refused);
                 refusal.clear();
-                answer::encode_refusal(&policy, &d, &view, None, &mut refusal).unwrap();
+                elect::encode_refusal(&policy, &d, &view, None, &mut refusal).unwrap();
                 black_box(&refusal);
             })
         },

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use kafka_elect_leaders_proxy::addresses::{Addresses, METADATA};
+use kafka_elect_leaders_proxy::addresses::{Routes, METADATA};
 use kafka_elect_leaders_proxy::audit::ConnInfo;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -75,7 +75,7 @@ fn rewrite(c: &mut Criterion) {
     for brokers in [3usize, 100] {
         let frame = metadata(brokers);
         // Every broker has a route: all of them are rewritten.
-        let addresses = Addresses::new(
+        let addresses = Routes::new(
             (0..brokers).map(|i| {
                 (
                     SocketAddr::from(([127, 0, 0, 1], 19000 + i as u16)),

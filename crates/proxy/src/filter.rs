@@ -78,13 +78,13 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_elect_leaders::{Pending, RequestPeek};
 
-use crate::addresses::Addresses;
-use crate::audit::{Audit, AuditConnection, AuditError, ConnInfo};
-use crate::budget::SMALL_FRAME;
-use crate::close::{Close, CloseReason};
-use crate::identity::Identity;
-use crate::metrics::Metrics;
-use crate::policy::Policy;
+use crate::core::budget::SMALL_FRAME;
+use crate::core::close::{Close, CloseReason};
+use crate::filters::addresses::routes::Routes;
+use crate::filters::elect::policy::Policy;
+use crate::filters::sasl::identity::Identity;
+use crate::observability::audit::{Audit, AuditConnection, AuditError, ConnInfo};
+use crate::observability::metrics::Metrics;
 
 /// A future a filter asks the core to wait for before it reads a request.
 pub type Wait<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
@@ -123,7 +123,7 @@ pub trait Filter: Send + Sync + 'static {
     }
 
     /// Reads (or changes) the broker's answer to a request of an API key it reads.
-    fn response(&self, session: &Session, request: Pending, answer: &mut Answer) -> OnResponse {
+    fn response(&self, session: &Session, request: Pending, answer: &mut Response) -> OnResponse {
         let _ = (session, request, answer);
         OnResponse::Pass
     }
@@ -159,7 +159,7 @@ pub(crate) struct SessionParts {
     /// The guard's metrics.
     pub(crate) metrics: Arc<Metrics>,
     /// The broker-address rewrite.
-    pub(crate) addresses: Arc<Addresses>,
+    pub(crate) addresses: Arc<Routes>,
     /// The client address's share of the audit queue.
     pub(crate) audit: AuditConnection,
 }
@@ -212,7 +212,7 @@ impl Session {
     /// "upstream", "principal", "api_key", "api", "api_version", "correlation_id",
     /// "details"}`. `details` is the filter's own (any JSON). An error means the line was
     /// not written (the log fails or is stalled, no room, or the line is longer than
-    /// [`MAX_LINE`](crate::audit::MAX_LINE)): a filter that refuses only what it can audit
+    /// [`MAX_LINE`](crate::observability::audit::MAX_LINE)): a filter that refuses only what it can audit
     /// refuses the request then, as the built-ins do (fail closed). Wait for room first
     /// with [`Session::audit_ready`] in [`Filter::ready`].
     pub fn audit(
@@ -225,7 +225,7 @@ impl Session {
         let conn = &self.parts.conn;
         let key = kafka_elect_leaders::ApiKey(request.api_key);
         let mut line = serde_json::json!({
-            "time": crate::diag::rfc3339_now(),
+            "time": crate::observability::diag::rfc3339_now(),
             "kind": "filter",
             "rule": rule,
             "verdict": verdict,
@@ -241,7 +241,7 @@ impl Session {
         })
         .to_string();
         line.push('\n');
-        if line.len() > crate::audit::MAX_LINE {
+        if line.len() > crate::observability::audit::MAX_LINE {
             return Err(AuditError::TooLarge);
         }
         self.parts.audit.record_line(line)
@@ -263,7 +263,7 @@ impl Session {
 
     /// The policy in force (replaced whole on reload).
     pub fn policy(&self) -> Arc<Policy> {
-        crate::policy::in_force(&self.parts.policy)
+        crate::filters::elect::policy::in_force(&self.parts.policy)
     }
 }
 
@@ -554,7 +554,7 @@ impl fmt::Debug for Respond {
 }
 
 /// The broker's answer to a request forwarded as it came, as response filters read it.
-pub struct Answer {
+pub struct Response {
     frame: Frame,
     /// A splice a filter asked for ([`OnResponse::Splice`]), not made yet: made by the
     /// core as the answer is written (the tail never copied), or here when a later filter
@@ -562,9 +562,9 @@ pub struct Answer {
     splice: Option<(BytesMut, usize)>,
 }
 
-impl Answer {
-    pub(crate) fn new(frame: BytesMut) -> Answer {
-        Answer {
+impl Response {
+    pub(crate) fn new(frame: BytesMut) -> Response {
+        Response {
             frame: Frame::Mut(frame),
             splice: None,
         }
@@ -772,11 +772,11 @@ pub(crate) mod testing {
     use kafka_protocol::messages::{RequestHeader, ResponseHeader};
     use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
 
-    use super::{Answer, Answered, OnRequest, Request, Respond, Session};
-    use crate::audit::{Audit, AuditSink, ConnInfo};
-    use crate::close::Close;
-    use crate::identity::Identity;
-    use crate::shared::Shared;
+    use super::{Answered, OnRequest, Request, Respond, Response, Session};
+    use crate::core::close::Close;
+    use crate::core::shared::Shared;
+    use crate::filters::sasl::identity::Identity;
+    use crate::observability::audit::{Audit, AuditSink, ConnInfo};
     use crate::Config;
 
     /// One client connection, from 192.0.2.1 through the listener 127.0.0.1:19092 to the
@@ -814,8 +814,8 @@ pub(crate) mod testing {
     }
 
     /// The broker's answer (size prefix included) as the core hands it to a filter.
-    pub(crate) fn answer(frame: &[u8]) -> Answer {
-        Answer::new(BytesMut::from(frame))
+    pub(crate) fn answer(frame: &[u8]) -> Response {
+        Response::new(BytesMut::from(frame))
     }
 
     /// What `respond` writes in its turn, given the broker's answer when the request was
@@ -924,7 +924,7 @@ mod tests {
     /// without a copy while nothing else holds it, copied when something does.
     #[test]
     fn an_answer_switches_buffers_keeping_its_bytes() {
-        let mut answer = Answer::new(BytesMut::from(&b"\0\0\0\x02ab"[..]));
+        let mut answer = Response::new(BytesMut::from(&b"\0\0\0\x02ab"[..]));
         let at = answer.frame().as_ptr();
         assert_eq!(&answer.frame_bytes()[..], b"\0\0\0\x02ab");
         assert_eq!(answer.frame_bytes().as_ptr(), at, "frozen, not copied");

@@ -3,14 +3,13 @@
 //!
 //! The parts, usable apart:
 //!
-//! - [`policy`]: a [`Policy`] built in code (or from `elect-leaders proxy`'s options) and its
-//!   [`Decision`] on a parsed request: forwarded, refused whole, trimmed (some partitions
-//!   refused), or, in log-only mode, what would have been refused. A pure function: no
-//!   socket, no clock.
-//! - [`answer`]: what the guard writes for a decision, with the codec's writer: the trimmed
-//!   request for the broker, the refusal of a whole request (Kafka's own error response),
-//!   and per-partition refusals (`POLICY_VIOLATION`, 44) merged with the broker's answer to
-//!   the trimmed request.
+//! - [`elect`]: a [`Policy`] built in code (or from `elect-leaders proxy`'s options), its
+//!   [`Decision`] on a parsed request (forwarded, refused whole, trimmed: some partitions
+//!   refused, or, in log-only mode, what would have been refused; a pure function: no
+//!   socket, no clock), and what the guard writes for a decision, with the codec's writer:
+//!   the trimmed request for the broker, the refusal of a whole request (Kafka's own error
+//!   response), and per-partition refusals (`POLICY_VIOLATION`, 44) merged with the
+//!   broker's answer to the trimmed request.
 //! - [`audit`]: one JSON line per decision.
 //! - [`Guard`]: the server, on tokio, from a [`Config`]: one listener per broker, answers in
 //!   request order per connection, bounded memory and connections.
@@ -18,7 +17,10 @@
 //!   budgets, timeouts and closes, and [`Filter`]s, one per concern (the SASL principal,
 //!   the leadership-change policy, the ElectLeaders policy, the ApiVersions cap, the
 //!   broker-address rewrite), each reading the API keys it names. An embedder adds its own
-//!   with [`Filters::with`] (`examples/filter.rs`).
+//!   with [`Filters::with`] (`examples/filter.rs`). Inside, each rule is one folder
+//!   (`src/filters/<rule>/`: its decoding, decision, refusal and audit fields beside its
+//!   `Filter`), beside the connection core (`src/core/`), the configuration
+//!   (`src/config/`) and what operators see (`src/observability/`).
 //! - [`mod@file`]: the configuration file (TOML) that fills a [`Config`]; [`Reloader::apply`]
 //!   puts a new one's policy and certificates in force while the guard runs.
 //!
@@ -32,7 +34,7 @@
 //!     parse_request, parse_response, ElectLeadersRequestData, ElectionType, EncodeRequestExt,
 //!     ErrorCode, TopicPartitionsData,
 //! };
-//! use kafka_elect_leaders_proxy::{answer, Policy, Verdict};
+//! use kafka_elect_leaders_proxy::{elect, Policy, Verdict};
 //!
 //! let mut policy = Policy::default();
 //! policy.protected_topics.insert(b"payments"[..].into());
@@ -56,13 +58,13 @@
 //!
 //! // What goes to the broker: the request without the protected topic.
 //! let mut trimmed = BytesMut::new();
-//! answer::encode_trimmed(&policy, &decision, &request, &mut trimmed).unwrap();
+//! elect::encode_trimmed(&policy, &decision, &request, &mut trimmed).unwrap();
 //! let trimmed = parse_request(&trimmed).unwrap();
 //! assert_eq!(trimmed.topic_partitions().unwrap().len(), 1);
 //!
 //! // Had the broker not answered, the refusals alone: each refused partition gets 44.
 //! let mut refusal = BytesMut::new();
-//! answer::encode_refusal(&policy, &decision, &request, None, &mut refusal).unwrap();
+//! elect::encode_refusal(&policy, &decision, &request, None, &mut refusal).unwrap();
 //! let refusal = parse_response(&refusal, 2).unwrap();
 //! let result = refusal.replica_election_results().first().unwrap();
 //! assert_eq!(result.topic(), b"payments");
@@ -92,56 +94,35 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod addresses;
-pub mod answer;
-mod answer_due;
-pub mod apis;
-pub mod audit;
-mod budget;
-mod clients;
-mod close;
 mod config;
-mod conn;
-mod connection_threads;
-pub mod diag;
-pub mod file;
+mod core;
 pub mod filter;
 mod filters;
-mod health;
-mod heavy;
-mod identity;
-pub mod leadership;
-mod merge;
-mod metrics;
-mod metrics_listener;
-pub mod policy;
-mod refusal_pace;
-mod reload;
-mod server;
-mod shared;
-pub mod tls;
-mod versions;
-mod weakening;
+mod observability;
 
 /// The connection state machine alone, over any streams: what the `conn` fuzz target
 /// drives in memory. Not a stable API.
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
-    pub use crate::audit::ConnInfo;
-    pub use crate::close::Close;
-    pub use crate::conn::{proxy, ClientRead, MAX_IN_FLIGHT, RESERVE_STEP};
-    pub use crate::shared::Shared;
+    pub use crate::core::close::Close;
+    pub use crate::core::conn::{proxy, ClientRead, MAX_IN_FLIGHT, RESERVE_STEP};
+    pub use crate::core::shared::Shared;
+    pub use crate::observability::audit::ConnInfo;
 }
 
-pub use close::{Close, CloseReason};
-pub use config::{
+pub use crate::core::close::{Close, CloseReason};
+pub use config::file::{self, ConfigFile, FileError};
+pub use config::settings::{
     AuditTarget, Config, Route, DEFAULT_DRAIN_TIMEOUT, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BUFFERED_BYTES, DEFAULT_REFUSED_BYTES_PER_SECOND, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_UPSTREAM_CONNECT_TIMEOUT, MAX_CONNECTION_THREADS,
 };
-pub use file::{ConfigFile, FileError};
 pub use filter::{Filter, Filters};
+pub use filters::addresses;
+pub use filters::doors::apis;
+pub use filters::elect;
+pub use filters::leadership;
 /// Kafka's tables and the headers a filter reads, from the codec: one dependency is enough
 /// to write a filter.
 pub use kafka_elect_leaders::{ApiKey, ErrorCode, Pending, RequestPeek};
@@ -162,13 +143,16 @@ pub mod builtin {
         Addresses, ApiVersions, Doors, ElectLeaders, FollowerFetch, Leadership, Sasl,
     };
 }
-pub use merge::Overrides;
-pub use metrics::MAX_CLIENT_SERIES;
-pub use metrics_listener::{
+pub use crate::core::server::{
+    max_connections_for, raise_fd_limit, Guard, StartError, RESERVED_FDS,
+};
+pub use crate::core::tls::{self, ServerTls, UpstreamTls};
+pub use config::merge::Overrides;
+pub use config::reload::{ReloadError, Reloaded, Reloader};
+pub use filters::elect::{Decision, Policy, Refusal, Rule, Verdict};
+pub use observability::listener::{
     MetricsLimits, DEFAULT_METRICS_CONNECTIONS, DEFAULT_METRICS_HEADER_TIMEOUT,
     DEFAULT_METRICS_WRITE_TIMEOUT,
 };
-pub use policy::{Decision, Policy, Refusal, Rule, Verdict};
-pub use reload::{ReloadError, Reloaded, Reloader};
-pub use server::{max_connections_for, raise_fd_limit, Guard, StartError, RESERVED_FDS};
-pub use tls::{ServerTls, UpstreamTls};
+pub use observability::metrics::MAX_CLIENT_SERIES;
+pub use observability::{audit, diag};

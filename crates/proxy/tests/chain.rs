@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_elect_leaders_proxy::filter::{
-    Answer, Forward, OnRequest, OnResponse, Request, Respond, Session,
+    Forward, OnRequest, OnResponse, Request, Respond, Response as Answer, Session,
 };
 use kafka_elect_leaders_proxy::{AuditTarget, Config, Filter, Filters, Guard, Pending, Route};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -110,7 +110,7 @@ fn cluster_actions_and_controller_apis_are_closed() {
 /// it does on a protected topic, and why), and the table names none that Kafka lacks.
 #[test]
 fn every_topic_config_has_a_decision() {
-    use kafka_elect_leaders_proxy::leadership::topic_configs::TOPIC_CONFIGS;
+    use kafka_elect_leaders_proxy::leadership::TOPIC_CONFIGS;
     let Some(tables) = tables() else { return };
     let kafka: std::collections::BTreeSet<&str> = tables
         .iter()

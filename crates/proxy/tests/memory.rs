@@ -137,7 +137,9 @@ async fn large_frames_stay_within_the_budget_and_are_not_kept() {
 mod rewrite {
     use super::*;
     use bytes::{BufMut, Bytes, BytesMut};
-    use kafka_elect_leaders_proxy::addresses::{Addresses, Rewritten, DESCRIBE_CLUSTER, METADATA};
+    use kafka_elect_leaders_proxy::addresses::{
+        Rewritten, Routes as Addresses, DESCRIBE_CLUSTER, METADATA,
+    };
     use kafka_elect_leaders_proxy::audit::ConnInfo;
     use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
     use kafka_protocol::messages::metadata_response::{

@@ -20,12 +20,16 @@ fn proxy_modules_have_no_circle() {
 #[test]
 fn proxy_module_graph_has_the_edges_it_should() {
     let graph = graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    // `use super::queue::{release, Message, Queue};` in audit/sink.rs
-    assert!(uses(&graph, "audit::sink", "audit::queue"));
-    // `pub(crate) use crate::diag::log;` in audit/mod.rs
-    assert!(uses(&graph, "audit", "diag"));
-    // `use crate::connection_threads::ConnectionThreads;` in server.rs
-    assert!(uses(&graph, "server", "connection_threads"));
+    // `use super::queue::{release, Message, Queue};` in observability/audit/sink.rs
+    assert!(uses(
+        &graph,
+        "observability::audit::sink",
+        "observability::audit::queue"
+    ));
+    // `use crate::observability::diag::log;` in observability/audit/mod.rs
+    assert!(uses(&graph, "observability::audit", "observability::diag"));
+    // `use crate::core::connection_threads::ConnectionThreads;` in core/server.rs
+    assert!(uses(&graph, "core::server", "core::connection_threads"));
     // The diagnostics are below the audit log, not above it.
-    assert!(!uses(&graph, "diag", "audit"));
+    assert!(!uses(&graph, "observability::diag", "observability::audit"));
 }

@@ -7,8 +7,8 @@
 
 use bytes::BytesMut;
 use kafka_elect_leaders::{parse_request, peek_request, split_frame_with_max, API_KEY};
-use kafka_elect_leaders_proxy::answer::encode_refusal;
 use kafka_elect_leaders_proxy::audit::AuditError;
+use kafka_elect_leaders_proxy::elect::encode_refusal;
 use kafka_elect_leaders_proxy::{apis, leadership};
 use kafka_elect_leaders_proxy::{Decision, Policy, Verdict};
 

@@ -11,8 +11,8 @@ use bytes::BytesMut;
 use kafka_elect_leaders::{
     parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
 };
-use kafka_elect_leaders_proxy::answer::encode_refusal;
 use kafka_elect_leaders_proxy::audit::AuditError;
+use kafka_elect_leaders_proxy::elect::encode_refusal;
 use kafka_elect_leaders_proxy::{Policy, Verdict};
 
 use super::checks::{check_answers, check_forwarded};

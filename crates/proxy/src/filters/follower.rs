@@ -8,15 +8,15 @@
 //! watermark past records broker 3 never copied, so that acks=all acknowledges a record
 //! one broker holds, lost with it. Kafka checks such a fetch as a cluster action, which a
 //! cluster without ACLs does not refuse. No client fetches as a replica: the guard closes
-//! the connection, as it does for the other APIs only brokers send (`crate::apis`).
+//! the connection, as it does for the other APIs only brokers send (`crate::filters::doors::apis`).
 //!
-//! The replica id is read by hand ([`crate::apis::fetch_replica_id`], where its reasons
+//! The replica id is read by hand ([`crate::filters::doors::apis::fetch_replica_id`], where its reasons
 //! are). One the guard cannot read that far closes the connection too (the broker would
 //! refuse it): what the guard cannot read is not forwarded while rules are set.
 
-use crate::apis::fetch_replica_id as replica_id;
-use crate::close::{Close, CloseReason};
+use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Session};
+use crate::filters::doors::apis::fetch_replica_id as replica_id;
 
 /// Fetch's API key.
 const FETCH: i16 = 1;
@@ -72,7 +72,7 @@ mod tests {
 
     use super::*;
     use crate::filter::testing::{kafka_request, kind, request, Conn};
-    use crate::policy::Policy;
+    use crate::filters::elect::policy::Policy;
     use crate::Config;
 
     /// A Fetch as Kafka's client writes it at `version`, naming itself `replica`.

@@ -1,15 +1,15 @@
 //! The guard's own filters (see [`crate::filter`]), one concern each, registered here in
 //! the order they read a frame.
 
-mod addresses;
-mod api_versions;
-mod doors;
-mod elect;
+pub mod addresses;
+pub mod api_versions;
+pub mod doors;
+pub mod elect;
 mod follower;
-mod leadership;
-mod sasl;
+pub mod leadership;
+pub mod sasl;
 
-pub use addresses::Addresses;
+pub use addresses::filter::Addresses;
 pub use api_versions::ApiVersions;
 pub use doors::Doors;
 pub use elect::ElectLeaders;
@@ -23,7 +23,7 @@ use crate::filter::{Filter, Filters};
 
 impl Filters {
     /// The guard's own filters, in the order they read: the closed doors (APIs only
-    /// brokers send, keys without a decision: `crate::apis`; a Fetch sent as a follower
+    /// brokers send, keys without a decision: `crate::filters::doors::apis`; a Fetch sent as a follower
     /// replica), the SASL principal (every rule
     /// after it may name one), the leadership-change policy, the ElectLeaders policy
     /// (disjoint API keys), the ApiVersions cap and the broker-address rewrite (what
@@ -37,7 +37,7 @@ impl Filters {
             Arc::new(leadership::Leadership),
             Arc::new(elect::ElectLeaders),
             Arc::new(api_versions::ApiVersions),
-            Arc::new(addresses::Addresses),
+            Arc::new(Addresses),
         ];
         Filters::from_list(builtin)
     }

@@ -1,0 +1,14 @@
+//! The ElectLeaders rule: the [`Policy`] and its [`Decision`] on a parsed request
+//! (`policy`: a pure function, no socket, no clock), what the guard writes for a decision
+//! (`encode`: the trimmed request for the broker, the refusal of a whole request, and
+//! per-partition refusals, `POLICY_VIOLATION` (44), merged with the broker's answer to the
+//! trimmed request), and the filter that holds each ElectLeaders request to the policy in
+//! force (`filter`, [`ElectLeaders`](crate::builtin::ElectLeaders)).
+
+mod encode;
+mod filter;
+pub(crate) mod policy;
+
+pub use encode::{encode_bounded, encode_refusal, encode_trimmed, refusal_len, MESSAGES};
+pub use filter::ElectLeaders;
+pub use policy::{Decision, Policy, Refusal, Rule, Rules, Verdict, SHOWN_NAME};
