@@ -266,6 +266,8 @@ fn settings(
         request_timeout: args.request_timeout,
         drain_timeout: args.drain_timeout,
         max_connection_age: args.max_connection_age,
+        proxy_protocol_from: (!args.proxy_protocol_from.is_empty())
+            .then(|| args.proxy_protocol_from.clone()),
         advertise_host: args.advertise_host.clone(),
         dynamic_listen: args.dynamic_listen,
         metrics_listen: args.metrics_listen,

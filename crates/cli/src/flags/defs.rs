@@ -723,6 +723,12 @@ pub struct ProxyArgs {
     /// the replicas again [default: none]
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]
     pub max_connection_age: Option<std::time::Duration>,
+    /// A load balancer whose connections begin with a PROXY protocol header (v1 or v2)
+    /// naming the client, which rules and audit then see: an address or a range
+    /// (10.0.0.0/8); repeat for more. Its connections without a header are closed; no
+    /// other source's header is read [default: none]
+    #[arg(long, value_name = "ADDR|RANGE", value_parser = values::source_range)]
+    pub proxy_protocol_from: Vec<kafka_elect_leaders_proxy::IpNet>,
     /// A frame a client has begun must be whole within this, or the connection is closed
     /// [default: 30s]
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]

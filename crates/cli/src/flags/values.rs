@@ -99,6 +99,12 @@ pub fn buffered_bytes(text: &str) -> Result<usize, String> {
     )
 }
 
+/// `--proxy-protocol-from`: an address or a range.
+#[cfg(feature = "proxy")]
+pub fn source_range(text: &str) -> Result<kafka_elect_leaders_proxy::IpNet, String> {
+    kafka_elect_leaders_proxy::parse_source_range(text)
+}
+
 /// `--refused-bytes-per-second`: bytes, or a number with `KiB`, `MiB` or `GiB`; 0 for none.
 #[cfg(feature = "proxy")]
 pub fn bytes_per_second(text: &str) -> Result<usize, String> {

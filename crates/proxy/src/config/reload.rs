@@ -149,6 +149,10 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     check(old.idle_timeout != new.idle_timeout, "idle-timeout");
     check(old.drain_timeout != new.drain_timeout, "drain-timeout");
     check(
+        old.proxy_protocol_from != new.proxy_protocol_from,
+        "proxy-protocol-from",
+    );
+    check(
         old.max_connection_age != new.max_connection_age,
         "max-connection-age",
     );

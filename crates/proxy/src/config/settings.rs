@@ -88,6 +88,12 @@ pub struct Config {
     /// between 90 % and 100 % of it, so that connections opened together do not all
     /// reconnect at once. None (the default): no maximum.
     pub max_connection_age: Option<Duration>,
+    /// The sources (load balancers) whose connections begin with a PROXY protocol header
+    /// (version 1 or 2) naming the client's own address, which the rules, the audit and
+    /// the per-client limits then see; a connection from one of them without a header is
+    /// closed, and no other source's header is read (`crate::core::proxy_protocol`).
+    /// Empty (the default): the protocol is off.
+    pub proxy_protocol_from: Vec<ipnet::IpNet>,
     /// TLS towards clients; None: plaintext.
     pub tls: Option<ServerTls>,
     /// TLS towards the brokers; None: plaintext.
@@ -211,6 +217,7 @@ impl Default for Config {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             max_connection_age: None,
+            proxy_protocol_from: Vec::new(),
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             refused_bytes_per_second: DEFAULT_REFUSED_BYTES_PER_SECOND,
             tls: None,

@@ -128,6 +128,7 @@ pub struct Metrics {
     filter_drops: Family<FilterLabel, Counter>,
     refusals_paced: Counter,
     connections_aged: Counter,
+    proxy_headers_refused: Counter,
     refusal_pace_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     /// The last decisions, newest last, for the status page.
     recent: Mutex<VecDeque<Recent>>,
@@ -187,6 +188,7 @@ impl Metrics {
             filter_drops: Family::default(),
             refusals_paced: Counter::default(),
             connections_aged: Counter::default(),
+            proxy_headers_refused: Counter::default(),
             refusal_pace_seconds: Counter::default(),
             recent: Mutex::new(VecDeque::with_capacity(RECENT)),
             registry: Registry::default(),
@@ -295,6 +297,12 @@ impl Metrics {
             "filter_drops",
             "Requests a filter dropped (neither forwarded nor answered), by filter",
             metrics.filter_drops.clone(),
+        );
+        registry.register(
+            "proxy_headers_refused",
+            "Connections from a proxy-protocol-from source closed for a missing or bad PROXY \
+             protocol header",
+            metrics.proxy_headers_refused.clone(),
         );
         registry.register(
             "connections_aged",
@@ -415,6 +423,14 @@ impl Metrics {
         }
         self.refusals_paced.inc();
         self.refusal_pace_seconds.inc_by(wait.as_secs_f64());
+    }
+
+    /// A load balancer's connection closed: its PROXY header missing or bad.
+    pub fn proxy_header_refused(&self) {
+        if !self.enabled {
+            return;
+        }
+        self.proxy_headers_refused.inc();
     }
 
     /// A connection reached its maximum age and drains.

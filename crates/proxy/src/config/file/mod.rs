@@ -92,6 +92,8 @@ pub struct ConfigFile {
     pub drain_timeout: Option<Duration>,
     /// `max-connection-age`: [`Config::max_connection_age`].
     pub max_connection_age: Option<Duration>,
+    /// `proxy-protocol-from`: [`Config::proxy_protocol_from`].
+    pub proxy_protocol_from: Option<Vec<ipnet::IpNet>>,
     /// `max-buffered-bytes`: [`Config::max_buffered_bytes`].
     pub max_buffered_bytes: Option<usize>,
     /// `refused-bytes-per-second`: [`Config::refused_bytes_per_second`].
@@ -288,6 +290,7 @@ impl ConfigFile {
             request_timeout: self.request_timeout,
             drain_timeout: self.drain_timeout,
             max_connection_age: self.max_connection_age,
+            proxy_protocol_from: self.proxy_protocol_from.clone(),
             advertise_host: self.advertise_host.clone(),
             dynamic_listen: self.dynamic_listen,
             metrics_listen: self.metrics_listen,
@@ -408,6 +411,8 @@ struct Raw {
     drain_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     max_connection_age: Option<Duration>,
+    #[serde(default, deserialize_with = "source_ranges")]
+    proxy_protocol_from: Option<Vec<ipnet::IpNet>>,
     #[serde(default, deserialize_with = "buffered_bytes")]
     max_buffered_bytes: Option<usize>,
     #[serde(default, deserialize_with = "bytes_per_second")]
@@ -581,6 +586,7 @@ impl Raw {
             request_timeout: self.request_timeout,
             drain_timeout: self.drain_timeout,
             max_connection_age: self.max_connection_age,
+            proxy_protocol_from: self.proxy_protocol_from,
             max_buffered_bytes: self.max_buffered_bytes,
             refused_bytes_per_second: self.refused_bytes_per_second,
             advertise_host: self.advertise_host,
@@ -673,6 +679,17 @@ fn amount<'de, D: Deserializer<'de>>(d: D, min: usize) -> Result<usize, D::Error
 
 fn buffered_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     amount(d, MIN_BUFFERED_BYTES).map(Some)
+}
+
+/// `proxy-protocol-from`: addresses and ranges (`10.0.0.0/8`).
+fn source_ranges<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<ipnet::IpNet>>, D::Error> {
+    let texts = Vec::<String>::deserialize(d)?;
+    texts
+        .iter()
+        .map(|t| crate::core::proxy_protocol::parse_range(t))
+        .collect::<Result<_, _>>()
+        .map(Some)
+        .map_err(de::Error::custom)
 }
 
 fn bytes_per_second<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {

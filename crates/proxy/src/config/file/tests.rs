@@ -16,6 +16,7 @@ audit-log = "audit.jsonl"
 idle-timeout = "5m"
 max-buffered-bytes = "512MiB"
 refused-bytes-per-second = "4MiB"
+proxy-protocol-from = ["10.0.0.0/8", "192.0.2.7"]
 max-frame-size = 1048576
 max-connections = 100
 advertise-host = "guard.example"
@@ -68,6 +69,12 @@ log-only = true
     assert_eq!(file.idle_timeout, Some(Duration::from_secs(300)));
     assert_eq!(file.max_buffered_bytes, Some(512 << 20));
     assert_eq!(file.refused_bytes_per_second, Some(4 << 20));
+    assert_eq!(
+        file.proxy_protocol_from.as_ref().map(|r| r.len()),
+        Some(2),
+        "{:?}",
+        file.proxy_protocol_from
+    );
     assert_eq!(file.max_frame_size, Some(1 << 20));
     assert_eq!(file.advertise_host.as_deref(), Some("guard.example"));
     assert_eq!(
