@@ -306,6 +306,9 @@ fn override_rules(args: &ProxyArgs, policy: &mut Policy) {
     if !args.forward_unknown_api.is_empty() {
         policy.forwarded_unknown_apis = args.forward_unknown_api.iter().copied().collect();
     }
+    if let Some(text) = &args.refusal_text {
+        policy.refusal_text = Some(text.as_str().into());
+    }
 }
 
 /// How long SIGHUP waits for the audit lines queued before it to be written, and the file

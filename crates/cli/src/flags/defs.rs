@@ -678,6 +678,11 @@ pub struct ProxyArgs {
     /// connection
     #[arg(long, value_name = "KEY", value_parser = values::unknown_api_key)]
     pub forward_unknown_api: Vec<i16>,
+    /// What every refusal's message begins with, in place of "refused by the
+    /// elect-leaders proxy": a team and where to ask, say; at most 200 bytes, no control
+    /// character [default: refused by the elect-leaders proxy]
+    #[arg(long, value_name = "TEXT", value_parser = values::refusal_text)]
+    pub refusal_text: Option<String>,
     /// One JSON line per ElectLeaders decision, appended to FILE (opened again when it is
     /// moved or deleted, and on SIGHUP: logrotate), or to standard output with -;
     /// default: standard error

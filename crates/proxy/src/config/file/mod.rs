@@ -426,6 +426,15 @@ struct Raw {
     rules: RawRules,
     #[serde(default)]
     allow_weaker_rules: bool,
+    #[serde(default, deserialize_with = "refusal_text")]
+    refusal_text: Option<Box<str>>,
+}
+
+/// `refusal-text`: see [`check_refusal_text`](crate::elect::check_refusal_text).
+fn refusal_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<str>>, D::Error> {
+    let text = String::deserialize(d)?;
+    crate::filters::elect::policy::check_refusal_text(&text).map_err(de::Error::custom)?;
+    Ok(Some(text.into_boxed_str()))
 }
 
 #[derive(Deserialize)]
@@ -522,6 +531,7 @@ impl Raw {
             log_only: rules.log_only,
             principal_rules: Default::default(),
             forwarded_unknown_apis: rules.forward_unknown_api.into_iter().collect(),
+            refusal_text: self.refusal_text,
         };
         let principal_rules = rules
             .principal

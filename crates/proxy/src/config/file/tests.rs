@@ -17,6 +17,7 @@ idle-timeout = "5m"
 max-buffered-bytes = "512MiB"
 refused-bytes-per-second = "4MiB"
 proxy-protocol-from = ["10.0.0.0/8", "192.0.2.7"]
+refusal-text = "refused by the Kafka team's guard (ask in #kafka)"
 max-frame-size = 1048576
 max-connections = 100
 advertise-host = "guard.example"
@@ -69,6 +70,10 @@ log-only = true
     assert_eq!(file.idle_timeout, Some(Duration::from_secs(300)));
     assert_eq!(file.max_buffered_bytes, Some(512 << 20));
     assert_eq!(file.refused_bytes_per_second, Some(4 << 20));
+    assert_eq!(
+        file.policy.refusal_text(),
+        "refused by the Kafka team's guard (ask in #kafka)"
+    );
     assert_eq!(
         file.proxy_protocol_from.as_ref().map(|r| r.len()),
         Some(2),
@@ -141,6 +146,8 @@ fn unknown_api_keys_forwarded() {
 fn errors_say_where() {
     for (text, line, column, says) in [
         ("idle-timeout = \"soon\"", 1, 16, "expected a duration"),
+        ("refusal-text = \"\"", 1, 16, "an empty refusal text"),
+        ("proxy-protocol-from = [\"lb\"]", 1, 23, "10.0.0.0/8"),
         ("idle-timeout = \"0s\"", 1, 16, "above zero"),
         (
             "\n[rules]\ndeny-uncleen = true",

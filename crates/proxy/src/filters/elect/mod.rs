@@ -11,4 +11,7 @@ pub(crate) mod policy;
 
 pub use encode::{encode_bounded, encode_refusal, encode_trimmed, refusal_len, MESSAGES};
 pub use filter::ElectLeaders;
-pub use policy::{Decision, Policy, Refusal, Rule, Rules, Verdict, SHOWN_NAME};
+pub use policy::{
+    check_refusal_text, Decision, Policy, Refusal, Rule, Rules, Verdict, DEFAULT_REFUSAL_TEXT,
+    MAX_REFUSAL_TEXT, SHOWN_NAME,
+};
