@@ -174,6 +174,10 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
         "refused-bytes-per-second",
     );
     check(old.advertise_host != new.advertise_host, "advertise-host");
+    check(
+        old.route_advertise != new.route_advertise,
+        "route advertise",
+    );
     check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
     check(old.metrics_listen != new.metrics_listen, "metrics-listen");
     check(old.metrics_limits != new.metrics_limits, "metrics limits");

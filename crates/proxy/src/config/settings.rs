@@ -112,6 +112,11 @@ pub struct Config {
     /// its resolved address: a broker advertising that name is recognised as that route's
     /// ([`crate::filters::addresses`]).
     pub upstream_names: Vec<(SocketAddr, String)>,
+    /// For a route's listener (by its address as configured), the host and port clients are
+    /// told for its broker in place of [`Config::advertise_host`] and the listener's port
+    /// (`[[route]] advertise`): a load balancer's address for that broker, when its
+    /// frontend ports are not the guard's.
+    pub route_advertise: Vec<(SocketAddr, String, u16)>,
     /// The host clients are told for the guard's listeners in rewritten broker addresses.
     /// None: each listener's IP address, or for a listener on an unspecified address
     /// (0.0.0.0), the address the client reached.
@@ -223,6 +228,7 @@ impl Default for Config {
             tls: None,
             upstream_tls: None,
             upstream_names: Vec::new(),
+            route_advertise: Vec::new(),
             advertise_host: None,
             dynamic_listen: None,
             metrics_listen: None,

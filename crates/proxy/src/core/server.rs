@@ -154,7 +154,8 @@ impl Guard {
                 .map(|&(_, listen, upstream)| (listen, upstream, config.upstream_name(upstream))),
             config.advertise_host.clone(),
             config.dynamic_listen.map(|range| (range, open)),
-        );
+        )
+        .advertising(&config.route_advertise);
         if let Some((_, local)) = &metrics {
             addresses = addresses.also_listening(*local, "metrics-listen");
         }
@@ -536,14 +537,17 @@ impl Shared {
             health: crate::observability::health::Health::default(),
             budget,
             tls: None,
-            addresses: Arc::new(Routes::new(
-                config
-                    .routes
-                    .iter()
-                    .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
-                config.advertise_host.clone(),
-                None,
-            )),
+            addresses: Arc::new(
+                Routes::new(
+                    config
+                        .routes
+                        .iter()
+                        .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
+                    config.advertise_host.clone(),
+                    None,
+                )
+                .advertising(&config.route_advertise),
+            ),
         }
     }
 }

@@ -66,6 +66,8 @@ use crate::filters::elect::policy::Policy;
 pub struct ConfigFile {
     /// `[[route]]`: listeners and their brokers, in order.
     pub routes: Vec<(SocketAddr, Upstream)>,
+    /// `[[route]] advertise`: [`Config::route_advertise`].
+    pub route_advertise: Vec<(SocketAddr, String, u16)>,
     /// `[tls]`: TLS towards clients.
     pub tls: Option<ServerTls>,
     /// `[upstream-tls]`: TLS towards the brokers.
@@ -267,6 +269,7 @@ impl ConfigFile {
                     upstream: upstream.addr,
                 })
                 .collect();
+            config.route_advertise = self.route_advertise.clone();
         }
         if self.tls.is_some() {
             config.tls = self.tls.clone();
@@ -444,6 +447,21 @@ struct RawRoute {
     listen: SocketAddr,
     #[serde(deserialize_with = "upstream")]
     upstream: Upstream,
+    #[serde(default, deserialize_with = "advertise")]
+    advertise: Option<(String, u16)>,
+}
+
+/// `[[route]] advertise`: `host:port`, not resolved (the clients resolve it).
+fn advertise<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(String, u16)>, D::Error> {
+    let text = String::deserialize(d)?;
+    let parsed = text.rsplit_once(':').and_then(|(host, port)| {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = port.parse::<u16>().ok().filter(|&p| p > 0)?;
+        (!host.is_empty() && !host.contains(char::is_whitespace)).then(|| (host.to_owned(), port))
+    });
+    parsed
+        .map(Some)
+        .ok_or_else(|| de::Error::custom("expected host:port (e.g. kafka-lb.example.com:29092)"))
 }
 
 #[derive(Deserialize)]
@@ -563,6 +581,14 @@ impl Raw {
             })
             .collect();
         ConfigFile {
+            route_advertise: self
+                .route
+                .iter()
+                .filter_map(|r| {
+                    let (host, port) = r.advertise.clone()?;
+                    Some((r.listen, host, port))
+                })
+                .collect(),
             routes: self
                 .route
                 .into_iter()

@@ -30,6 +30,7 @@ upstream = "localhost:9092"
 [[route]]
 listen = "127.0.0.1:19093"
 upstream = "127.0.0.2:9093"
+advertise = "kafka-lb.example:29093"
 
 [tls]
 cert = "guard.pem"
@@ -58,6 +59,9 @@ log-only = true
     assert_eq!(file.routes.len(), 2);
     assert_eq!(file.routes[0].1.host.as_deref(), Some("localhost"));
     assert_eq!(file.routes[1].1.host, None);
+    assert_eq!(file.route_advertise.len(), 1);
+    assert_eq!(file.route_advertise[0].1, "kafka-lb.example");
+    assert_eq!(file.route_advertise[0].2, 29093);
     assert_eq!(
         file.tls.as_ref().unwrap().cert,
         Path::new("/etc/guard/guard.pem")
