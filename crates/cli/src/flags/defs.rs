@@ -585,8 +585,9 @@ pub struct FuzzArgs {
 pub struct ProxyArgs {
     /// Read the options from this TOML file (their names as keys; see
     /// crates/proxy/GUARD.md); an option given here overrides the file's. SIGHUP reads it
-    /// again, and keeps the rules in force if it does not parse, is empty, or has weaker
-    /// rules without saying allow-weaker-rules = true
+    /// again, as does a change to it (its directory is watched), and keeps the rules in
+    /// force if it does not parse, is empty, or has weaker rules without saying
+    /// allow-weaker-rules = true
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
     /// Do not watch the --config file's directory. By default a change to the file (a
