@@ -1666,6 +1666,16 @@ fn a_swapped_configmap_is_reloaded_without_a_signal() {
     // Every line is the guard's own: none from the watch's crate.
     assert_eq!(log.lines().count(), 3, "{log}");
 
+    // Another file in the directory, written and written again: no reload at all.
+    for i in 0..5 {
+        std::fs::write(map.dir.join("notes.txt"), format!("{i}")).unwrap();
+    }
+    thread::sleep(Duration::from_millis(800));
+    let quiet = scrape();
+    for (result, count) in [("applied", "1"), ("unchanged", "0"), ("failed", "0")] {
+        assert_eq!(reloads(&quiet, result).as_deref(), Some(count), "{quiet}");
+    }
+
     // A file that does not parse: the rules in force stay.
     map.swap("[rules\ndeny-unclean = true\n");
     wait_until("the broken swap is refused", || {
