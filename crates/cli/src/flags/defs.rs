@@ -585,10 +585,16 @@ pub struct FuzzArgs {
 pub struct ProxyArgs {
     /// Read the options from this TOML file (their names as keys; see
     /// crates/proxy/GUARD.md); an option given here overrides the file's. SIGHUP reads it
-    /// again, and keeps the rules in force if it does not parse, is empty, or has weaker
-    /// rules without saying allow-weaker-rules = true
+    /// again, as does a change to it (its directory is watched), and keeps the rules in
+    /// force if it does not parse, is empty, or has weaker rules without saying
+    /// allow-weaker-rules = true
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Do not watch the --config file's directory. By default a change to the file (a
+    /// Kubernetes ConfigMap swapped through its `..data` symlink, an edit) is put in force
+    /// as SIGHUP puts it, and kept out as SIGHUP keeps it out
+    #[arg(long, requires = "config")]
+    pub no_watch_config: bool,
     /// Check this config file, with the other options given, as a start would (its
     /// certificates loaded, the audit log's place), binding nothing; print one line on
     /// its rules and exit: 0 when it is valid, 2 when not

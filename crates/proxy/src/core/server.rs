@@ -513,6 +513,8 @@ impl Shared {
         } else {
             Metrics::disabled()
         };
+        // The first policy in force: generation 1.
+        metrics.policy_in_force(crate::filters::elect::policy_hash(&config.policy));
         Shared {
             metrics: Arc::new(metrics),
             filters: config.filters.clone(),
