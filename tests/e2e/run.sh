@@ -43,6 +43,7 @@ PROXY_PID=""
 GUARD_PIDS=()
 REWRITE_PID=""
 REWRITE_TRACER_PID=""
+HAPROXY_PID=""
 CAP_PIDS=()
 CLEANED=0
 stop_captures() {
@@ -64,6 +65,7 @@ cleanup() {
     # The rewriting guard first, then strace, which ends with it (strace ignores TERM).
     stop_pid "$REWRITE_PID"
     stop_pid "$REWRITE_TRACER_PID"
+    stop_pid "$HAPROXY_PID"
     bash "$HERE/cluster.sh" stop >>"$RUN/cleanup.log" 2>&1 || true
     stop_pid "$TAP_PID"
     stop_pid "$PROXY_TAP_PID"
@@ -316,6 +318,86 @@ say "the rewriting guard at $REWRITE_BOOTSTRAP (brokers' own listeners 127.0.0.1
 export REWRITE_BOOTSTRAP REWRITE_METRICS REWRITE_PID OWN_PORTS="$OWN_PORT_2,$OWN_PORT_3"
 export REWRITE_AUDIT="$RUN/rewrite-guard-audit.jsonl" REWRITE_LOG="$RUN/rewrite-guard.log"
 export REWRITE_STRACE="${TRACE[*]:+$RUN/rewrite-guard.strace}" OWN_SYN_PCAP="$RUN/own-syn.pcap"
+
+# 4e. The fleet (test_fleet.py, issue 45): three guards behind a real HAProxy, in front of
+# the brokers' OWN listeners. HAProxy listens on 127.0.0.2, one frontend port per broker,
+# and connects to the guards from 127.0.0.5 with the PROXY protocol (v2), checking each
+# guard's /readyz; the guards listen on 127.0.1.1-3 with the same ports and tell their
+# clients HAProxy's address (--advertise-host 127.0.0.2). Linux answers on all of 127/8.
+if ! command -v haproxy >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        say "installing haproxy"
+        { DEBIAN_FRONTEND=noninteractive apt-get update -qq
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy; } >"$E2E_DIR/apt-haproxy.log" 2>&1 \
+            || say "could not install haproxy (see $E2E_DIR/apt-haproxy.log); the fleet tests fail"
+    else
+        say "haproxy missing and cannot install it; the fleet tests fail"
+    fi
+fi
+if command -v haproxy >/dev/null 2>&1; then
+    read -r FLEET_P2 FLEET_P3 FLEET_M < <(python3 - <<'EOF'
+import socket
+ips = ["127.0.0.2", "127.0.1.1", "127.0.1.2", "127.0.1.3"]
+ports = []
+while len(ports) < 3:
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    port = s.getsockname()[1]
+    s.close()
+    free = True
+    for ip in ips:
+        t = socket.socket()
+        try:
+            t.bind((ip, port))
+        except OSError:
+            free = False
+        finally:
+            t.close()
+    if free and port not in ports:
+        ports.append(port)
+print(*ports)
+EOF
+)
+    FLEET_PID_LIST=()
+    FLEET_AUDIT_LIST=()
+    FLEET_METRICS_LIST=()
+    for i in 1 2 3; do
+        start_guard "fleet-$i" \
+            --listen "127.0.1.$i:$FLEET_P2" --upstream "127.0.0.1:$OWN_PORT_2" \
+            --listen "127.0.1.$i:$FLEET_P3" --upstream "127.0.0.1:$OWN_PORT_3" \
+            --advertise-host 127.0.0.2 --proxy-protocol-from 127.0.0.5 \
+            --deny-unclean --protect-topic guarded --drain-timeout 10s \
+            --metrics-listen "127.0.1.$i:$FLEET_M" --audit-log "$RUN/fleet-$i-audit.jsonl"
+        FLEET_PID_LIST+=("${GUARD_PIDS[-1]}")
+        FLEET_AUDIT_LIST+=("$RUN/fleet-$i-audit.jsonl")
+        FLEET_METRICS_LIST+=("127.0.1.$i:$FLEET_M")
+    done
+    {
+        printf 'global\n    maxconn 2000\n'
+        printf 'defaults\n    mode tcp\n    timeout connect 5s\n    timeout client 5m\n    timeout server 5m\n'
+        printf '    retries 3\n    option redispatch\n'
+        for port in "$FLEET_P2" "$FLEET_P3"; do
+            printf 'frontend kafka-%s\n    bind 127.0.0.2:%s\n    default_backend guards-%s\n' "$port" "$port" "$port"
+            printf 'backend guards-%s\n    balance roundrobin\n    source 127.0.0.5\n' "$port"
+            printf '    option httpchk GET /readyz\n    http-check expect status 200\n'
+            printf '    default-server send-proxy-v2 check port %s inter 500 fall 2 rise 1\n' "$FLEET_M"
+            for i in 1 2 3; do printf '    server g%s 127.0.1.%s:%s\n' "$i" "$i" "$port"; done
+        done
+    } >"$RUN/haproxy.cfg"
+    haproxy -f "$RUN/haproxy.cfg" -db >"$RUN/haproxy.log" 2>&1 &
+    HAPROXY_PID=$!
+    for _ in $(seq 50); do
+        python3 -c "import socket; socket.create_connection(('127.0.0.2', $FLEET_P2), 1).close()" 2>/dev/null && break
+        sleep 0.1
+    done
+    FLEET_BOOTSTRAP="127.0.0.2:$FLEET_P2,127.0.0.2:$FLEET_P3"
+    # (bash exports no array: the lists go as comma-separated strings)
+    FLEET_PIDS="$(IFS=,; echo "${FLEET_PID_LIST[*]}")"
+    FLEET_AUDITS="$(IFS=,; echo "${FLEET_AUDIT_LIST[*]}")"
+    FLEET_METRICS="$(IFS=,; echo "${FLEET_METRICS_LIST[*]}")"
+    export FLEET_BOOTSTRAP FLEET_PIDS FLEET_AUDITS FLEET_METRICS
+    say "the fleet: HAProxy at $FLEET_BOOTSTRAP, guards at 127.0.1.1-3 (metrics port $FLEET_M)"
+fi
 
 export E2E_RUN="$RUN" BOOTSTRAP="$ADVERTISE" TAP_DIR="$RUN/tap" CLUSTER_SH="$HERE/cluster.sh"
 TAP_PORTS="$(echo "$ADVERTISE" | sed 's/127\.0\.0\.1://g')"

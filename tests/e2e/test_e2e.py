@@ -573,6 +573,12 @@ if os.environ.get("REWRITE_BOOTSTRAP"):
     TESTS.extend(test_rewrite.TESTS)
 
 
+# ---------------------------------------------------------------- the guard as a fleet behind HAProxy (test_fleet.py)
+
+if os.environ.get("FLEET_BOOTSTRAP"):
+    import test_fleet
+    TESTS.extend(test_fleet.TESTS)
+
 # ---------------------------------------------------------------- two releases side by side (test_compare.py)
 
 # Two small clusters of their own (4.4.0 and 3.9.1), started and stopped by compare.sh.
