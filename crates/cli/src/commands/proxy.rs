@@ -255,6 +255,8 @@ fn settings(
             }
         }),
         audit_queue_bytes: args.audit_queue_bytes,
+        replica_id: args.replica_id.clone(),
+        audit_chain_key_file: args.audit_chain_key_file.clone(),
         max_connections: args.max_connections,
         threads: args.threads,
         max_frame_size: args.max_frame_size,
@@ -327,7 +329,10 @@ async fn reopen_audit(reloader: &Reloader) {
 
 async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Failure> {
     let guard = Guard::bind(config).await.map_err(|e| match e {
-        kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
+        kafka_elect_leaders_proxy::StartError::AuditLog(..)
+        | kafka_elect_leaders_proxy::StartError::AuditChainKey(..) => {
+            Failure::cannot_open(e.to_string())
+        }
         _ => Failure::Input(format!("proxy: {e}")),
     })?;
     // Signal handlers before the addresses are printed: whoever reads them may signal.
