@@ -83,6 +83,14 @@ fn check_config(args: &ProxyArgs, path: &std::path::Path) -> Result<(), Failure>
             ))
         })?;
     }
+    if let Some(key) = &config.audit_chain_key_file {
+        kafka_elect_leaders_proxy::audit::ChainKey::from_file(key).map_err(|e| {
+            invalid(format!(
+                "cannot read the audit chain key {}: {e}",
+                key.display()
+            ))
+        })?;
+    }
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,

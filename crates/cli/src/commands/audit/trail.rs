@@ -329,6 +329,7 @@ fn chain_findings(entries: &[Entry], partial: bool, found: &mut Vec<Found>) {
         }
     }
     // By sequence number: what is missing, and whether each names the one before.
+    let mut gaps = Vec::new();
     let mut before: Option<&Entry> = None;
     for entry in first.values() {
         let expected = match before {
@@ -337,25 +338,13 @@ fn chain_findings(entries: &[Entry], partial: bool, found: &mut Vec<Found>) {
             None => 0,
         };
         if entry.seq > expected {
-            let missing = entry.seq - expected;
-            let counted = entry.undelivered == Some(missing);
-            let (kind, why) = if counted {
-                (
-                    Kind::Undelivered,
-                    "not delivered, counted by the producer (undeliveredbefore)",
-                )
-            } else if before.is_none() {
-                (Kind::Gap, "missing: the chain's start is not in the input")
-            } else {
-                (Kind::Gap, "missing")
-            };
-            found.push((
-                expected,
-                Some(entry.seq - 1),
-                kind,
-                Some(entry.place.clone()),
-                format!("{missing} record(s) {why}, before {}", entry.place),
-            ));
+            gaps.push(Gap {
+                first: expected,
+                last: entry.seq - 1,
+                next: entry,
+                at_start: before.is_none(),
+                counted: 0,
+            });
         }
         let link = match (before, entry.prev) {
             (Some(b), Some(prev)) if b.seq + 1 == entry.seq => {
@@ -375,6 +364,56 @@ fn chain_findings(entries: &[Entry], partial: bool, found: &mut Vec<Found>) {
             ));
         }
         before = Some(entry);
+    }
+    // The topic's producer says, on a later record, how many before it were not
+    // delivered (not queued, or never acknowledged: not always the ones just before it):
+    // each count covers the earliest gaps before its record that are not covered yet.
+    for carrier in first.values() {
+        let mut count = carrier.undelivered.unwrap_or(0);
+        for gap in gaps.iter_mut().filter(|g| g.last < carrier.seq) {
+            let open = gap.size() - gap.counted;
+            let take = open.min(count);
+            gap.counted += take;
+            count -= take;
+        }
+    }
+    for gap in gaps {
+        let missing = gap.size();
+        let (kind, why) = if gap.counted == missing {
+            (
+                Kind::Undelivered,
+                "not delivered, counted by the producer (undeliveredbefore)",
+            )
+        } else if gap.at_start {
+            (Kind::Gap, "missing: the chain's start is not in the input")
+        } else {
+            (Kind::Gap, "missing")
+        };
+        found.push((
+            gap.first,
+            Some(gap.last),
+            kind,
+            Some(gap.next.place.clone()),
+            format!("{missing} record(s) {why}, before {}", gap.next.place),
+        ));
+    }
+}
+
+/// Sequence numbers missing from a chain.
+struct Gap<'a> {
+    first: u64,
+    last: u64,
+    /// The record after them.
+    next: &'a Entry,
+    /// Whether they are the chain's first (no record before them in the input).
+    at_start: bool,
+    /// How many of them the topic's producer said were not delivered.
+    counted: u64,
+}
+
+impl Gap<'_> {
+    fn size(&self) -> u64 {
+        self.last - self.first + 1
     }
 }
 
@@ -433,6 +472,52 @@ mod tests {
         let mut edited = lines.clone();
         edited[4] = edited[4].replace("allowed", "refused");
         assert_eq!(kinds(&edited, None), [(Kind::Edited, Some(4))]);
+        // A gap the topic's producer counted is said so; one it did not count is a gap.
+        let mut trail = Trail::default();
+        for (i, line) in lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| ![1, 2].contains(i))
+        {
+            let place = Place::Record {
+                partition: 0,
+                offset: i as i64,
+            };
+            let undelivered = (i == 3).then_some(2);
+            trail.add(line.as_bytes(), place, undelivered, None);
+        }
+        let found: Vec<_> = trail
+            .findings(false)
+            .into_iter()
+            .map(|f| (f.kind, f.seq, f.last_seq))
+            .collect();
+        assert_eq!(found, [(Kind::Undelivered, Some(1), Some(2))]);
+        // Counted one record late (a delivery that failed after the next was queued).
+        let mut trail = Trail::default();
+        for (i, line) in lines.iter().enumerate().filter(|(i, _)| *i != 1) {
+            let place = Place::Record {
+                partition: 0,
+                offset: i as i64,
+            };
+            trail.add(line.as_bytes(), place, (i == 3).then_some(1), None);
+        }
+        let found: Vec<_> = trail.findings(false).into_iter().map(|f| f.kind).collect();
+        assert_eq!(found, [Kind::Undelivered]);
+        // A count short of the gap leaves it a gap.
+        let mut trail = Trail::default();
+        for (i, line) in lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| ![1, 2].contains(i))
+        {
+            let place = Place::Record {
+                partition: 0,
+                offset: i as i64,
+            };
+            trail.add(line.as_bytes(), place, (i == 3).then_some(1), None);
+        }
+        let found: Vec<_> = trail.findings(false).into_iter().map(|f| f.kind).collect();
+        assert_eq!(found, [Kind::Gap]);
         let keyed = chain(3, Some(b"0123456789abcdef"));
         assert_eq!(kinds(&keyed, Some(b"0123456789abcdef")), []);
         assert_eq!(kinds(&keyed, Some(b"0123456789abcdeX")).len(), 3);

@@ -143,18 +143,46 @@ fn read_topic(
             offset: record.offset,
         };
         let value = record.value.unwrap_or_default();
-        match serde_json::from_slice::<Event<'_>>(&value) {
-            Ok(event) => trail.add(
-                event.data.get().as_bytes(),
-                place,
-                event.undeliveredbefore,
-                key,
-            ),
+        match event_line(&value) {
+            Some((line, undelivered)) => trail.add(line, place, undelivered, key),
             // Not an event: looked at as a line, which says what is wrong with it.
-            Err(_) => trail.add(&value, place, None, key),
+            None => trail.add(&value, place, None, key),
         }
     }
     Ok(())
+}
+
+/// An event's audit line, its bytes as they are in the event (`data`, spliced in byte for
+/// byte by the producer), and its `undeliveredbefore`; None when it is no such event.
+#[cfg(feature = "audit-topic")]
+fn event_line(value: &[u8]) -> Option<(&[u8], Option<u64>)> {
+    let event: Event<'_> = serde_json::from_slice(value).ok()?;
+    Some((event.data.get().as_bytes(), event.undeliveredbefore))
+}
+
+#[cfg(all(test, feature = "audit-topic"))]
+mod tests {
+    use kafka_elect_leaders_audit_kafka::{cloud_event, Attributes};
+
+    /// The producer's own events (audit-kafka's `cloud_event`) give back the line byte for
+    /// byte, and what was not delivered before it.
+    #[test]
+    fn an_event_gives_back_its_line_and_what_was_not_delivered() {
+        let line =
+            br#"{"time":"2026-12-08T00:00:00.000Z","verdict":"allowed","seq":3,"x":"a\u202e b"}"#;
+        let attributes = |undelivered_before| Attributes {
+            id: "guard-0:c:3",
+            replica: "guard-0",
+            time: None,
+            subject: None,
+            undelivered_before,
+        };
+        let event = cloud_event(&attributes(2), line).unwrap();
+        assert_eq!(super::event_line(&event), Some((&line[..], Some(2))));
+        let event = cloud_event(&attributes(0), line).unwrap();
+        assert_eq!(super::event_line(&event), Some((&line[..], None)));
+        assert_eq!(super::event_line(line), None);
+    }
 }
 
 #[cfg(not(feature = "audit-topic"))]
