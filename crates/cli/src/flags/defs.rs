@@ -756,7 +756,8 @@ pub struct ProxyArgs {
     pub audit_queue_bytes: Option<usize>,
     /// This replica's id in the audit chain: every audit line names it, with its chain,
     /// sequence number and the hash of the line before (1 to 200 letters, digits, '.',
-    /// '_', '-', ':') [default: the host name: HOSTNAME, a pod's name]
+    /// '_', '-', ':'); the host name is HOSTNAME's, in Kubernetes the pod's name
+    /// [default: the host name]
     #[arg(long, value_name = "ID", value_parser = values::replica_id)]
     pub replica_id: Option<String>,
     /// A file holding the audit chain's secret key (at least 16 bytes; a trailing newline
