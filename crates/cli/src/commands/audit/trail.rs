@@ -19,6 +19,7 @@ pub enum Place {
     /// A line (1-based) of the input named.
     Line { input: String, line: u64 },
     /// A record of the topic.
+    #[cfg_attr(not(feature = "audit-topic"), allow(dead_code))]
     Record { partition: i32, offset: i64 },
 }
 
