@@ -214,7 +214,8 @@ impl Chain {
         push_hex(&mut sealed, &hash);
         sealed.push_str("\"}\n");
         *line = sealed;
-        self.seq += 1;
+        // 2^64 lines are never written; a wrap would show as a second seq 0.
+        self.seq = self.seq.wrapping_add(1);
         self.prev = Some(hash);
     }
 }
@@ -319,6 +320,20 @@ mod tests {
         );
         // Two starts are two chains.
         assert_ne!(Chain::new("guard-0", None).id, chain.id);
+    }
+
+    /// The longest chain fields: a replica id of 200 bytes, the largest seq, a `prev`.
+    #[test]
+    fn the_chain_fields_take_at_most_max_chain_fields() {
+        let mut chain = Chain::new(&"r".repeat(MAX_REPLICA_BYTES), None);
+        chain.prev = Some([0; 32]);
+        chain.seq = u64::MAX;
+        let mut line = "{\"a\":1}\n".to_owned();
+        chain.seal(&mut line);
+        assert_eq!(
+            line.len() - "{\"a\":1}\n".len(),
+            super::super::MAX_CHAIN_FIELDS
+        );
     }
 
     #[test]

@@ -178,8 +178,13 @@ pub const STALLED_AFTER: Duration = Duration::from_secs(5);
 /// size): a decision on more partitions than fit lists the first of them, marked `"truncated": true` with the count of those left out. A line of
 /// megabytes helps no reader (SIEMs cut events far shorter) and cost the guard: writing
 /// the 8 MiB lines of a flood of refused 16 MiB requests was about half of what delayed
-/// the other clients (issue 42, item 5).
+/// the other clients (issue 42, item 5). A chained log's writer adds the chain fields
+/// after it, at most [`MAX_CHAIN_FIELDS`] bytes more.
 pub const MAX_LINE: usize = 64 << 10;
+
+/// The most bytes the chain fields add to a line (`chain`): a replica id of 200 bytes,
+/// the chain's id, a seq of 20 digits, `prev` and `hash`.
+pub const MAX_CHAIN_FIELDS: usize = 435;
 
 /// The smallest share of the queue a connection has ([`connection_share`]).
 pub const MIN_CONNECTION_SHARE: usize = 1 << 20;

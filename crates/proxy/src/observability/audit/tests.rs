@@ -1239,7 +1239,7 @@ fn a_shortened_line_keeps_its_chain_fields() {
     assert_eq!(lines[1]["seq"], 1);
     let decision_line = text.lines().nth(1).unwrap();
     assert!(
-        decision_line.len() <= MAX_LINE + 512,
+        decision_line.len() <= MAX_LINE + MAX_CHAIN_FIELDS,
         "{}",
         decision_line.len()
     );
