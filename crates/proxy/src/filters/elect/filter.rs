@@ -74,7 +74,8 @@ fn decide(session: &Session, request: &mut Request) -> Result<OnRequest, Close> 
         .audit
         .record(conn, principal.as_deref(), &policy, &view, &decision)
         .or_else(|e| {
-            let what = format_args!("ElectLeaders (correlation id {})", view.correlation_id());
+            let id = view.correlation_id();
+            let what = format_args!("ElectLeaders (correlation id {id})");
             session.parts().audit_log.unaudited(log_only, conn, what, e)
         })
     {

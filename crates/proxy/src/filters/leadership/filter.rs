@@ -11,7 +11,7 @@ use kafka_elect_leaders::RequestPeek;
 use super::api::Api;
 use super::audit;
 use super::read::read_request;
-use super::refuse::encode_refusal;
+use super::refuse::encode_refusal_with;
 use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
 use crate::filters::elect::policy::Verdict;
@@ -123,7 +123,7 @@ fn police_change(
         return Ok(None);
     }
     let mut reply = bytes::BytesMut::new();
-    encode_refusal(&request, &decision, &mut reply);
+    encode_refusal_with(&request, &decision, &policy, &mut reply);
     Ok(Some(reply.freeze()))
 }
 
