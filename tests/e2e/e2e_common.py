@@ -119,9 +119,11 @@ def elect(client, etype, parts, java, confluent_conf, kafka_python_conf):
 
 def audit_lines(path, every=False):
     """The guard's audit log, one JSON object per line: its ElectLeaders decisions, or with
-    `every` also the leadership-change decisions (lines with an `api_name`)."""
+    `every` also the leadership-change decisions (lines with an `api_name`); never the
+    audit chain's start, which the guard writes first at each start."""
     with open(path, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f if line.strip()]
+    lines = [a for a in lines if a.get("event") != "chain-start"]
     return lines if every else [a for a in lines if "api_name" not in a]
 
 

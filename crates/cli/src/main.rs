@@ -48,6 +48,9 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
         Command::Gen(args) => commands::gen::run(&args, out),
         Command::Mutate(args) => commands::mutate::run(&args, out),
         Command::Fuzz(args) => commands::fuzz::run(&args, out),
+        Command::Audit(args) => match &args.command {
+            flags::AuditCommand::Verify(args) => commands::audit::verify::run(args, out),
+        },
         #[cfg(feature = "proxy")]
         Command::Proxy(args) => commands::proxy::run(&args),
     }

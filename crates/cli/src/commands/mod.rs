@@ -1,6 +1,7 @@
 //! One module per command. Each takes its parsed flags ([`crate::flags`]) and standard
 //! output, and returns a [`crate::fail::Failure`] for `main` to report.
 
+pub mod audit;
 pub mod decode;
 pub mod encode;
 pub mod fuzz;

@@ -85,6 +85,14 @@ fn check_config(args: &ProxyArgs, path: &std::path::Path) -> Result<(), Failure>
             ))
         })?;
     }
+    if let Some(key) = &config.audit_chain_key_file {
+        kafka_elect_leaders_proxy::audit::ChainKey::from_file(key).map_err(|e| {
+            invalid(format!(
+                "cannot read the audit chain key {}: {e}",
+                key.display()
+            ))
+        })?;
+    }
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
@@ -257,6 +265,8 @@ fn settings(
             }
         }),
         audit_queue_bytes: args.audit_queue_bytes,
+        replica_id: args.replica_id.clone(),
+        audit_chain_key_file: args.audit_chain_key_file.clone(),
         max_connections: args.max_connections,
         threads: args.threads,
         max_frame_size: args.max_frame_size,
@@ -437,7 +447,10 @@ async fn serve(
     fd_limit: u64,
 ) -> Result<(), Failure> {
     let guard = Guard::bind(config).await.map_err(|e| match e {
-        kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
+        kafka_elect_leaders_proxy::StartError::AuditLog(..)
+        | kafka_elect_leaders_proxy::StartError::AuditChainKey(..) => {
+            Failure::cannot_open(e.to_string())
+        }
         _ => Failure::Input(format!("proxy: {e}")),
     })?;
     // Signal handlers before the addresses are printed: whoever reads them may signal.

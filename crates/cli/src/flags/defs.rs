@@ -85,6 +85,12 @@ pub enum Command {
         help_template = help::TEMPLATE,
     )]
     Fuzz(FuzzArgs),
+    #[command(
+        about = help::AUDIT_ABOUT,
+        help_template = help::TEMPLATE,
+        subcommand_required = true,
+    )]
+    Audit(AuditArgs),
     #[cfg(feature = "proxy")]
     #[command(
         about = help::PROXY_ABOUT,
@@ -93,6 +99,61 @@ pub enum Command {
         help_template = help::TEMPLATE,
     )]
     Proxy(Box<ProxyArgs>),
+}
+
+/// `audit`.
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: AuditCommand,
+}
+
+/// `audit`'s commands.
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    #[command(
+        about = help::VERIFY_ABOUT,
+        long_about = help::VERIFY_LONG,
+        help_template = help::TEMPLATE,
+    )]
+    Verify(VerifyArgs),
+}
+
+/// `audit verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Audit files, in the order they were written (a rotated file before the next one);
+    /// - for standard input
+    #[arg(value_name = "FILE|-", conflicts_with = "topic")]
+    pub inputs: Vec<OsString>,
+    /// Read the audit topic instead: every record of every partition, from the start to
+    /// the end it has when the reading starts (no consumer group, no offset committed)
+    #[arg(long, value_name = "NAME", requires = "bootstrap_server")]
+    pub topic: Option<String>,
+    /// The brokers of --topic's cluster (host:port, comma separated; plaintext)
+    #[arg(long, value_name = "HOST:PORT", requires = "topic")]
+    pub bootstrap_server: Option<String>,
+    /// The chain's key, the file the guard was given as --audit-chain-key-file
+    /// (HMAC-SHA-256); without it the hashes are taken as SHA-256
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<std::path::PathBuf>,
+    /// Accept chains whose first record is not their start (seq 0): the input begins
+    /// after it (a rotated file left out, a topic's retention)
+    #[arg(long)]
+    pub partial: bool,
+    /// One JSON object: {"whole", "records", "chains": [...], "findings": [...]}
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl VerifyArgs {
+    /// The rule clap cannot say: something to read.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.inputs.is_empty() && self.topic.is_none() {
+            return Err("give audit files (- for standard input) or --topic");
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -704,6 +765,17 @@ pub struct ProxyArgs {
         value_parser = values::audit_queue_bytes
     )]
     pub audit_queue_bytes: Option<usize>,
+    /// This replica's id in the audit chain: every audit line names it, with its chain,
+    /// sequence number and the hash of the line before (1 to 200 letters, digits, '.',
+    /// '_', '-', ':'); the host name is HOSTNAME's, in Kubernetes the pod's name
+    /// [default: the host name]
+    #[arg(long, value_name = "ID", value_parser = values::replica_id)]
+    pub replica_id: Option<String>,
+    /// A file holding the audit chain's secret key (at least 16 bytes; a trailing newline
+    /// is not part of it): lines are hashed with HMAC-SHA-256, which only the key's
+    /// holders can recompute; default: SHA-256, which anyone can
+    #[arg(long, value_name = "FILE")]
+    pub audit_chain_key_file: Option<std::path::PathBuf>,
     /// Client connections at once, over all listeners; one more is accepted and closed at
     /// once. Default: what the limit on open files allows (raised to the hard limit at
     /// start), two descriptors a client after 64 kept back

@@ -29,6 +29,35 @@ one line per problem, naming the packet and the connection, and the rest still d
 Run 'elect-leaders <COMMAND> --help' for the options of a command;
 'elect-leaders -V' (--version) prints the tool's version.";
 
+pub const AUDIT_ABOUT: &str = "\
+The guard's audit trail: 'audit verify' checks its hash chain";
+
+pub const VERIFY_ABOUT: &str = "\
+Check an audit trail's hash chain: every gap, reorder, duplicate and edited record, per replica";
+
+pub const VERIFY_LONG: &str = "\
+Reads the guard's audit lines (files in the order written, standard input, or the audit
+topic with --topic) and checks each replica's chains: every line of a chain carries the
+replica, the chain (one per start of the guard), its sequence number (seq, from 0), the
+hash of the line before (prev) and its own hash, SHA-256 of the line up to prev, or
+HMAC-SHA-256 under the guard's --audit-chain-key-file (give it here as --key-file).
+
+Prints one line per chain (where it starts: each start of a replica begins a new chain)
+and one per finding: gap (seq missing), undelivered (missing, and counted as not delivered
+by the audit topic's producer: undeliveredbefore), reorder (a record after a higher seq),
+duplicate (the same record twice), edited (bytes that do not match their hash, a prev that
+is not the hash of the record before, or two different records with one seq), not-json,
+unchained (no chain fields).
+
+Without a key, anyone who can write the trail can also rebuild a consistent chain: the
+check then finds accidents and careless edits, not a careful forger. With a key, only its
+holders can. Records removed from the end of a chain, or whole chains removed, leave no
+gap.
+
+Exit status: 0 the trail is whole; 1 anything found (undelivered records too: they are
+missing); 2 usage error, an input or key file that cannot be read, a topic that cannot
+be read.";
+
 pub const INSPECT_ABOUT: &str = "\
 Annotated field tree and hex layout of each frame (no FILE: standard input, or on a terminal the bundled sample frames)";
 

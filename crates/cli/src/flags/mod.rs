@@ -8,6 +8,7 @@ mod values;
 
 #[cfg(feature = "proxy")]
 pub use defs::ProxyArgs;
+pub use defs::{AuditCommand, VerifyArgs};
 pub use defs::{
     ColorWhen, Command, DecodeArgs, EncodeArgs, FilterFlags, FrameKind, FuzzArgs, GenArgs,
     InspectArgs, LiveFlags, MutateArgs, ReadFlags, ScanArgs, SummaryArgs,

@@ -38,6 +38,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Failure
         Command::Scan(args) => args.check().map_err(|e| ("scan", e.to_owned())),
         Command::Summary(args) => args.check().map_err(|e| ("summary", e.to_owned())),
         Command::Mutate(args) => args.check().map_err(|e| ("mutate", e.to_owned())),
+        Command::Audit(args) => match &args.command {
+            super::defs::AuditCommand::Verify(v) => {
+                v.check().map_err(|e| ("audit verify", e.to_owned()))
+            }
+        },
         #[cfg(feature = "proxy")]
         Command::Proxy(args) => args.check().map_err(|e| ("proxy", e)),
         _ => Ok(()),
@@ -45,7 +50,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Failure
     match broken {
         Ok(()) => Ok(Parsed::Run(Box::new(command))),
         Err((name, message)) => {
-            let sub = cli.find_subcommand_mut(name).expect("a subcommand of Cli");
+            // A command's path: `audit verify` is `verify` under `audit`.
+            let mut sub = &mut cli;
+            for word in name.split(' ') {
+                sub = sub.find_subcommand_mut(word).expect("a subcommand of Cli");
+            }
             Err(sub.error(ErrorKind::ArgumentConflict, message).into())
         }
     }

@@ -117,6 +117,14 @@ pub fn bytes_per_second(text: &str) -> Result<usize, String> {
     kafka_elect_leaders_proxy::file::parse_bytes(text, 0)
 }
 
+/// `--replica-id`: an id the audit chain takes.
+#[cfg(feature = "proxy")]
+pub fn replica_id(text: &str) -> Result<String, String> {
+    kafka_elect_leaders_proxy::audit::check_replica(text)
+        .map(|()| text.to_owned())
+        .map_err(str::to_owned)
+}
+
 /// `--audit-queue-bytes`: bytes, or a number with `KiB`, `MiB` or `GiB`.
 #[cfg(feature = "proxy")]
 pub fn audit_queue_bytes(text: &str) -> Result<usize, String> {

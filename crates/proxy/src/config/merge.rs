@@ -21,6 +21,10 @@ pub struct Overrides {
     pub audit: Option<AuditTarget>,
     /// [`Config::audit_queue_bytes`].
     pub audit_queue_bytes: Option<usize>,
+    /// [`Config::replica_id`].
+    pub replica_id: Option<String>,
+    /// [`Config::audit_chain_key_file`].
+    pub audit_chain_key_file: Option<std::path::PathBuf>,
     /// [`Config::max_connections`].
     pub max_connections: Option<usize>,
     /// [`Config::connection_threads`].
@@ -58,6 +62,12 @@ impl Overrides {
     pub fn over(self, config: &mut Config) {
         if let Some(audit) = self.audit {
             config.audit = audit;
+        }
+        if self.replica_id.is_some() {
+            config.replica_id = self.replica_id;
+        }
+        if self.audit_chain_key_file.is_some() {
+            config.audit_chain_key_file = self.audit_chain_key_file;
         }
         let set = |value: Option<usize>, field: &mut usize| *field = value.unwrap_or(*field);
         set(self.audit_queue_bytes, &mut config.audit_queue_bytes);

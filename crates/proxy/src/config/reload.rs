@@ -195,6 +195,11 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
         old.audit_queue_bytes != new.audit_queue_bytes,
         "audit-queue-bytes",
     );
+    check(old.replica_id != new.replica_id, "replica-id");
+    check(
+        old.audit_chain_key_file != new.audit_chain_key_file,
+        "audit-chain-key-file",
+    );
     check(
         old.max_connections != new.max_connections,
         "max-connections",

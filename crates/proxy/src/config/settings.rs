@@ -49,6 +49,12 @@ pub struct Config {
     /// ([`crate::observability::audit::connection_share`]); past the whole of it the log is stalled, and
     /// elections are refused until it drains.
     pub audit_queue_bytes: usize,
+    /// This replica's id in the audit chain (`replica-id`); None: the host name
+    /// ([`default_replica`](crate::observability::audit::default_replica)).
+    pub replica_id: Option<String>,
+    /// The file holding the audit chain's key (`audit-chain-key-file`): lines hashed with
+    /// HMAC-SHA-256 under it; None: SHA-256, which anyone can compute.
+    pub audit_chain_key_file: Option<std::path::PathBuf>,
     /// Connections open at once, at most; a client past it is closed at once. Default 1024.
     pub max_connections: usize,
     /// Threads that run the connections, each on a single-threaded runtime of its own,
@@ -213,6 +219,8 @@ impl Default for Config {
             policy: Policy::default(),
             audit: AuditTarget::Stderr,
             audit_queue_bytes: DEFAULT_AUDIT_QUEUE_BYTES,
+            replica_id: None,
+            audit_chain_key_file: None,
             max_connections: 1024,
             connection_threads: 0,
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,

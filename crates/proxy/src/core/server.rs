@@ -20,7 +20,7 @@ use crate::core::proxy_protocol;
 use crate::core::shared::Shared;
 use crate::core::tls::{Tls, TlsError};
 use crate::filters::addresses::{Opened, Routes};
-use crate::observability::audit::{Audit, AuditSink, ConnInfo};
+use crate::observability::audit::{default_replica, Audit, AuditSink, ChainKey, ConnInfo};
 use crate::observability::diag::log;
 use crate::observability::metrics::{Metrics, Refused};
 
@@ -51,6 +51,8 @@ pub fn max_connections_for(fd_limit: u64) -> usize {
 pub enum StartError {
     /// The audit log could not be opened.
     AuditLog(std::path::PathBuf, io::Error),
+    /// The audit chain's key could not be read (its bytes are never said).
+    AuditChainKey(std::path::PathBuf, io::Error),
     /// A listener could not be bound.
     Listen(SocketAddr, io::Error),
     /// A bound listener's address could not be read.
@@ -67,6 +69,9 @@ impl fmt::Display for StartError {
             StartError::AuditLog(path, e) => {
                 write!(f, "cannot open the audit log {}: {e}", path.display())
             }
+            StartError::AuditChainKey(path, e) => {
+                write!(f, "cannot read the audit chain key {}: {e}", path.display())
+            }
             StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
             StartError::LocalAddr(addr, e) => write!(f, "{addr}: {e}"),
             StartError::Tls(e) => write!(f, "{e}"),
@@ -78,9 +83,10 @@ impl fmt::Display for StartError {
 impl std::error::Error for StartError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            StartError::AuditLog(_, e) | StartError::Listen(_, e) | StartError::LocalAddr(_, e) => {
-                Some(e)
-            }
+            StartError::AuditLog(_, e)
+            | StartError::AuditChainKey(_, e)
+            | StartError::Listen(_, e)
+            | StartError::LocalAddr(_, e) => Some(e),
             StartError::Tls(e) => Some(e),
             StartError::ForwardsToItself(_) => None,
         }
@@ -124,7 +130,16 @@ impl Guard {
             AuditTarget::Stdout => AuditSink::Stdout,
             AuditTarget::File(path) => AuditSink::open(path).map_err(failed)?,
         };
-        let audit = Audit::start(sink, config.audit_queue_bytes).map_err(failed)?;
+        let key = match &config.audit_chain_key_file {
+            Some(path) => Some(
+                ChainKey::from_file(path)
+                    .map_err(|e| StartError::AuditChainKey(path.clone(), e))?,
+            ),
+            None => None,
+        };
+        let replica = config.replica_id.clone().unwrap_or_else(default_replica);
+        let audit =
+            Audit::start_chained(sink, config.audit_queue_bytes, &replica, key).map_err(failed)?;
         let mut listeners = Vec::new();
         for route in &config.routes {
             let listener = TcpListener::bind(route.listen)

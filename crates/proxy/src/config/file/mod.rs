@@ -76,6 +76,10 @@ pub struct ConfigFile {
     pub audit: Option<AuditTarget>,
     /// `audit-queue-bytes`: [`Config::audit_queue_bytes`].
     pub audit_queue_bytes: Option<usize>,
+    /// `replica-id`: [`Config::replica_id`].
+    pub replica_id: Option<String>,
+    /// `audit-chain-key-file`: [`Config::audit_chain_key_file`].
+    pub audit_chain_key_file: Option<PathBuf>,
     /// `max-connections`: [`Config::max_connections`].
     pub max_connections: Option<usize>,
     /// `threads`: [`Config::connection_threads`].
@@ -282,6 +286,8 @@ impl ConfigFile {
         Overrides {
             audit: self.audit.clone(),
             audit_queue_bytes: self.audit_queue_bytes,
+            replica_id: self.replica_id.clone(),
+            audit_chain_key_file: self.audit_chain_key_file.clone(),
             max_connections: self.max_connections,
             threads: self.threads,
             max_frame_size: self.max_frame_size,
@@ -396,6 +402,9 @@ struct Raw {
     audit_log: Option<PathBuf>,
     #[serde(default, deserialize_with = "audit_queue_bytes")]
     audit_queue_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "replica_id")]
+    replica_id: Option<String>,
+    audit_chain_key_file: Option<PathBuf>,
     #[serde(default, deserialize_with = "at_least_one")]
     max_connections: Option<usize>,
     #[serde(default, deserialize_with = "threads")]
@@ -613,6 +622,8 @@ impl Raw {
                 }
             }),
             audit_queue_bytes: self.audit_queue_bytes,
+            replica_id: self.replica_id,
+            audit_chain_key_file: self.audit_chain_key_file.map(path),
             max_connections: self.max_connections,
             threads: self.threads,
             max_frame_size: self.max_frame_size,
@@ -734,6 +745,12 @@ fn bytes_per_second<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D:
 
 fn audit_queue_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     amount(d, MIN_AUDIT_QUEUE_BYTES).map(Some)
+}
+
+fn replica_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let id = String::deserialize(d)?;
+    crate::observability::audit::check_replica(&id).map_err(de::Error::custom)?;
+    Ok(Some(id))
 }
 
 fn frame_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {

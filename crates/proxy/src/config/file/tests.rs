@@ -13,6 +13,8 @@ fn a_whole_file() {
     let file = parse(
         r#"
 audit-log = "audit.jsonl"
+replica-id = "guard-0.eu"
+audit-chain-key-file = "chain.key"
 idle-timeout = "5m"
 max-buffered-bytes = "512MiB"
 refused-bytes-per-second = "4MiB"
@@ -70,6 +72,11 @@ log-only = true
     assert_eq!(
         file.audit,
         Some(AuditTarget::File("/etc/guard/audit.jsonl".into()))
+    );
+    assert_eq!(file.replica_id.as_deref(), Some("guard-0.eu"));
+    assert_eq!(
+        file.audit_chain_key_file.as_deref(),
+        Some(Path::new("/etc/guard/chain.key"))
     );
     assert_eq!(file.idle_timeout, Some(Duration::from_secs(300)));
     assert_eq!(file.max_buffered_bytes, Some(512 << 20));
@@ -191,6 +198,8 @@ fn errors_say_where() {
         ("audit-queue-bytes = 1000", 1, 21, "at least 65536"),
         ("audit-queue-bytes = \"1GB\"", 1, 21, "KiB, MiB or GiB"),
         ("audit-queue = 4096", 1, 1, "unknown field `audit-queue`"),
+        ("replica-id = \"guard 0\"", 1, 14, "only letters, digits"),
+        ("replica-id = \"\"", 1, 14, "1 to 200 bytes"),
         ("dynamic-listen = \"0.0.0.0:9-8\"", 1, 18, "IP:FIRST-LAST"),
         ("[tls]\ncert = \"a.pem\"", 1, 1, "missing field `key`"),
         ("idle-timeout = ", 1, 16, ""),

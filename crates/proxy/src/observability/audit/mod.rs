@@ -31,9 +31,14 @@
 //! again (its directory gone, the path a directory), elections are refused, failing
 //! closed, and the writer tries again every second.
 //!
-//! Inside, bottom up: `queue` (what the writer and the connections share), `sink` (where
-//! lines go, and the writer thread), `record` (a line's JSON), and here the handles that
-//! queue lines ([`Audit`], [`AuditConnection`]).
+//! A log started with a chain ([`Audit::start_chained`], what the guard does) is a hash
+//! chain: each line carries the replica's id, the chain of this start, its sequence number
+//! and the hash of the line before, added by the writer as it writes it (`chain`: the
+//! fields, the hash, and what they prove).
+//!
+//! Inside, bottom up: `chain` (a line's chain fields), `queue` (what the writer and the
+//! connections share), `sink` (where lines go, and the writer thread), `record` (a line's
+//! JSON), and here the handles that queue lines ([`Audit`], [`AuditConnection`]).
 
 use std::io;
 use std::net::IpAddr;
@@ -48,12 +53,15 @@ use prometheus_client::metrics::gauge::Gauge;
 use crate::filters::elect::policy::{Decision, Policy};
 use crate::observability::diag::log;
 
+mod chain;
 mod queue;
 mod record;
 mod sink;
 #[cfg(test)]
 mod tests;
 
+use chain::Chain;
+pub use chain::{check_replica, default_replica, line_hash, ChainKey};
 pub(crate) use queue::AuditMetrics;
 use queue::{drain, release, Message, Queue, Queued};
 pub(crate) use record::{json_len, line_within, Name, RuleList, Shown};
@@ -170,8 +178,13 @@ pub const STALLED_AFTER: Duration = Duration::from_secs(5);
 /// size): a decision on more partitions than fit lists the first of them, marked `"truncated": true` with the count of those left out. A line of
 /// megabytes helps no reader (SIEMs cut events far shorter) and cost the guard: writing
 /// the 8 MiB lines of a flood of refused 16 MiB requests was about half of what delayed
-/// the other clients (issue 42, item 5).
+/// the other clients (issue 42, item 5). A chained log's writer adds the chain fields
+/// after it, at most [`MAX_CHAIN_FIELDS`] bytes more.
 pub const MAX_LINE: usize = 64 << 10;
+
+/// The most bytes the chain fields add to a line (`chain`): a replica id of 200 bytes,
+/// the chain's id, a seq of 20 digits, `prev` and `hash`.
+pub const MAX_CHAIN_FIELDS: usize = 435;
 
 /// The smallest share of the queue a connection has ([`connection_share`]).
 pub const MIN_CONNECTION_SHARE: usize = 1 << 20;
@@ -189,6 +202,30 @@ impl Audit {
     /// Starts the writer thread of `sink`, with room for `bound` bytes of lines waiting (at
     /// least 1).
     pub fn start(sink: AuditSink, bound: usize) -> io::Result<Audit> {
+        Audit::start_with(sink, bound, None)
+    }
+
+    /// [`Audit::start`], each line written with its chain fields: a new chain of `replica`
+    /// (an id [`check_replica`] takes), hashed under `key` (HMAC-SHA-256; SHA-256 without
+    /// one), begun by a `chain-start` line queued at once.
+    pub fn start_chained(
+        sink: AuditSink,
+        bound: usize,
+        replica: &str,
+        key: Option<ChainKey>,
+    ) -> io::Result<Audit> {
+        check_replica(replica)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("replica id: {e}")))?;
+        let chain = Chain::new(replica, key);
+        let start = chain.start_line();
+        let audit = Audit::start_with(sink, bound, Some(chain))?;
+        audit
+            .queue_line(start, None)
+            .map_err(|e| io::Error::other(format!("the audit chain's start: {e}")))?;
+        Ok(audit)
+    }
+
+    fn start_with(sink: AuditSink, bound: usize, chain: Option<Chain>) -> io::Result<Audit> {
         let bound = bound.max(1);
         let (lines, rx) = channel();
         let queue = Arc::new(Queue {
@@ -199,6 +236,7 @@ impl Audit {
             changed: tokio::sync::Notify::new(),
             metrics: AuditMetrics::default(),
             budget: OnceLock::new(),
+            chain: std::sync::Mutex::new(chain),
         });
         let writer = queue.clone();
         std::thread::Builder::new()

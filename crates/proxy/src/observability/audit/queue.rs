@@ -6,11 +6,13 @@
 use std::io::{self};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::TrySendError;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
+
+use super::chain::Chain;
 
 /// What the queue holds, shared by whoever queues lines and the writer thread.
 pub(super) struct Queue {
@@ -30,9 +32,27 @@ pub(super) struct Queue {
     /// The guard's buffer budget, which every line queued takes its bytes from too, once
     /// the guard is started with this log ([`Audit::count_in`]).
     pub(super) budget: OnceLock<crate::core::budget::Budget>,
+    /// The chain the writer adds to each line before writing it ([`Queue::sealed`]); none
+    /// for a log started without one.
+    pub(super) chain: Mutex<Option<Chain>>,
 }
 
 impl Queue {
+    /// `line` with its chain fields (super::chain), the next in the chain: what the writer
+    /// does to each line before its first try, so that the chain's order is the order
+    /// lines are written in, and a line tried again keeps its fields.
+    pub(super) fn sealed(&self, mut line: Queued) -> Queued {
+        if let Some(chain) = self
+            .chain
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            chain.seal(&mut line.text);
+        }
+        line
+    }
+
     pub(super) fn set_failing(&self, failing: bool) {
         if self.failing.swap(failing, Ordering::Relaxed) != failing {
             self.changed.notify_waiters();

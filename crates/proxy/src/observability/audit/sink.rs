@@ -358,6 +358,7 @@ pub(super) fn write_lines(mut sink: AuditSink, lines: &Receiver<Message>, queue:
                 continue;
             }
         };
+        let line = queue.sealed(line);
         let mut done = 0;
         loop {
             match write_line(&mut sink, line.text.as_bytes(), &mut done) {

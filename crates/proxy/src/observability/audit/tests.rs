@@ -1089,3 +1089,158 @@ fn a_leadership_change_too_large_for_its_line_is_audited_shortened() {
         serde_json::json!({"changes": 150 - changes.len(), "refused": 150 - refused})
     );
 }
+
+/// Every line of `text` is the next of one chain under `key`: its seq one more than the
+/// line before's, its prev that line's hash, its hash that of its bytes up to prev
+/// (chain.rs); the lines, read.
+fn one_chain(text: &str, key: Option<&ChainKey>) -> Vec<serde_json::Value> {
+    let mut prev = serde_json::Value::Null;
+    let mut lines = Vec::new();
+    for (seq, line) in text.lines().enumerate() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(value["seq"], seq, "{line}");
+        assert_eq!(value["prev"], prev, "{line}");
+        let cut = line.rfind(",\"hash\":").unwrap();
+        let hash: String = line_hash(key, format!("{}}}", &line[..cut]).as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(value["hash"], hash.as_str(), "{line}");
+        prev = value["hash"].clone();
+        lines.push(value);
+    }
+    lines
+}
+
+/// Issue 45, item 2: lines queued from many threads at once, some refused as they are
+/// queued, make one chain in the order they are written: no seq taken by a line refused,
+/// none twice, each line naming the hash of the one written before it; each thread's
+/// lines in the order it queued them.
+#[test]
+fn lines_queued_from_many_threads_make_one_chain_in_written_order() {
+    const THREADS: usize = 8;
+    const LINES: usize = 200;
+    let dir = Dir::new("audit-chain-threads");
+    let path = dir.0.join("audit.jsonl");
+    let key = ChainKey::new(b"sixteen or more bytes of key").unwrap();
+    let audit = Arc::new(
+        Audit::start_chained(
+            AuditSink::open(&path).unwrap(),
+            8 << 20,
+            "guard-0",
+            Some(key.clone()),
+        )
+        .unwrap(),
+    );
+    let refused = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (audit, refused) = (audit.clone(), refused.clone());
+            std::thread::spawn(move || {
+                let client = audit.connection(format!("10.0.0.{t}").parse().unwrap());
+                for i in 0..LINES {
+                    client
+                        .record_line(format!("{{\"thread\":{t},\"i\":{i}}}\n"))
+                        .unwrap();
+                    if i % 50 == 0 {
+                        // Larger than a share: refused, and no seq taken.
+                        let huge = format!("{{\"huge\":\"{}\"}}\n", "x".repeat(2 << 20));
+                        assert_eq!(audit.record_line(huge), Err(AuditError::TooLarge));
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(audit.drain(Duration::from_secs(10)));
+    assert_eq!(refused.load(Ordering::Relaxed), THREADS * 4);
+    let lines = one_chain(&read(&path), Some(&key));
+    assert_eq!(lines.len(), 1 + THREADS * LINES);
+    assert_eq!(lines[0]["event"], "chain-start");
+    assert_eq!(lines[0]["algorithm"], "hmac-sha256");
+    let chain = lines[0]["chain"].clone();
+    let mut next = [0u64; THREADS];
+    for line in &lines[1..] {
+        assert_eq!(line["replica"], "guard-0");
+        assert_eq!(line["chain"], chain);
+        let t = line["thread"].as_u64().unwrap() as usize;
+        assert_eq!(line["i"], next[t]);
+        next[t] += 1;
+    }
+    // Without the key the same lines do not verify.
+    let text = read(&path);
+    let unkeyed = std::panic::catch_unwind(|| one_chain(&text, None));
+    assert!(unkeyed.is_err());
+}
+
+/// A line a full disk took part of is written again with the same chain fields: no seq
+/// skipped, none twice (the first line written is the chain's start).
+#[test]
+fn a_line_written_again_after_a_full_disk_keeps_its_place_in_the_chain() {
+    let dir = Dir::new("audit-chain-full-disk");
+    let path = dir.0.join("audit.jsonl");
+    let mut sink = AuditSink::open(&path).unwrap();
+    if let AuditSink::File(file) = &mut sink {
+        file.fake_disk_full_after = Some(7);
+    }
+    let audit = Audit::start_chained(sink, 4096, "guard-0", None).unwrap();
+    queue_lines(&audit, 2);
+    assert!(audit.drain(Duration::from_secs(10)), "never written");
+    let text = read(&path);
+    whole_lines(&text);
+    let lines = one_chain(&text, None);
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[0]["event"], "chain-start");
+    assert_eq!(lines[2]["line"], 1);
+}
+
+/// A decision's line shortened to [`MAX_LINE`] keeps its chain fields: they are added
+/// after it is cut, a few hundred bytes past it.
+#[test]
+fn a_shortened_line_keeps_its_chain_fields() {
+    use kafka_elect_leaders::{
+        parse_request, ElectLeadersRequestData, ElectionType, EncodeRequestExt, TopicPartitionsData,
+    };
+    let partitions: Vec<i32> = (0..50_000).collect();
+    let topics = [TopicPartitionsData::new(b"orders", &partitions)];
+    let frame = ElectLeadersRequestData {
+        correlation_id: 7,
+        election_type: ElectionType::UNCLEAN,
+        topic_partitions: Some(&topics),
+        ..Default::default()
+    }
+    .encode_to_vec(2)
+    .unwrap();
+    let request = parse_request(&frame).unwrap();
+    let policy = Policy {
+        deny_unclean: true,
+        ..Default::default()
+    };
+    let decision = policy.decide(&request);
+    let conn = ConnInfo {
+        client: "127.0.0.1:5000".parse().unwrap(),
+        listener: "127.0.0.1:19092".parse().unwrap(),
+        local: "127.0.0.1:19092".parse().unwrap(),
+        upstream: "10.0.0.2:9092".parse().unwrap(),
+    };
+    let (out, sink) = kept();
+    let audit = Audit::start_chained(sink, 8 << 20, "guard-0", None).unwrap();
+    assert_eq!(
+        audit.record(&conn, None, &policy, &request, &decision),
+        Ok(())
+    );
+    assert!(audit.drain(Duration::from_secs(10)));
+    let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    let lines = one_chain(&text, None);
+    assert_eq!(lines[1]["truncated"], true);
+    assert_eq!(lines[1]["seq"], 1);
+    let decision_line = text.lines().nth(1).unwrap();
+    assert!(
+        decision_line.len() <= MAX_LINE + MAX_CHAIN_FIELDS,
+        "{}",
+        decision_line.len()
+    );
+}
