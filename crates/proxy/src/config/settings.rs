@@ -31,6 +31,9 @@ pub enum AuditTarget {
     Stdout,
     /// A file, appended to (created if missing).
     File(std::path::PathBuf),
+    /// A sink that acknowledges each line (`elect-leaders proxy`'s `[audit-kafka]`), in
+    /// its delivery mode.
+    Delivered(crate::observability::audit::DeliveryTarget),
 }
 
 /// Everything the guard needs to run: what `elect-leaders proxy`'s options build, and what a

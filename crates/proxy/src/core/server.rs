@@ -122,6 +122,7 @@ impl Guard {
             AuditTarget::Stderr => AuditSink::Stderr,
             AuditTarget::Stdout => AuditSink::Stdout,
             AuditTarget::File(path) => AuditSink::open(path).map_err(failed)?,
+            AuditTarget::Delivered(target) => AuditSink::Delivered(target.clone()),
         };
         let audit = Audit::start(sink, config.audit_queue_bytes).map_err(failed)?;
         let mut listeners = Vec::new();

@@ -315,6 +315,11 @@ pub fn summary(config: &Config) -> String {
         AuditTarget::Stderr => "standard error".to_owned(),
         AuditTarget::Stdout => "standard output".to_owned(),
         AuditTarget::File(path) => path.display().to_string(),
+        AuditTarget::Delivered(target) => format!(
+            "{} ({} for leadership changes)",
+            target.sink.describe(),
+            target.leadership.name()
+        ),
     };
     let mut line = format!(
         "{} route(s); rules: {}; audit-log {audit}",
