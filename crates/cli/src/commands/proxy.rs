@@ -15,6 +15,8 @@ use kafka_elect_leaders_proxy::{
 use crate::fail::Failure;
 use crate::flags::ProxyArgs;
 
+mod audit_kafka;
+
 /// Runs `elect-leaders proxy` until SIGINT or SIGTERM.
 ///
 /// The soft limit on open files is raised to the hard limit first; without
@@ -49,7 +51,33 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
     .enable_all()
     .build()
     .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(config, args, fd_limit))
+    runtime.block_on(async {
+        let config = with_audit_kafka(config, args, file.as_ref()).await?;
+        serve(config, args, fd_limit).await
+    })
+}
+
+/// `[audit-kafka]`: the audit log produced to a Kafka topic, in place of `audit-log` (one
+/// sink: both given is a usage error).
+async fn with_audit_kafka(
+    mut config: Config,
+    args: &ProxyArgs,
+    file: Option<&ConfigFile>,
+) -> Result<Config, Failure> {
+    let Some(kafka) = file.and_then(|f| f.audit_kafka.as_ref()) else {
+        return Ok(config);
+    };
+    if args.audit_log.is_some() || file.is_some_and(|f| f.audit.is_some()) {
+        return Err(Failure::usage(
+            "proxy",
+            "audit-log and [audit-kafka] are two audit sinks: the guard writes to one",
+        ));
+    }
+    let target = audit_kafka::start(kafka)
+        .await
+        .map_err(|e| Failure::usage("proxy", e))?;
+    config.audit = AuditTarget::Delivered(target);
+    Ok(config)
 }
 
 /// A line of the tool's own at level `warn`, through the logger [`run`] installs.
@@ -74,6 +102,9 @@ fn check_config(args: &ProxyArgs, path: &std::path::Path) -> Result<(), Failure>
     if config.tls.is_some() || config.upstream_tls.is_some() {
         kafka_elect_leaders_proxy::tls::Tls::new(config.tls.clone(), config.upstream_tls.clone())
             .map_err(|e| invalid(e.to_string()))?;
+    }
+    if let Some(kafka) = &file.audit_kafka {
+        audit_kafka::settings(kafka).map_err(invalid)?;
     }
     if let AuditTarget::File(audit) = &config.audit {
         audit_log_openable(audit).map_err(|e| {
@@ -326,6 +357,7 @@ async fn reopen_audit(reloader: &Reloader) {
 }
 
 async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Failure> {
+    let config_audit = config.audit.clone();
     let guard = Guard::bind(config).await.map_err(|e| match e {
         kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
         _ => Failure::Input(format!("proxy: {e}")),
@@ -340,6 +372,12 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
         .map_err(|e| Failure::Input(format!("proxy: cannot handle SIGHUP: {e}")))?;
     let reloader = guard.reloader();
     let reload_args = args.clone();
+    // The audit sink made at start stays: a reload reads `[audit-kafka]` but does not
+    // make another producer (a changed table is applied by a restart).
+    let started_audit = match &config_audit {
+        AuditTarget::Delivered(target) => Some(target.clone()),
+        _ => None,
+    };
     tokio::spawn(async move {
         while hangup.recv().await.is_some() {
             reopen_audit(&reloader).await;
@@ -351,7 +389,12 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
                     let applied = ConfigFile::read_again(path)
                         .map_err(|e| e.to_string())
                         .and_then(|file| {
-                            settings(&reload_args, Some(&file), max_connections_for(fd_limit))
+                            let mut config =
+                                settings(&reload_args, Some(&file), max_connections_for(fd_limit))?;
+                            if let (Some(target), Some(_)) = (&started_audit, &file.audit_kafka) {
+                                config.audit = AuditTarget::Delivered(target.clone());
+                            }
+                            Ok(config)
                         })
                         .and_then(|config| reloader.apply(&config).map_err(|e| e.to_string()));
                     match applied {

@@ -109,6 +109,46 @@ pub struct ConfigFile {
     pub allow_weaker_rules: bool,
     /// The file sets nothing: no key at all (empty, or only comments and blank lines).
     pub empty: bool,
+    /// `[audit-kafka]`: the audit log produced to a Kafka topic (`elect-leaders proxy`
+    /// makes the sink of it; this crate has no Kafka client).
+    pub audit_kafka: Option<AuditKafkaFile>,
+}
+
+/// `[audit-kafka]`: the audit log produced to a Kafka topic, as the file says it (paths
+/// resolved). Read by `elect-leaders proxy`, which makes the sink
+/// (`kafka-elect-leaders-audit-kafka`). Its `Debug` shows the password file's path, never
+/// a password (the file is read when the guard starts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditKafkaFile {
+    /// `bootstrap-servers`: `host:port,...` of the audit cluster.
+    pub bootstrap_servers: String,
+    /// `topic`: the audit topic (it must exist).
+    pub topic: String,
+    /// `replica`: this guard's name (each record's key); None: the host name.
+    pub replica: Option<String>,
+    /// `tls`: TLS towards the audit cluster (also on when a `tls-*` path is given).
+    pub tls: bool,
+    /// `tls-ca`: the CA bundle (PEM) the audit cluster's certificates are checked against.
+    pub tls_ca: Option<PathBuf>,
+    /// `tls-cert`: the guard's client certificate (PEM).
+    pub tls_cert: Option<PathBuf>,
+    /// `tls-key`: its key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// `sasl-mechanism`: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`.
+    pub sasl_mechanism: Option<String>,
+    /// `sasl-username`.
+    pub sasl_username: Option<String>,
+    /// `sasl-password-file`: the file holding the password (its first line).
+    pub sasl_password_file: Option<PathBuf>,
+    /// `mode`: `batch`, `blocking` or `blocking-strict` (None: `blocking-strict`), for the
+    /// records of leadership changes the guard forwards.
+    pub mode: Option<String>,
+    /// `deadline`: how long `blocking-strict` waits (None: 5 s).
+    pub deadline: Option<Duration>,
+    /// `delivery-timeout`: how long a record is retried (None: 30 s).
+    pub delivery_timeout: Option<Duration>,
+    /// `max-buffered-bytes`: the producer's buffer (None: 16 MiB).
+    pub max_buffered_bytes: Option<usize>,
 }
 
 /// A broker's address as written: resolved, with its host name when it is not an IP
@@ -426,6 +466,42 @@ struct Raw {
     rules: RawRules,
     #[serde(default)]
     allow_weaker_rules: bool,
+    audit_kafka: Option<RawAuditKafka>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawAuditKafka {
+    bootstrap_servers: String,
+    topic: String,
+    replica: Option<String>,
+    #[serde(default)]
+    tls: bool,
+    tls_ca: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    sasl_mechanism: Option<String>,
+    sasl_username: Option<String>,
+    sasl_password_file: Option<PathBuf>,
+    #[serde(default, deserialize_with = "delivery_mode")]
+    mode: Option<String>,
+    #[serde(default, deserialize_with = "duration")]
+    deadline: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    delivery_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "audit_queue_bytes")]
+    max_buffered_bytes: Option<usize>,
+}
+
+/// `mode`: `batch`, `blocking` or `blocking-strict`.
+fn delivery_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let text = String::deserialize(d)?;
+    match text.as_str() {
+        "batch" | "blocking" | "blocking-strict" => Ok(Some(text)),
+        _ => Err(de::Error::custom(
+            "expected \"batch\", \"blocking\" or \"blocking-strict\"",
+        )),
+    }
 }
 
 #[derive(Deserialize)]
@@ -597,6 +673,22 @@ impl Raw {
             },
             allow_weaker_rules: self.allow_weaker_rules,
             empty: false,
+            audit_kafka: self.audit_kafka.map(|k| AuditKafkaFile {
+                bootstrap_servers: k.bootstrap_servers,
+                topic: k.topic,
+                replica: k.replica,
+                tls: k.tls,
+                tls_ca: k.tls_ca.map(path),
+                tls_cert: k.tls_cert.map(path),
+                tls_key: k.tls_key.map(path),
+                sasl_mechanism: k.sasl_mechanism,
+                sasl_username: k.sasl_username,
+                sasl_password_file: k.sasl_password_file.map(path),
+                mode: k.mode,
+                deadline: k.deadline,
+                delivery_timeout: k.delivery_timeout,
+                max_buffered_bytes: k.max_buffered_bytes,
+            }),
         }
     }
 }
