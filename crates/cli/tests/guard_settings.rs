@@ -124,6 +124,7 @@ fn file_keys() -> BTreeSet<String> {
             "tls" => "[tls]",
             "upstream-tls" => "[upstream-tls]",
             "rules" => "[rules]",
+            "audit-kafka" => "[audit-kafka]",
             _ => {
                 keys.insert(key);
                 continue;
