@@ -465,7 +465,7 @@ impl Audit {
             _share: share,
             handed,
         };
-        if self.send(Message::Line(queued)).is_err() {
+        if self.send(Message::Line(Box::new(queued))).is_err() {
             release(queue, bytes, conn.map(|c| &**c));
             return Err(AuditError::Failing);
         }

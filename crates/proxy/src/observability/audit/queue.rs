@@ -70,7 +70,7 @@ pub(super) struct Queued {
 /// What a writer thread is handed: a line, or a request to say when every line before it
 /// is written.
 pub(super) enum Message {
-    Line(Queued),
+    Line(Box<Queued>),
     Drained(std::sync::mpsc::Sender<()>),
     /// Open the audit file again; the answer: whether there is a file.
     Reopen(std::sync::mpsc::Sender<io::Result<bool>>),
