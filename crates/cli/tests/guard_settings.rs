@@ -125,6 +125,7 @@ fn file_keys() -> BTreeSet<String> {
             "upstream-tls" => "[upstream-tls]",
             "rules" => "[rules]",
             "audit-kafka" => "[audit-kafka]",
+            "audit-syslog" => "[audit-syslog]",
             _ => {
                 keys.insert(key);
                 continue;

@@ -19,7 +19,7 @@ use crate::core::connection_threads::ConnectionThreads;
 use crate::core::shared::Shared;
 use crate::core::tls::{Tls, TlsError};
 use crate::filters::addresses::{Opened, Routes};
-use crate::observability::audit::{Audit, AuditSink, ConnInfo};
+use crate::observability::audit::{Audit, AuditSink, ConnInfo, Syslog};
 use crate::observability::diag::log;
 use crate::observability::metrics::{Metrics, Refused};
 
@@ -123,6 +123,11 @@ impl Guard {
             AuditTarget::Stdout => AuditSink::Stdout,
             AuditTarget::File(path) => AuditSink::open(path).map_err(failed)?,
             AuditTarget::Delivered(target) => AuditSink::Delivered(target.clone()),
+            AuditTarget::Syslog(target) => {
+                AuditSink::Syslog(Syslog::connect(target.clone()).map_err(|e| {
+                    StartError::AuditLog(format!("syslog {}", target.address).into(), e)
+                })?)
+            }
         };
         let audit = Audit::start(sink, config.audit_queue_bytes).map_err(failed)?;
         let mut listeners = Vec::new();

@@ -183,3 +183,72 @@ fn host_name() -> String {
         .take(200)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PASSWORD: &str = "correct-horse-battery-staple";
+
+    fn file(dir: &std::path::Path, mechanism: &str) -> AuditKafkaFile {
+        let password_file = dir.join("password");
+        std::fs::write(&password_file, format!("{PASSWORD}\n")).unwrap();
+        AuditKafkaFile {
+            bootstrap_servers: "127.0.0.1:1".into(),
+            topic: "audit".into(),
+            replica: Some("guard-0".into()),
+            tls: true,
+            tls_ca: None,
+            tls_cert: None,
+            tls_key: None,
+            sasl_mechanism: Some(mechanism.into()),
+            sasl_username: Some("guard".into()),
+            sasl_password_file: Some(password_file),
+            mode: None,
+            deadline: None,
+            delivery_timeout: None,
+            max_buffered_bytes: None,
+        }
+    }
+
+    /// The password is read from its file, and shown by no `Debug` and no error.
+    #[test]
+    fn the_password_is_read_and_never_shown() {
+        let dir = std::env::temp_dir().join(format!("audit-kafka-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = file(&dir, "SCRAM-SHA-512");
+        let made = settings(&good).unwrap();
+        let sasl = made.connection.sasl.as_ref().unwrap();
+        assert_eq!(sasl.password.expose(), PASSWORD, "its first line");
+        for shown in [
+            format!("{made:?}"),
+            format!("{good:?}"),
+            settings(&file(&dir, "GSSAPI")).unwrap_err(),
+            settings(&AuditKafkaFile {
+                sasl_username: None,
+                ..good.clone()
+            })
+            .unwrap_err(),
+            settings(&AuditKafkaFile {
+                topic: String::new(),
+                ..good.clone()
+            })
+            .unwrap_err(),
+        ] {
+            assert!(!shown.contains(PASSWORD), "{shown}");
+        }
+        // The mode: blocking-strict with a 5 s deadline unless said otherwise.
+        assert_eq!(
+            mode(&good),
+            DeliveryMode::BlockingStrict {
+                deadline: Duration::from_secs(5)
+            }
+        );
+        let batch = AuditKafkaFile {
+            mode: Some("batch".into()),
+            ..good
+        };
+        assert_eq!(mode(&batch), DeliveryMode::Batch);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -60,6 +60,7 @@ use crate::config::settings::{AuditTarget, Config, Route};
 use crate::core::tls::{ServerTls, UpstreamTls};
 use crate::filters::addresses::DynamicListen;
 use crate::filters::elect::policy::Policy;
+use crate::observability::audit::{SyslogTarget, SyslogTls};
 
 /// What a configuration file sets; `None` (or an empty list) where it says nothing.
 #[derive(Clone, Debug, Default)]
@@ -284,6 +285,13 @@ impl ConfigFile {
             let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
             (line, column, e.message().trim_end().to_owned())
         })?;
+        if raw.audit_log.is_some() && raw.audit_syslog.is_some() {
+            return Err((
+                1,
+                1,
+                "audit-log and [audit-syslog] are two audit sinks: the guard writes to one".into(),
+            ));
+        }
         let mut file = raw.into_file(base);
         // TOML has no multi-line comment: a line that is neither blank nor a comment holds
         // a key or a table.
@@ -355,6 +363,11 @@ pub fn summary(config: &Config) -> String {
         AuditTarget::Stderr => "standard error".to_owned(),
         AuditTarget::Stdout => "standard output".to_owned(),
         AuditTarget::File(path) => path.display().to_string(),
+        AuditTarget::Syslog(target) => format!(
+            "syslog {}{}",
+            target.address,
+            if target.tls.is_some() { " (TLS)" } else { "" }
+        ),
         AuditTarget::Delivered(target) => format!(
             "{} ({} for leadership changes)",
             target.sink.describe(),
@@ -467,6 +480,28 @@ struct Raw {
     #[serde(default)]
     allow_weaker_rules: bool,
     audit_kafka: Option<RawAuditKafka>,
+    audit_syslog: Option<RawAuditSyslog>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawAuditSyslog {
+    address: String,
+    #[serde(default)]
+    tls: bool,
+    tls_ca: Option<PathBuf>,
+    tls_server_name: Option<String>,
+    app_name: Option<String>,
+    #[serde(default, deserialize_with = "syslog_facility")]
+    facility: Option<u8>,
+}
+
+/// `facility`: a name of RFC 5424 (`local0`, `auth`, ...) or its number, 0 to 23.
+fn syslog_facility<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    let text = String::deserialize(d)?;
+    crate::observability::audit::facility(&text)
+        .map(Some)
+        .ok_or_else(|| de::Error::custom("expected a syslog facility: local0 to local7, auth, ..."))
 }
 
 #[derive(Deserialize)]
@@ -645,13 +680,27 @@ impl Raw {
                 names: Vec::new(),
                 client_cert: t.cert.map(path).zip(t.key.map(path)),
             }),
-            audit: self.audit_log.map(|p| {
-                if p.as_os_str() == "-" {
-                    AuditTarget::Stdout
-                } else {
-                    AuditTarget::File(path(p))
-                }
-            }),
+            audit: match self.audit_syslog {
+                Some(syslog) => Some(AuditTarget::Syslog(SyslogTarget {
+                    address: syslog.address,
+                    tls: (syslog.tls
+                        || syslog.tls_ca.is_some()
+                        || syslog.tls_server_name.is_some())
+                    .then(|| SyslogTls {
+                        ca: syslog.tls_ca.map(path),
+                        server_name: syslog.tls_server_name,
+                    }),
+                    app_name: syslog.app_name.unwrap_or_else(|| "elect-leaders".into()),
+                    facility: syslog.facility.unwrap_or(16),
+                })),
+                None => self.audit_log.map(|p| {
+                    if p.as_os_str() == "-" {
+                        AuditTarget::Stdout
+                    } else {
+                        AuditTarget::File(path(p))
+                    }
+                }),
+            },
             audit_queue_bytes: self.audit_queue_bytes,
             max_connections: self.max_connections,
             threads: self.threads,

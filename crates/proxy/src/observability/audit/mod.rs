@@ -52,6 +52,7 @@ mod delivery;
 mod queue;
 mod record;
 mod sink;
+mod syslog;
 #[cfg(test)]
 mod tests;
 
@@ -64,6 +65,7 @@ pub(crate) use record::{json_len, line_within, Name, RuleList, Shown};
 pub use record::{rfc3339, rfc3339_now, ConnInfo, DecisionRecord};
 use sink::write_lines;
 pub use sink::{AuditFile, AuditSink};
+pub use syslog::{facility, Syslog, SyslogTarget, SyslogTls, FACILITIES};
 
 /// Bytes of audit lines waiting for the writer, at most, by default: 64 MiB, what the guard
 /// holds of them at most however its clients flood and however the log lags (lines are

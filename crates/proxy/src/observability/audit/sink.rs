@@ -34,6 +34,9 @@ pub enum AuditSink {
     Writer(Box<dyn Write + Send>),
     /// A sink that acknowledges each line (the tool's Kafka topic), in a delivery mode.
     Delivered(super::delivery::DeliveryTarget),
+    /// A syslog receiver (RFC 5424 over TCP or TLS): a failed send is retried as a failed
+    /// write is, on a new connection.
+    Syslog(super::syslog::Syslog),
 }
 
 impl AuditSink {
@@ -304,6 +307,11 @@ fn write_line(sink: &mut AuditSink, line: &[u8], done: &mut usize) -> io::Result
         }
         // Handed over by the writer thread itself, never here.
         AuditSink::Delivered(_) => Ok(()),
+        // Whole on one connection, or whole again on the next.
+        AuditSink::Syslog(syslog) => {
+            *done = 0;
+            syslog.send(line)
+        }
     }
 }
 
