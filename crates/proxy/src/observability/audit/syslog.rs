@@ -204,7 +204,7 @@ fn closed(socket: &TcpStream) -> bool {
         return true;
     }
     let mut byte = [0u8; 1];
-    let gone = match (&*socket).peek(&mut byte) {
+    let gone = match socket.peek(&mut byte) {
         Ok(0) => true,
         Ok(_) => false,
         Err(e) => e.kind() != io::ErrorKind::WouldBlock,
