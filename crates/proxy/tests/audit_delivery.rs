@@ -130,11 +130,14 @@ struct Running {
 }
 
 async fn guard(sink: Arc<FakeAckSink>, mode: DeliveryMode) -> Running {
+    let mut policy = Policy {
+        deny_unclean: true,
+        ..Policy::default()
+    };
+    // A leadership rule: configuration changes are read and decided too.
+    policy.protected_topics.insert(b"orders"[..].into());
     let mut config = Config {
-        policy: Policy {
-            deny_unclean: true,
-            ..Policy::default()
-        },
+        policy,
         ..Config::default()
     };
     config.routes.push(Route {
@@ -309,6 +312,76 @@ async fn strict_forwards_an_election_once_acknowledged() {
     );
     assert_eq!(http_get(g.metrics, "/readyz").await.0, 200);
     assert_eq!(sink.lines().len(), 1);
+}
+
+/// IncrementalAlterConfigs v1 (flexible) setting `retention.ms` on topic `logs`: a change
+/// the leadership rules let through.
+fn alter(correlation_id: i32) -> Vec<u8> {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{IncrementalAlterConfigsRequest, RequestHeader};
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let body = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("logs"))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_static_str("retention.ms"))
+                .with_config_operation(0)
+                .with_value(Some(StrBytes::from_static_str("1000")))]),
+    ]);
+    let mut buf = bytes::BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(44)
+        .with_request_api_version(1)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("t")))
+        .encode(&mut buf, 2)
+        .unwrap();
+    body.encode(&mut buf, 1).unwrap();
+    let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&buf);
+    frame
+}
+
+/// A configuration change let through by the rules, its record never acknowledged:
+/// refused at the deadline with the API's own refusal, its refusal audited after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_refuses_a_configuration_change_whose_record_is_not_acknowledged() {
+    use kafka_protocol::messages::{IncrementalAlterConfigsResponse, ResponseHeader};
+    use kafka_protocol::protocol::Decodable;
+    let sink = FakeAckSink::new(Acks::Never);
+    let deadline = Duration::from_millis(300);
+    let g = guard(sink.clone(), DeliveryMode::BlockingStrict { deadline }).await;
+    let mut c = TcpStream::connect(g.listen).await.unwrap();
+    let asked = Instant::now();
+    c.write_all(&alter(3)).await.unwrap();
+    let frame = read_frame(&mut c).await;
+    assert!(asked.elapsed() >= deadline);
+    let mut body = bytes::Bytes::from(frame[4..].to_vec());
+    assert_eq!(
+        ResponseHeader::decode(&mut body, 1).unwrap().correlation_id,
+        3
+    );
+    let answer = IncrementalAlterConfigsResponse::decode(&mut body, 1).unwrap();
+    assert_eq!(
+        answer.responses[0].error_code,
+        ErrorCode::POLICY_VIOLATION.0
+    );
+    let message = answer.responses[0]
+        .error_message
+        .as_deref()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("its audit record was not acknowledged within 300 ms"),
+        "{message}"
+    );
+    let lines = sink.lines();
+    let verdicts: Vec<_> = lines.iter().map(|l| l["verdict"].clone()).collect();
+    assert_eq!(verdicts, ["forwarded", "refused"], "{lines:?}");
+    assert_eq!(lines[1]["api_name"], "IncrementalAlterConfigs");
 }
 
 /// Batch: forwarded at once, acknowledged or not.
