@@ -247,12 +247,14 @@ impl Audit {
         // budget once, for the guard's life.
         if let Some(delivery) = &self.delivery {
             let bytes = delivery.target.sink.max_buffered_bytes();
-            match budget.try_hold(bytes) {
+            match budget.try_set_aside(bytes) {
                 Some(share) => {
                     let _ = self._delivery_share.set(share);
                 }
                 None => log(format_args!(
-                    "the audit sink's buffer ({bytes} bytes) does not fit in                      max-buffered-bytes: the guard may hold that much more"
+                    "the audit sink's buffer ({bytes} bytes) is more than half of what \
+                     max-buffered-bytes leaves to frames: it is not taken from it, and the \
+                     guard may hold that much more"
                 )),
             }
         }
