@@ -982,7 +982,9 @@ fn config_file_rules_overrides_and_reload() {
          allow-principal = [\"alice\", \"ops\"]\n\n[rules.principal.ops]\n\
          deny-unclean = false\n",
     );
+    // SIGHUP alone: the watch has its own test (a_swapped_configmap_is_reloaded_without_a_signal).
     let args: Vec<std::ffi::OsString> = vec![
+        "--no-watch-config".into(),
         "--config".into(),
         file.clone().into(),
         "--protect-topic".into(),
@@ -1131,7 +1133,11 @@ fn a_sighup_reload_that_would_weaken_the_rules_keeps_them() {
     let file = dir.join("guard.toml");
     let whole = "[rules]\ndeny-unclean = true\nprotect-topic = [\"payments\", \"orders\"]\n";
     std::fs::write(&file, whole).unwrap();
-    let proxy = Proxy::start(fake.addr, &["--config", file.to_str().unwrap()]);
+    // SIGHUP alone, each reload counted: the watch has its own test.
+    let proxy = Proxy::start(
+        fake.addr,
+        &["--config", file.to_str().unwrap(), "--no-watch-config"],
+    );
     let payments = [TopicPartitionsData::new(b"payments", &[0])];
     let mut c = proxy.connect();
     let mut id = 0;
@@ -1524,6 +1530,199 @@ fn metrics_and_status() {
     let mut answer = String::new();
     let _ = post.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 405 "), "{answer:?}");
+}
+
+/// The value of the series `name` (its labels written out) in a scrape.
+fn series(metrics: &str, name: &str) -> Option<String> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ').map(str::to_owned))
+}
+
+/// The hash `policy_info` shows, and the generation, in a scrape.
+fn policy(metrics: &str) -> (String, String) {
+    let hash = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("elect_leaders_guard_policy_info{hash=\""))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no policy_info in:\n{metrics}"))
+        .to_owned();
+    let generation = series(metrics, "elect_leaders_guard_policy_generation").unwrap();
+    (hash, generation)
+}
+
+/// A directory laid out as Kubernetes mounts a ConfigMap: `guard.toml` a symlink to
+/// `..data/guard.toml`, `..data` a symlink to a timestamped directory, swapped by a rename.
+struct ConfigMap {
+    dir: PathBuf,
+    swaps: usize,
+}
+
+impl ConfigMap {
+    fn new(dir: PathBuf, contents: &str) -> ConfigMap {
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut map = ConfigMap { dir, swaps: 0 };
+        let first = map.version(contents);
+        std::os::unix::fs::symlink(&first, map.dir.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/guard.toml", map.dir.join("guard.toml")).unwrap();
+        map
+    }
+
+    fn file(&self) -> PathBuf {
+        self.dir.join("guard.toml")
+    }
+
+    /// A new timestamped directory holding `contents`; its name.
+    fn version(&mut self, contents: &str) -> String {
+        self.swaps += 1;
+        let name = format!("..2026_12_08_00_0{}_00.{}", self.swaps, self.swaps);
+        std::fs::create_dir(self.dir.join(&name)).unwrap();
+        std::fs::write(self.dir.join(&name).join("guard.toml"), contents).unwrap();
+        name
+    }
+
+    /// What the kubelet does on an update: the new directory, a new symlink to it renamed
+    /// over `..data` (one atomic step), the old directory removed.
+    fn swap(&mut self, contents: &str) {
+        let old = std::fs::read_link(self.dir.join("..data")).unwrap();
+        let new = self.version(contents);
+        std::os::unix::fs::symlink(&new, self.dir.join("..data_tmp")).unwrap();
+        std::fs::rename(self.dir.join("..data_tmp"), self.dir.join("..data")).unwrap();
+        std::fs::remove_dir_all(self.dir.join(old)).unwrap();
+    }
+}
+
+/// Issue 45, item 5: `--config` in a ConfigMap's directory. A swap of `..data` to a file
+/// with a rule more is put in force without a signal (the hash changes, the generation
+/// is 2, `reloads_total{result="applied"}` 1); a swap to a file that does not parse keeps
+/// it (`result="failed"` 1, the same hash and generation). A second guard started from
+/// the same rules, written otherwise, shows the same hash.
+#[test]
+fn a_swapped_configmap_is_reloaded_without_a_signal() {
+    let (fake, _got) = FakeUpstream::answering(b"ok");
+    let dir = Proxy::dir();
+    let first = "[rules]\ndeny-unclean = true\nprotect-topic = [\"payments\"]\n";
+    let mut map = ConfigMap::new(dir.join("config"), first);
+    let proxy = Proxy::start(
+        fake.addr,
+        &[
+            "--config",
+            map.file().to_str().unwrap(),
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let metrics: SocketAddr = proxy
+        .line("metrics ")
+        .trim_start_matches("metrics ")
+        .parse()
+        .unwrap();
+    let scrape = || {
+        let (code, text) = http_get(metrics, "/metrics");
+        assert_eq!(code, 200);
+        text
+    };
+    let reloads = |text: &str, result: &str| {
+        series(
+            text,
+            &format!("elect_leaders_guard_reloads_total{{result=\"{result}\"}}"),
+        )
+    };
+    let start = scrape();
+    let (hash_first, generation) = policy(&start);
+    assert_eq!(generation, "1");
+    assert_eq!(reloads(&start, "applied").as_deref(), Some("0"));
+    let orders = [TopicPartitionsData::new(b"orders", &[0])];
+    let mut c = proxy.connect();
+    let (results, _) = elect_on(&mut c, 1, ElectionType::PREFERRED, &orders);
+    assert!(results.is_empty(), "orders is not protected yet");
+
+    // A rule more, swapped in: no signal.
+    let second = "[rules]\ndeny-unclean = true\nprotect-topic = [\"payments\", \"orders\"]\n";
+    map.swap(second);
+    wait_until("the swap is put in force", || {
+        reloads(&scrape(), "applied").as_deref() == Some("1")
+    });
+    let after = scrape();
+    let (hash_second, generation) = policy(&after);
+    assert_ne!(hash_second, hash_first);
+    assert_eq!(generation, "2");
+    assert_eq!(
+        after.matches("elect_leaders_guard_policy_info{").count(),
+        1,
+        "{after}"
+    );
+    let (results, _) = elect_on(&mut c, 2, ElectionType::PREFERRED, &orders);
+    assert_eq!(results.len(), 1, "orders is protected now");
+    let log = proxy.stderr();
+    assert!(
+        log.contains(&format!(
+            "config file changed: {} reloaded",
+            map.file().display()
+        )) && log.contains(&format!("policy hash {hash_second}, generation 2")),
+        "{log}"
+    );
+    assert!(!log.contains("SIGHUP:"), "{log}");
+    // Every line is the guard's own: none from the watch's crate.
+    assert_eq!(log.lines().count(), 3, "{log}");
+
+    // Another file in the directory, written and written again: no reload at all.
+    for i in 0..5 {
+        std::fs::write(map.dir.join("notes.txt"), format!("{i}")).unwrap();
+    }
+    thread::sleep(Duration::from_millis(800));
+    let quiet = scrape();
+    for (result, count) in [("applied", "1"), ("unchanged", "0"), ("failed", "0")] {
+        assert_eq!(reloads(&quiet, result).as_deref(), Some(count), "{quiet}");
+    }
+
+    // A file that does not parse: the rules in force stay.
+    map.swap("[rules\ndeny-unclean = true\n");
+    wait_until("the broken swap is refused", || {
+        reloads(&scrape(), "failed").as_deref() == Some("1")
+    });
+    let broken = scrape();
+    assert_eq!(policy(&broken), (hash_second.clone(), "2".to_owned()));
+    assert_eq!(reloads(&broken, "applied").as_deref(), Some("1"));
+    let (results, _) = elect_on(&mut c, 3, ElectionType::PREFERRED, &orders);
+    assert_eq!(results.len(), 1, "orders is still protected");
+    assert!(
+        proxy.stderr().contains(&format!(
+            "config file changed: {} not reloaded, the configuration in force stays",
+            map.file().display()
+        )),
+        "{}",
+        proxy.stderr()
+    );
+
+    // Another replica, its file the same rules written otherwise: the same hash.
+    let other_file = dir.join("other.toml");
+    std::fs::write(
+        &other_file,
+        "# the same rules\n[rules]\nprotect-topic = [ \"orders\", \"payments\" ]\n\
+         deny-unclean = true # last\n",
+    )
+    .unwrap();
+    let other = Proxy::start(
+        fake.addr,
+        &[
+            "--config",
+            other_file.to_str().unwrap(),
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let other_metrics: SocketAddr = other
+        .line("metrics ")
+        .trim_start_matches("metrics ")
+        .parse()
+        .unwrap();
+    assert_eq!(
+        policy(&http_get(other_metrics, "/metrics").1),
+        (hash_second, "1".to_owned())
+    );
+    drop(other);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A broker that answers and closes at once (Kafka does so on a failed SASL

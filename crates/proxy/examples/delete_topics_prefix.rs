@@ -68,8 +68,10 @@ impl Filter for DeleteTopicsPrefix {
             return OnRequest::close(format!("DeleteTopics refused, but not audited: {e}"));
         }
         session.count(self.name(), "refused", 1);
+        // The operator's refusal text (`refusal-text`), as the built-in rules write it.
         let why = format!(
-            "deleting topics under {} is refused by this guard",
+            "{}: deleting topics under {} is not allowed",
+            session.policy().refusal_text(),
             self.prefix
         );
         OnRequest::Answer(Respond::frame(refusal(
@@ -140,25 +142,45 @@ fn delete_topics(correlation_id: i32, names: &[&str]) -> Vec<u8> {
     out.to_vec()
 }
 
-/// The error code of each topic in a DeleteTopics v5 answer (size prefix included).
-fn error_codes(answer: &[u8]) -> Vec<i16> {
+/// The error code and message of each topic in a DeleteTopics v5 answer (size prefix
+/// included).
+fn errors(answer: &[u8]) -> Vec<(i16, Option<String>)> {
     let mut buf = Bytes::copy_from_slice(&answer[4..]);
     let version = 5;
     let _ = ResponseHeader::decode(&mut buf, DeleteTopicsResponse::header_version(version));
     DeleteTopicsResponse::decode(&mut buf, version)
-        .map(|r| r.responses.iter().map(|t| t.error_code).collect())
+        .map(|r| {
+            r.responses
+                .iter()
+                .map(|t| {
+                    (
+                        t.error_code,
+                        t.error_message.as_ref().map(|m| m.to_string()),
+                    )
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
+
+/// The error code of each topic in a DeleteTopics v5 answer.
+fn error_codes(answer: &[u8]) -> Vec<i16> {
+    errors(answer).into_iter().map(|(code, _)| code).collect()
+}
+
+/// The operator's refusal text the example's guard is given.
+const TEXT: &str = "refused by the Kafka team's guard (ask in #kafka)";
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let audit =
         std::env::temp_dir().join(format!("delete-topics-prefix-{}.jsonl", std::process::id()));
-    let config = Config {
+    let mut config = Config {
         filters: Filters::builtin().with(DeleteTopicsPrefix { prefix: "prod-" }),
         audit: AuditTarget::File(audit.clone()),
         ..Config::default()
     };
+    config.policy.refusal_text = Some(TEXT.into());
     let (listen, metrics, stop) = common::guard(config).await;
     let mut client = TcpStream::connect(listen).await.expect("the guard");
     // Forwarded: the stand-in answers with the correlation id alone.
@@ -179,6 +201,14 @@ async fn main() -> std::process::ExitCode {
     common::verdict(&[
         ("tmp-1 deleted through the guard (the broker answered)", allowed.as_deref().map(<[u8]>::len) == Some(8)),
         ("prod-orders and tmp-2 answered POLICY_VIOLATION by the guard", refused_codes == [44, 44]),
+        (
+            "the refusal begins with the operator's refusal text",
+            refused.as_deref().map(errors).is_some_and(|e| {
+                !e.is_empty()
+                    && e.iter()
+                        .all(|(_, m)| m.as_deref().is_some_and(|m| m.starts_with(TEXT)))
+            }),
+        ),
         (
             "the audit line names the rule, the verdict and the topics",
             line.as_ref().is_some_and(|l| {

@@ -36,7 +36,8 @@
 //!
 //! A filter does what the built-ins do through its [`Session`]: an audit line through the
 //! guard's sink ([`Session::audit`], failing closed), a counter in the guard's metrics
-//! ([`Session::count`], [`Session::count_per_client`]). `examples/` holds three
+//! ([`Session::count`], [`Session::count_per_client`]), a refusal in the operator's words
+//! (`session.policy().refusal_text()`, [`Policy::refusal_text`]). `examples/` holds three
 //! embedders that CI runs.
 //!
 //! ```

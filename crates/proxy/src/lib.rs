@@ -112,6 +112,7 @@ pub mod testing {
 }
 
 pub use crate::core::close::{Close, CloseReason};
+pub use crate::core::proxy_protocol::parse_range as parse_source_range;
 pub use config::file::{self, ConfigFile, FileError};
 pub use config::settings::{
     AuditTarget, Config, Route, DEFAULT_DRAIN_TIMEOUT, DEFAULT_FRAME_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
@@ -123,6 +124,8 @@ pub use filters::addresses;
 pub use filters::doors::apis;
 pub use filters::elect;
 pub use filters::leadership;
+/// An address range, as [`Config::proxy_protocol_from`] holds them.
+pub use ipnet::IpNet;
 /// Kafka's tables and the headers a filter reads, from the codec: one dependency is enough
 /// to write a filter.
 pub use kafka_elect_leaders::{ApiKey, ErrorCode, Pending, RequestPeek};

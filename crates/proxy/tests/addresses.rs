@@ -348,6 +348,29 @@ async fn advertise_host() {
     );
 }
 
+/// Issue 45, item 4: behind a load balancer whose frontend ports are not the guard's, a
+/// route's `advertise` names the balancer's address for its broker; a route without one
+/// keeps the advertised host and its listener's port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_advertises_the_load_balancers_address() {
+    let (first, second) = (free_addr(), free_addr());
+    let (_, listens) = two_routes(|c| {
+        c.routes[0].listen = first;
+        c.routes[1].listen = second;
+        c.advertise_host = Some("guard.example".into());
+        c.route_advertise = vec![(second, "kafka-lb.example".into(), 29093)];
+    })
+    .await;
+    assert_eq!(listens, [first, second]);
+    let mut client = TcpStream::connect(listens[0]).await.unwrap();
+    let got = brokers_in(METADATA, 12, ask(&mut client, METADATA, 12, 1).await);
+    assert_eq!(
+        got[0],
+        (1, "guard.example".to_owned(), i32::from(first.port()))
+    );
+    assert_eq!(got[1], (2, "kafka-lb.example".to_owned(), 29093));
+}
+
 /// An answer that cannot be decoded goes through byte for byte (failing open loses only
 /// the rewrite): bytes left over after a valid answer, and an answer that is not one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

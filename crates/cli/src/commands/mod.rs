@@ -9,6 +9,8 @@ pub mod inspect;
 pub mod mutate;
 #[cfg(feature = "proxy")]
 pub mod proxy;
+#[cfg(feature = "proxy")]
+pub mod proxy_watch;
 pub mod scan;
 pub mod summary;
 pub mod summary_html;

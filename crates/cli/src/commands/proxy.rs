@@ -12,6 +12,9 @@ use kafka_elect_leaders_proxy::{
     Reloader, Route, ServerTls,
 };
 
+use crate::commands::proxy_watch::ConfigWatch;
+use kafka_elect_leaders_proxy::audit::DeliveryTarget;
+
 use crate::fail::Failure;
 use crate::flags::ProxyArgs;
 
@@ -33,6 +36,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
         warn(format_args!("cannot raise the limit on open files: {e}"));
         1024
     });
+    let watch = config_watch(args);
     let file = match &args.config {
         Some(path) => {
             Some(ConfigFile::read(path).map_err(|e| Failure::cannot_open(e.to_string()))?)
@@ -53,7 +57,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
     .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
         let config = with_audit_kafka(config, args, file.as_ref()).await?;
-        serve(config, args, fd_limit).await
+        serve(config, watch, args, fd_limit).await
     })
 }
 
@@ -297,6 +301,8 @@ fn settings(
         request_timeout: args.request_timeout,
         drain_timeout: args.drain_timeout,
         max_connection_age: args.max_connection_age,
+        proxy_protocol_from: (!args.proxy_protocol_from.is_empty())
+            .then(|| args.proxy_protocol_from.clone()),
         advertise_host: args.advertise_host.clone(),
         dynamic_listen: args.dynamic_listen,
         metrics_listen: args.metrics_listen,
@@ -335,6 +341,9 @@ fn override_rules(args: &ProxyArgs, policy: &mut Policy) {
     if !args.forward_unknown_api.is_empty() {
         policy.forwarded_unknown_apis = args.forward_unknown_api.iter().copied().collect();
     }
+    if let Some(text) = &args.refusal_text {
+        policy.refusal_text = Some(text.as_str().into());
+    }
 }
 
 /// How long SIGHUP waits for the audit lines queued before it to be written, and the file
@@ -356,7 +365,124 @@ async fn reopen_audit(reloader: &Reloader) {
     }
 }
 
-async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Failure> {
+/// `--config FILE` without `--no-watch-config`: its directory watched. Made before the file
+/// is read, so that a change after the read is seen. A watch that cannot be set up (no
+/// inotify instance left) is said, and SIGHUP alone reloads.
+fn config_watch(args: &ProxyArgs) -> Option<ConfigWatch> {
+    let path = args.config.as_ref().filter(|_| !args.no_watch_config)?;
+    match ConfigWatch::new(path) {
+        Ok(watch) => Some(watch),
+        Err(e) => {
+            warn(format_args!(
+                "{}: its directory is not watched, SIGHUP alone reloads it: {e}",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+/// The next change of the watched file; never, without a watch.
+async fn next_change(watch: &mut Option<ConfigWatch>) {
+    match watch {
+        Some(watch) => watch.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What SIGHUP does after opening the audit log again, and a change of the watched file
+/// does alone (`cause` begins each line): with `--config`, the file read again with the
+/// command line over it as at the start, put in force whole or not at all; without, the
+/// certificates read again.
+/// `started_audit`: the Kafka sink made at start, which stays (a reload reads `[audit-kafka]`
+/// but makes no other producer: a changed table is applied by a restart).
+async fn reload(
+    cause: &str,
+    reloader: &Reloader,
+    args: &ProxyArgs,
+    fd_limit: u64,
+    started_audit: Option<&DeliveryTarget>,
+) {
+    let Some(path) = &args.config else {
+        match reloader.reload() {
+            Ok(true) => info(format_args!(
+                "{cause}: certificates reloaded; new connections use them"
+            )),
+            Ok(false) => info(format_args!("{cause}: no TLS, nothing to reload")),
+            Err(e) => warn(format_args!(
+                "{cause}: certificates not reloaded, the previous ones stay: {e}"
+            )),
+        }
+        return;
+    };
+    // It fails closed: a file that is empty, does not parse, or has weaker rules than
+    // those in force without saying allow-weaker-rules = true changes nothing.
+    let config = ConfigFile::read_again(path)
+        .map_err(|e| e.to_string())
+        .and_then(|file| {
+            let mut config = settings(args, Some(&file), max_connections_for(fd_limit))?;
+            if let (Some(target), Some(_)) = (started_audit, &file.audit_kafka) {
+                config.audit = AuditTarget::Delivered(target.clone());
+            }
+            Ok(config)
+        });
+    let applied = match config {
+        Ok(config) => reloader.apply(&config).map_err(|e| e.to_string()),
+        Err(e) => {
+            reloader.failed();
+            Err(e)
+        }
+    };
+    match applied {
+        Ok(reloaded) => {
+            let mut line = format!(
+                "{cause}: {} reloaded: its rules are in force, and its certificates for new \
+                 connections",
+                path.display()
+            );
+            if !reloaded.weakened.is_empty() {
+                line.push_str(&format!(
+                    "; its rules are weaker than those before, as its allow-weaker-rules = \
+                     true allows: {} (remove allow-weaker-rules once done: while it is there, \
+                     a file cut short weakens the rules too)",
+                    reloaded.weakened.join("; ")
+                ));
+            }
+            if !reloaded.restart.is_empty() {
+                line.push_str(&format!(
+                    "; changed but not applied until a restart: {}",
+                    reloaded.restart.join(", ")
+                ));
+            }
+            line.push_str(&format!(
+                "; policy hash {}, generation {}{}",
+                reloaded.hash,
+                reloaded.generation,
+                if reloaded.unchanged {
+                    " (the same rules)"
+                } else {
+                    ""
+                }
+            ));
+            info(format_args!("{line}"));
+        }
+        Err(e) => {
+            let (hash, generation) = reloader.policy_version();
+            warn(format_args!(
+                "{cause}: {} not reloaded, the configuration in force stays: {e}; policy hash \
+                 {hash}, generation {generation}",
+                path.display()
+            ))
+        }
+    }
+}
+
+async fn serve(
+    config: Config,
+    mut watch: Option<ConfigWatch>,
+    args: &ProxyArgs,
+    fd_limit: u64,
+) -> Result<(), Failure> {
     let config_audit = config.audit.clone();
     let guard = Guard::bind(config).await.map_err(|e| match e {
         kafka_elect_leaders_proxy::StartError::AuditLog(..) => Failure::cannot_open(e.to_string()),
@@ -371,6 +497,17 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|e| Failure::Input(format!("proxy: cannot handle SIGHUP: {e}")))?;
     let reloader = guard.reloader();
+    let (hash, generation) = reloader.policy_version();
+    info(format_args!(
+        "policy in force: hash {hash}, generation {generation}"
+    ));
+    if let (Some(watch), Some(path)) = (&watch, &args.config) {
+        info(format_args!(
+            "{} watched: a change to {} is reloaded as SIGHUP reloads it",
+            watch.directory().display(),
+            path.display()
+        ));
+    }
     let reload_args = args.clone();
     // The audit sink made at start stays: a reload reads `[audit-kafka]` but does not
     // make another producer (a changed table is applied by a restart).
@@ -379,63 +516,28 @@ async fn serve(config: Config, args: &ProxyArgs, fd_limit: u64) -> Result<(), Fa
         _ => None,
     };
     tokio::spawn(async move {
-        while hangup.recv().await.is_some() {
-            reopen_audit(&reloader).await;
-            match &reload_args.config {
-                // The file again, with the command line over it as at the start. It fails
-                // closed: a file that is empty, does not parse, or has weaker rules than
-                // those in force without saying allow-weaker-rules = true changes nothing.
-                Some(path) => {
-                    let applied = ConfigFile::read_again(path)
-                        .map_err(|e| e.to_string())
-                        .and_then(|file| {
-                            let mut config =
-                                settings(&reload_args, Some(&file), max_connections_for(fd_limit))?;
-                            if let (Some(target), Some(_)) = (&started_audit, &file.audit_kafka) {
-                                config.audit = AuditTarget::Delivered(target.clone());
-                            }
-                            Ok(config)
-                        })
-                        .and_then(|config| reloader.apply(&config).map_err(|e| e.to_string()));
-                    match applied {
-                        Ok(reloaded) => {
-                            let mut line = format!(
-                                "SIGHUP: {} reloaded: its rules are in force, and its \
-                                 certificates for new connections",
-                                path.display()
-                            );
-                            if !reloaded.weakened.is_empty() {
-                                line.push_str(&format!(
-                                    "; its rules are weaker than those before, as its \
-                                     allow-weaker-rules = true allows: {} (remove \
-                                     allow-weaker-rules once done: while it is there, a file \
-                                     cut short weakens the rules too)",
-                                    reloaded.weakened.join("; ")
-                                ));
-                            }
-                            if !reloaded.restart.is_empty() {
-                                line.push_str(&format!(
-                                    "; changed but not applied until a restart: {}",
-                                    reloaded.restart.join(", ")
-                                ));
-                            }
-                            info(format_args!("{line}"));
-                        }
-                        Err(e) => warn(format_args!(
-                            "SIGHUP: {} not reloaded, the configuration in force stays: {e}",
-                            path.display()
-                        )),
+        // SIGHUP and the watch in one task: one reload at a time.
+        loop {
+            let cause = tokio::select! {
+                signal = hangup.recv() => {
+                    if signal.is_none() {
+                        return;
                     }
+                    reopen_audit(&reloader).await;
+                    "SIGHUP"
                 }
-                None => match reloader.reload() {
-                    Ok(true) => info(format_args!(
-                        "SIGHUP: certificates reloaded; new connections use them"
-                    )),
-                    Ok(false) => info(format_args!("SIGHUP: no TLS, nothing to reload")),
-                    Err(e) => warn(format_args!(
-                        "SIGHUP: certificates not reloaded, the previous ones stay: {e}"
-                    )),
-                },
+                () = next_change(&mut watch) => "config file changed",
+            };
+            reload(
+                cause,
+                &reloader,
+                &reload_args,
+                fd_limit,
+                started_audit.as_ref(),
+            )
+            .await;
+            if let Some(watch) = &mut watch {
+                watch.seen();
             }
         }
     });

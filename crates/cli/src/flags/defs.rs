@@ -585,10 +585,16 @@ pub struct FuzzArgs {
 pub struct ProxyArgs {
     /// Read the options from this TOML file (their names as keys; see
     /// crates/proxy/GUARD.md); an option given here overrides the file's. SIGHUP reads it
-    /// again, and keeps the rules in force if it does not parse, is empty, or has weaker
-    /// rules without saying allow-weaker-rules = true
+    /// again, as does a change to it (its directory is watched), and keeps the rules in
+    /// force if it does not parse, is empty, or has weaker rules without saying
+    /// allow-weaker-rules = true
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Do not watch the --config file's directory. By default a change to the file (a
+    /// Kubernetes ConfigMap swapped through its `..data` symlink, an edit) is put in force
+    /// as SIGHUP puts it, and kept out as SIGHUP keeps it out
+    #[arg(long, requires = "config")]
+    pub no_watch_config: bool,
     /// Check this config file, with the other options given, as a start would (its
     /// certificates loaded, the audit log's place), binding nothing; print one line on
     /// its rules and exit: 0 when it is valid, 2 when not
@@ -678,6 +684,11 @@ pub struct ProxyArgs {
     /// connection
     #[arg(long, value_name = "KEY", value_parser = values::unknown_api_key)]
     pub forward_unknown_api: Vec<i16>,
+    /// What every refusal's message begins with, in place of "refused by the
+    /// elect-leaders proxy": a team and where to ask, say; at most 200 bytes, no control
+    /// character [default: refused by the elect-leaders proxy]
+    #[arg(long, value_name = "TEXT", value_parser = values::refusal_text)]
+    pub refusal_text: Option<String>,
     /// One JSON line per ElectLeaders decision, appended to FILE (opened again when it is
     /// moved or deleted, and on SIGHUP: logrotate), or to standard output with -;
     /// default: standard error
@@ -723,6 +734,12 @@ pub struct ProxyArgs {
     /// the replicas again [default: none]
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]
     pub max_connection_age: Option<std::time::Duration>,
+    /// A load balancer whose connections begin with a PROXY protocol header (v1 or v2)
+    /// naming the client, which rules and audit then see: an address or a range
+    /// (10.0.0.0/8); repeat for more. Its connections without a header are closed; no
+    /// other source's header is read [default: none]
+    #[arg(long, value_name = "ADDR|RANGE", value_parser = values::source_range)]
+    pub proxy_protocol_from: Vec<kafka_elect_leaders_proxy::IpNet>,
     /// A frame a client has begun must be whole within this, or the connection is closed
     /// [default: 30s]
     #[arg(long, value_name = "DURATION", value_parser = values::duration)]

@@ -99,6 +99,18 @@ pub fn buffered_bytes(text: &str) -> Result<usize, String> {
     )
 }
 
+/// `--refusal-text`: see `kafka_elect_leaders_proxy::elect::check_refusal_text`.
+#[cfg(feature = "proxy")]
+pub fn refusal_text(text: &str) -> Result<String, String> {
+    kafka_elect_leaders_proxy::elect::check_refusal_text(text).map(|()| text.to_owned())
+}
+
+/// `--proxy-protocol-from`: an address or a range.
+#[cfg(feature = "proxy")]
+pub fn source_range(text: &str) -> Result<kafka_elect_leaders_proxy::IpNet, String> {
+    kafka_elect_leaders_proxy::parse_source_range(text)
+}
+
 /// `--refused-bytes-per-second`: bytes, or a number with `KiB`, `MiB` or `GiB`; 0 for none.
 #[cfg(feature = "proxy")]
 pub fn bytes_per_second(text: &str) -> Result<usize, String> {

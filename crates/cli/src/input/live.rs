@@ -291,9 +291,9 @@ mod imp {
 
     /// A buffer size as `--buffer-size` takes it: MiB or KiB when whole.
     fn size(bytes: usize) -> String {
-        if bytes % (1 << 20) == 0 {
+        if bytes.is_multiple_of(1 << 20) {
             format!("{}MiB", bytes >> 20)
-        } else if bytes % (1 << 10) == 0 {
+        } else if bytes.is_multiple_of(1 << 10) {
             format!("{}KiB", bytes >> 10)
         } else {
             format!("{bytes} bytes")

@@ -43,6 +43,8 @@ pub struct Overrides {
     pub drain_timeout: Option<Duration>,
     /// [`Config::max_connection_age`].
     pub max_connection_age: Option<Duration>,
+    /// [`Config::proxy_protocol_from`]: the sources given replace the file's.
+    pub proxy_protocol_from: Option<Vec<ipnet::IpNet>>,
     /// [`Config::advertise_host`].
     pub advertise_host: Option<String>,
     /// [`Config::dynamic_listen`].
@@ -78,6 +80,9 @@ impl Overrides {
         set(self.drain_timeout, &mut config.drain_timeout);
         if self.max_connection_age.is_some() {
             config.max_connection_age = self.max_connection_age;
+        }
+        if let Some(sources) = self.proxy_protocol_from {
+            config.proxy_protocol_from = sources;
         }
         if self.advertise_host.is_some() {
             config.advertise_host = self.advertise_host;

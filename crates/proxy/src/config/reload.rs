@@ -1,6 +1,8 @@
 //! Putting new settings in force in a running guard ([`Reloader`]): certificates read
 //! again, or a whole configuration whose rules and TLS settings apply to new requests and
-//! connections, what only a restart can change said as such.
+//! connections, what only a restart can change said as such. Each reload is counted by
+//! its result, and a policy whose hash differs from the one in force takes the next
+//! generation (`policy_info`, `policy_generation`, `reloads_total`: replicas that agree).
 
 use std::fmt;
 use std::io;
@@ -10,6 +12,8 @@ use std::time::Duration;
 use crate::config::settings::Config;
 use crate::core::shared::Shared;
 use crate::core::tls::TlsError;
+use crate::filters::elect::policy_hash;
+use crate::observability::metrics::ReloadResult;
 
 /// Reloads the guard's certificates, or its whole policy and TLS settings: see
 /// [`crate::Guard::reloader`].
@@ -47,6 +51,12 @@ impl fmt::Display for ReloadError {
 /// What a reload put in force, besides its policy and certificates.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Reloaded {
+    /// The hash of the policy now in force ([`crate::elect::policy_hash()`]).
+    pub hash: String,
+    /// Its generation: 1 at the start, plus one for each reload that changed the hash.
+    pub generation: u64,
+    /// The policy read is the one that was in force (the same hash): the generation stays.
+    pub unchanged: bool,
     /// The settings whose new values wait for a restart, by their names in the
     /// configuration file (`audit-log`, `threads`, ...).
     pub restart: Vec<&'static str>,
@@ -65,11 +75,29 @@ impl Reloader {
 
     /// Reads the certificate and key files again. New connections use them; connections
     /// open keep theirs. On an error nothing changes. `Ok(false)`: the guard has no TLS.
+    ///
+    /// Counted in `reloads_total` as `unchanged` (the policy stays) or `failed`.
     pub fn reload(&self) -> Result<bool, TlsError> {
-        match &self.shared.tls {
+        let reloaded = match &self.shared.tls {
             Some(tls) => tls.reload().map(|()| true),
             None => Ok(false),
-        }
+        };
+        self.shared.metrics.reload(match reloaded {
+            Ok(_) => ReloadResult::Unchanged,
+            Err(_) => ReloadResult::Failed,
+        });
+        reloaded
+    }
+
+    /// Counts a reload that failed before [`Reloader::apply`]: its configuration could not
+    /// be read, parsed or validated (`reloads_total{result="failed"}`).
+    pub fn failed(&self) {
+        self.shared.metrics.reload(ReloadResult::Failed);
+    }
+
+    /// The hash of the policy in force and its generation (1 at the start).
+    pub fn policy_version(&self) -> (String, u64) {
+        self.shared.metrics.policy_version()
     }
 
     /// Puts `config`'s policy and TLS settings in force together, or, on an error, none
@@ -88,8 +116,24 @@ impl Reloader {
     /// to say that they wait for a restart. TLS cannot be turned on or off on either side
     /// either.
     ///
+    /// A policy whose hash differs from the one in force takes the next generation; the
+    /// same one keeps it (`unchanged`). Each call is counted in `reloads_total` by its
+    /// result: `applied`, `unchanged`, `refused` (weaker) or `failed` (certificates).
+    ///
     /// Calls are not serialized: one caller (the SIGHUP handler) reloads at a time.
     pub fn apply(&self, config: &Config) -> Result<Reloaded, ReloadError> {
+        let applied = self.put_in_force(config);
+        self.shared.metrics.reload(match &applied {
+            Ok(reloaded) if reloaded.unchanged => ReloadResult::Unchanged,
+            Ok(_) => ReloadResult::Applied,
+            Err(ReloadError::Weaker(_)) => ReloadResult::Refused,
+            Err(ReloadError::Tls(_)) => ReloadResult::Failed,
+        });
+        applied
+    }
+
+    /// [`Reloader::apply`], uncounted.
+    fn put_in_force(&self, config: &Config) -> Result<Reloaded, ReloadError> {
         let weakened = self.shared.policy().weakened_by(&config.policy);
         if !weakened.is_empty() && !config.allow_weaker_rules {
             return Err(ReloadError::Weaker(weakened));
@@ -106,11 +150,22 @@ impl Reloader {
             }
             None => None,
         };
+        let hash = policy_hash(&config.policy);
         self.shared.set_policy(config.policy.clone());
         if let (Some(tls), Some(prepared)) = (&self.shared.tls, prepared) {
             tls.install(prepared);
         }
+        let (before, generation) = self.shared.metrics.policy_version();
+        let unchanged = before == hash;
+        let generation = if unchanged {
+            generation
+        } else {
+            self.shared.metrics.policy_in_force(hash.clone())
+        };
         Ok(Reloaded {
+            hash,
+            generation,
+            unchanged,
             restart: restart_only(&self.started, config),
             weakened,
         })
@@ -149,6 +204,10 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
     check(old.idle_timeout != new.idle_timeout, "idle-timeout");
     check(old.drain_timeout != new.drain_timeout, "drain-timeout");
     check(
+        old.proxy_protocol_from != new.proxy_protocol_from,
+        "proxy-protocol-from",
+    );
+    check(
         old.max_connection_age != new.max_connection_age,
         "max-connection-age",
     );
@@ -170,6 +229,10 @@ fn restart_only(old: &Config, new: &Config) -> Vec<&'static str> {
         "refused-bytes-per-second",
     );
     check(old.advertise_host != new.advertise_host, "advertise-host");
+    check(
+        old.route_advertise != new.route_advertise,
+        "route advertise",
+    );
     check(old.dynamic_listen != new.dynamic_listen, "dynamic-listen");
     check(old.metrics_listen != new.metrics_listen, "metrics-listen");
     check(old.metrics_limits != new.metrics_limits, "metrics limits");

@@ -93,6 +93,12 @@ pub struct Config {
     /// between 90 % and 100 % of it, so that connections opened together do not all
     /// reconnect at once. None (the default): no maximum.
     pub max_connection_age: Option<Duration>,
+    /// The sources (load balancers) whose connections begin with a PROXY protocol header
+    /// (version 1 or 2) naming the client's own address, which the rules, the audit and
+    /// the per-client limits then see; a connection from one of them without a header is
+    /// closed, and no other source's header is read (`crate::core::proxy_protocol`).
+    /// Empty (the default): the protocol is off.
+    pub proxy_protocol_from: Vec<ipnet::IpNet>,
     /// TLS towards clients; None: plaintext.
     pub tls: Option<ServerTls>,
     /// TLS towards the brokers; None: plaintext.
@@ -111,6 +117,11 @@ pub struct Config {
     /// its resolved address: a broker advertising that name is recognised as that route's
     /// ([`crate::filters::addresses`]).
     pub upstream_names: Vec<(SocketAddr, String)>,
+    /// For a route's listener (by its address as configured), the host and port clients are
+    /// told for its broker in place of [`Config::advertise_host`] and the listener's port
+    /// (`[[route]] advertise`): a load balancer's address for that broker, when its
+    /// frontend ports are not the guard's.
+    pub route_advertise: Vec<(SocketAddr, String, u16)>,
     /// The host clients are told for the guard's listeners in rewritten broker addresses.
     /// None: each listener's IP address, or for a listener on an unspecified address
     /// (0.0.0.0), the address the client reached.
@@ -216,11 +227,13 @@ impl Default for Config {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             max_connection_age: None,
+            proxy_protocol_from: Vec::new(),
             max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             refused_bytes_per_second: DEFAULT_REFUSED_BYTES_PER_SECOND,
             tls: None,
             upstream_tls: None,
             upstream_names: Vec::new(),
+            route_advertise: Vec::new(),
             advertise_host: None,
             dynamic_listen: None,
             metrics_listen: None,

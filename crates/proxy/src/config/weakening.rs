@@ -64,6 +64,8 @@ fn rules_weakened(old: &Policy, new: &Policy, prefix: &str, dropped: &mut Vec<St
         log_only,
         principal_rules: _,
         forwarded_unknown_apis,
+        // Words, not a rule: any text is as strong as another.
+        refusal_text: _,
     } = old;
     if *deny_unclean && !new.deny_unclean {
         dropped.push(format!("{prefix}deny-unclean dropped"));
@@ -189,6 +191,7 @@ mod tests {
             log_only: false,
             principal_rules: Default::default(),
             forwarded_unknown_apis: [95].into_iter().collect(),
+            refusal_text: None,
         };
         let ops = Policy {
             deny_unclean: false,

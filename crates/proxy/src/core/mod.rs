@@ -12,6 +12,7 @@ pub mod close;
 pub mod conn;
 pub mod connection_threads;
 pub mod heavy;
+pub mod proxy_protocol;
 pub mod refusal_pace;
 pub mod response_due;
 pub mod server;

@@ -16,6 +16,7 @@ use crate::config::settings::{AuditTarget, Config, Route};
 use crate::core::budget::Budget;
 use crate::core::conn;
 use crate::core::connection_threads::ConnectionThreads;
+use crate::core::proxy_protocol;
 use crate::core::shared::Shared;
 use crate::core::tls::{Tls, TlsError};
 use crate::filters::addresses::{Opened, Routes};
@@ -159,7 +160,8 @@ impl Guard {
                 .map(|&(_, listen, upstream)| (listen, upstream, config.upstream_name(upstream))),
             config.advertise_host.clone(),
             config.dynamic_listen.map(|range| (range, open)),
-        );
+        )
+        .advertising(&config.route_advertise);
         if let Some((_, local)) = &metrics {
             addresses = addresses.also_listening(*local, "metrics-listen");
         }
@@ -408,7 +410,7 @@ async fn accept(
             }
         };
         threads.spawn(async move {
-            let client = match TcpStream::from_std(client) {
+            let mut client = match TcpStream::from_std(client) {
                 Ok(client) => client,
                 Err(e) => {
                     log(format_args!(
@@ -416,6 +418,33 @@ async fn accept(
                     ));
                     return;
                 }
+            };
+            // A load balancer's connection names its client first (the PROXY protocol);
+            // without a header, or with a bad one, it is closed.
+            let peer = if shared.proxy_protocol.trusts(peer.ip()) {
+                let read = proxy_protocol::read_header(&mut client);
+                match tokio::time::timeout(shared.frame_timeout, read).await {
+                    Ok(Ok(proxy_protocol::Header::Proxied(client))) => client,
+                    Ok(Ok(proxy_protocol::Header::Local)) => peer,
+                    Ok(Err(e)) => {
+                        shared.metrics.proxy_header_refused();
+                        log(format_args!(
+                            "{peer} -> {local}: closing the connection: {e}"
+                        ));
+                        return;
+                    }
+                    Err(_) => {
+                        shared.metrics.proxy_header_refused();
+                        log(format_args!(
+                            "{peer} -> {local}: no whole PROXY header within the frame \
+                             timeout ({:?}), closing the connection",
+                            shared.frame_timeout
+                        ));
+                        return;
+                    }
+                }
+            } else {
+                peer
             };
             let (upstream, advertised) = match upstream {
                 Ok(addr) => (addr, None),
@@ -490,6 +519,8 @@ impl Shared {
         } else {
             Metrics::disabled()
         };
+        // The first policy in force: generation 1.
+        metrics.policy_in_force(crate::filters::elect::policy_hash(&config.policy));
         Shared {
             metrics: Arc::new(metrics),
             filters: config.filters.clone(),
@@ -508,17 +539,23 @@ impl Shared {
             request_timeout: config.request_timeout,
             drain_timeout: config.drain_timeout,
             max_connection_age: config.max_connection_age,
+            proxy_protocol: crate::core::proxy_protocol::Trusted::new(
+                config.proxy_protocol_from.clone(),
+            ),
             health: crate::observability::health::Health::default(),
             budget,
             tls: None,
-            addresses: Arc::new(Routes::new(
-                config
-                    .routes
-                    .iter()
-                    .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
-                config.advertise_host.clone(),
-                None,
-            )),
+            addresses: Arc::new(
+                Routes::new(
+                    config
+                        .routes
+                        .iter()
+                        .map(|r| (r.listen, r.upstream, config.upstream_name(r.upstream))),
+                    config.advertise_host.clone(),
+                    None,
+                )
+                .advertising(&config.route_advertise),
+            ),
         }
     }
 }

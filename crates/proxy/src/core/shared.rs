@@ -40,6 +40,8 @@ pub struct Shared {
     pub drain_timeout: Duration,
     /// A connection open this long is drained.
     pub max_connection_age: Option<Duration>,
+    /// The sources whose connections begin with a PROXY protocol header.
+    pub(crate) proxy_protocol: crate::core::proxy_protocol::Trusted,
     /// Whether the guard is ready for clients (`/readyz`).
     pub(crate) health: crate::observability::health::Health,
     /// The bytes of large frames held at once, by every connection.

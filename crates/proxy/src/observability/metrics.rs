@@ -63,6 +63,16 @@ struct Reason {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HashLabel {
+    hash: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FilterLabel {
     filter: &'static str,
 }
@@ -130,9 +140,86 @@ pub struct Metrics {
     filter_drops: Family<FilterLabel, Counter>,
     refusals_paced: Counter,
     connections_aged: Counter,
+    proxy_headers_refused: Counter,
     refusal_pace_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     /// The last decisions, newest last, for the status page.
     recent: Mutex<VecDeque<Recent>>,
+    /// The policy in force and its reloads: [`Metrics::policy_in_force`].
+    replicas: Replicas,
+}
+
+/// What tells replicas apart: the hash of the policy in force, its generation, and the
+/// reloads by result. Kept even when the metrics are not served: the reload's log line
+/// shows the hash and the generation.
+#[derive(Default)]
+struct Replicas {
+    /// `policy_info{hash}`: one series, that of the policy in force.
+    info: Family<HashLabel, Gauge>,
+    generation: Gauge,
+    reloads: Family<ResultLabel, Counter>,
+    /// The hash and generation in force, read and replaced together.
+    in_force: Mutex<(String, u64)>,
+}
+
+/// What a reload did, as `reloads_total{result}` counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReloadResult {
+    /// A policy whose hash differs from the one in force was put in force.
+    Applied,
+    /// The configuration read was put in force (its certificates too), but its policy is
+    /// the one in force: the hash and the generation stay.
+    Unchanged,
+    /// Its rules are weaker than those in force and it does not allow it.
+    Refused,
+    /// It could not be read, parsed or validated, or its certificates loaded.
+    Failed,
+}
+
+impl Replicas {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "policy_info",
+            "The policy in force, by its hash (the first 16 hex digits of the SHA-256 of its \
+             rules, canonical): 1, one series; replicas with the same rules show the same hash",
+            self.info.clone(),
+        );
+        registry.register(
+            "policy_generation",
+            "Policies put in force since the start, the first included: 1, plus one for each \
+             reload that changed the hash",
+            self.generation.clone(),
+        );
+        registry.register(
+            "reloads",
+            "Reloads of the configuration (SIGHUP, or its directory watched), by result \
+             (applied, unchanged, refused, failed)",
+            self.reloads.clone(),
+        );
+        // Every result from the start, 0: a rate or an alert needs the series before the
+        // first reload.
+        for result in [
+            ReloadResult::Applied,
+            ReloadResult::Unchanged,
+            ReloadResult::Refused,
+            ReloadResult::Failed,
+        ] {
+            let _ = self.reloads.get_or_create(&ResultLabel {
+                result: result.name(),
+            });
+        }
+    }
+}
+
+impl ReloadResult {
+    /// The result as the label writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReloadResult::Applied => "applied",
+            ReloadResult::Unchanged => "unchanged",
+            ReloadResult::Refused => "refused",
+            ReloadResult::Failed => "failed",
+        }
+    }
 }
 
 /// One decision as the status page shows it.
@@ -190,8 +277,10 @@ impl Metrics {
             filter_drops: Family::default(),
             refusals_paced: Counter::default(),
             connections_aged: Counter::default(),
+            proxy_headers_refused: Counter::default(),
             refusal_pace_seconds: Counter::default(),
             recent: Mutex::new(VecDeque::with_capacity(RECENT)),
+            replicas: Replicas::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -334,6 +423,12 @@ impl Metrics {
             metrics.filter_drops.clone(),
         );
         registry.register(
+            "proxy_headers_refused",
+            "Connections from a proxy-protocol-from source closed for a missing or bad PROXY \
+             protocol header",
+            metrics.proxy_headers_refused.clone(),
+        );
+        registry.register(
             "connections_aged",
             "Connections drained at their maximum age (max-connection-age)",
             metrics.connections_aged.clone(),
@@ -351,6 +446,7 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             metrics.refusal_pace_seconds.clone(),
         );
+        metrics.replicas.register(&mut registry);
         Metrics {
             registry,
             ..metrics
@@ -452,6 +548,14 @@ impl Metrics {
         }
         self.refusals_paced.inc();
         self.refusal_pace_seconds.inc_by(wait.as_secs_f64());
+    }
+
+    /// A load balancer's connection closed: its PROXY header missing or bad.
+    pub fn proxy_header_refused(&self) {
+        if !self.enabled {
+            return;
+        }
+        self.proxy_headers_refused.inc();
     }
 
     /// A connection reached its maximum age and drains.
@@ -573,6 +677,53 @@ impl Metrics {
         family.get(&Reason { reason }).map_or(0, |c| c.get())
     }
 
+    /// Puts `hash` in force as the policy's: its generation is the one before plus one
+    /// (the first, at the start, is 1), and `policy_info` has its series alone. Returns the
+    /// generation.
+    pub(crate) fn policy_in_force(&self, hash: String) -> u64 {
+        let mut in_force = self
+            .replicas
+            .in_force
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let generation = in_force.1 + 1;
+        if self.enabled {
+            self.replicas.info.remove(&HashLabel {
+                hash: in_force.0.clone(),
+            });
+            self.replicas
+                .info
+                .get_or_create(&HashLabel { hash: hash.clone() })
+                .set(1);
+            self.replicas
+                .generation
+                .set(i64::try_from(generation).unwrap_or(i64::MAX));
+        }
+        *in_force = (hash, generation);
+        generation
+    }
+
+    /// The hash and the generation of the policy in force.
+    pub fn policy_version(&self) -> (String, u64) {
+        self.replicas
+            .in_force
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// A reload, by what it did.
+    pub(crate) fn reload(&self, result: ReloadResult) {
+        if self.enabled {
+            self.replicas
+                .reloads
+                .get_or_create(&ResultLabel {
+                    result: result.name(),
+                })
+                .inc();
+        }
+    }
+
     /// The status page: listeners, rules, counts and the last decisions, self-contained
     /// (no script, no external asset; an empty inline icon, so that a browser asks for no
     /// `/favicon.ico`, whose 404 would be a console error).
@@ -598,6 +749,13 @@ impl Metrics {
                 escape(upstream)
             );
         }
+        let (hash, generation) = self.policy_version();
+        let _ = write!(
+            page,
+            "</table><h2>Policy in force</h2><table id=\"policy\">\
+             <tr><th>hash</th><td>{}</td></tr><tr><th>generation</th><td>{generation}</td></tr>",
+            escape(&hash)
+        );
         page.push_str("</table><h2>Rules in force</h2><table id=\"rules\">");
         for (name, value) in rules_shown(policy) {
             let _ = write!(page, "<tr><th>{name}</th><td>{}</td></tr>", escape(&value));

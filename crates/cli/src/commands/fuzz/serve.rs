@@ -402,7 +402,7 @@ fn elect_leaders(s: &Shared, conn: u64, frame: &[u8]) -> Option<Vec<u8>> {
         }
         None => {
             let base = base_response(&request);
-            if seed % PLAIN_ONE_IN == 0 {
+            if seed.is_multiple_of(PLAIN_ONE_IN) {
                 (base, "none".to_string(), false, version)
             } else {
                 let mut out = vec![0u8; base.len() * 2 + 70_000];

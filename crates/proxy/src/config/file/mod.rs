@@ -67,6 +67,8 @@ use crate::observability::audit::{SyslogTarget, SyslogTls};
 pub struct ConfigFile {
     /// `[[route]]`: listeners and their brokers, in order.
     pub routes: Vec<(SocketAddr, Upstream)>,
+    /// `[[route]] advertise`: [`Config::route_advertise`].
+    pub route_advertise: Vec<(SocketAddr, String, u16)>,
     /// `[tls]`: TLS towards clients.
     pub tls: Option<ServerTls>,
     /// `[upstream-tls]`: TLS towards the brokers.
@@ -93,6 +95,8 @@ pub struct ConfigFile {
     pub drain_timeout: Option<Duration>,
     /// `max-connection-age`: [`Config::max_connection_age`].
     pub max_connection_age: Option<Duration>,
+    /// `proxy-protocol-from`: [`Config::proxy_protocol_from`].
+    pub proxy_protocol_from: Option<Vec<ipnet::IpNet>>,
     /// `max-buffered-bytes`: [`Config::max_buffered_bytes`].
     pub max_buffered_bytes: Option<usize>,
     /// `refused-bytes-per-second`: [`Config::refused_bytes_per_second`].
@@ -313,6 +317,7 @@ impl ConfigFile {
                     upstream: upstream.addr,
                 })
                 .collect();
+            config.route_advertise = self.route_advertise.clone();
         }
         if self.tls.is_some() {
             config.tls = self.tls.clone();
@@ -336,6 +341,7 @@ impl ConfigFile {
             request_timeout: self.request_timeout,
             drain_timeout: self.drain_timeout,
             max_connection_age: self.max_connection_age,
+            proxy_protocol_from: self.proxy_protocol_from.clone(),
             advertise_host: self.advertise_host.clone(),
             dynamic_listen: self.dynamic_listen,
             metrics_listen: self.metrics_listen,
@@ -466,6 +472,8 @@ struct Raw {
     drain_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     max_connection_age: Option<Duration>,
+    #[serde(default, deserialize_with = "source_ranges")]
+    proxy_protocol_from: Option<Vec<ipnet::IpNet>>,
     #[serde(default, deserialize_with = "buffered_bytes")]
     max_buffered_bytes: Option<usize>,
     #[serde(default, deserialize_with = "bytes_per_second")]
@@ -481,6 +489,15 @@ struct Raw {
     allow_weaker_rules: bool,
     audit_kafka: Option<RawAuditKafka>,
     audit_syslog: Option<RawAuditSyslog>,
+    #[serde(default, deserialize_with = "refusal_text")]
+    refusal_text: Option<Box<str>>,
+}
+
+/// `refusal-text`: see [`check_refusal_text`](crate::elect::check_refusal_text).
+fn refusal_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<str>>, D::Error> {
+    let text = String::deserialize(d)?;
+    crate::filters::elect::policy::check_refusal_text(&text).map_err(de::Error::custom)?;
+    Ok(Some(text.into_boxed_str()))
 }
 
 #[derive(Deserialize)]
@@ -546,6 +563,21 @@ struct RawRoute {
     listen: SocketAddr,
     #[serde(deserialize_with = "upstream")]
     upstream: Upstream,
+    #[serde(default, deserialize_with = "advertise")]
+    advertise: Option<(String, u16)>,
+}
+
+/// `[[route]] advertise`: `host:port`, not resolved (the clients resolve it).
+fn advertise<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(String, u16)>, D::Error> {
+    let text = String::deserialize(d)?;
+    let parsed = text.rsplit_once(':').and_then(|(host, port)| {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = port.parse::<u16>().ok().filter(|&p| p > 0)?;
+        (!host.is_empty() && !host.contains(char::is_whitespace)).then(|| (host.to_owned(), port))
+    });
+    parsed
+        .map(Some)
+        .ok_or_else(|| de::Error::custom("expected host:port (e.g. kafka-lb.example.com:29092)"))
 }
 
 #[derive(Deserialize)]
@@ -633,6 +665,7 @@ impl Raw {
             log_only: rules.log_only,
             principal_rules: Default::default(),
             forwarded_unknown_apis: rules.forward_unknown_api.into_iter().collect(),
+            refusal_text: self.refusal_text,
         };
         let principal_rules = rules
             .principal
@@ -664,6 +697,14 @@ impl Raw {
             })
             .collect();
         ConfigFile {
+            route_advertise: self
+                .route
+                .iter()
+                .filter_map(|r| {
+                    let (host, port) = r.advertise.clone()?;
+                    Some((r.listen, host, port))
+                })
+                .collect(),
             routes: self
                 .route
                 .into_iter()
@@ -711,6 +752,7 @@ impl Raw {
             request_timeout: self.request_timeout,
             drain_timeout: self.drain_timeout,
             max_connection_age: self.max_connection_age,
+            proxy_protocol_from: self.proxy_protocol_from,
             max_buffered_bytes: self.max_buffered_bytes,
             refused_bytes_per_second: self.refused_bytes_per_second,
             advertise_host: self.advertise_host,
@@ -819,6 +861,17 @@ fn amount<'de, D: Deserializer<'de>>(d: D, min: usize) -> Result<usize, D::Error
 
 fn buffered_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     amount(d, MIN_BUFFERED_BYTES).map(Some)
+}
+
+/// `proxy-protocol-from`: addresses and ranges (`10.0.0.0/8`).
+fn source_ranges<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<ipnet::IpNet>>, D::Error> {
+    let texts = Vec::<String>::deserialize(d)?;
+    texts
+        .iter()
+        .map(|t| crate::core::proxy_protocol::parse_range(t))
+        .collect::<Result<_, _>>()
+        .map(Some)
+        .map_err(de::Error::custom)
 }
 
 fn bytes_per_second<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {

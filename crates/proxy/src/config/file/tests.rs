@@ -16,6 +16,8 @@ audit-log = "audit.jsonl"
 idle-timeout = "5m"
 max-buffered-bytes = "512MiB"
 refused-bytes-per-second = "4MiB"
+proxy-protocol-from = ["10.0.0.0/8", "192.0.2.7"]
+refusal-text = "refused by the Kafka team's guard (ask in #kafka)"
 max-frame-size = 1048576
 max-connections = 100
 advertise-host = "guard.example"
@@ -28,6 +30,7 @@ upstream = "localhost:9092"
 [[route]]
 listen = "127.0.0.1:19093"
 upstream = "127.0.0.2:9093"
+advertise = "kafka-lb.example:29093"
 
 [tls]
 cert = "guard.pem"
@@ -56,6 +59,9 @@ log-only = true
     assert_eq!(file.routes.len(), 2);
     assert_eq!(file.routes[0].1.host.as_deref(), Some("localhost"));
     assert_eq!(file.routes[1].1.host, None);
+    assert_eq!(file.route_advertise.len(), 1);
+    assert_eq!(file.route_advertise[0].1, "kafka-lb.example");
+    assert_eq!(file.route_advertise[0].2, 29093);
     assert_eq!(
         file.tls.as_ref().unwrap().cert,
         Path::new("/etc/guard/guard.pem")
@@ -68,6 +74,16 @@ log-only = true
     assert_eq!(file.idle_timeout, Some(Duration::from_secs(300)));
     assert_eq!(file.max_buffered_bytes, Some(512 << 20));
     assert_eq!(file.refused_bytes_per_second, Some(4 << 20));
+    assert_eq!(
+        file.policy.refusal_text(),
+        "refused by the Kafka team's guard (ask in #kafka)"
+    );
+    assert_eq!(
+        file.proxy_protocol_from.as_ref().map(|r| r.len()),
+        Some(2),
+        "{:?}",
+        file.proxy_protocol_from
+    );
     assert_eq!(file.max_frame_size, Some(1 << 20));
     assert_eq!(file.advertise_host.as_deref(), Some("guard.example"));
     assert_eq!(
@@ -134,6 +150,8 @@ fn unknown_api_keys_forwarded() {
 fn errors_say_where() {
     for (text, line, column, says) in [
         ("idle-timeout = \"soon\"", 1, 16, "expected a duration"),
+        ("refusal-text = \"\"", 1, 16, "an empty refusal text"),
+        ("proxy-protocol-from = [\"lb\"]", 1, 23, "10.0.0.0/8"),
         ("idle-timeout = \"0s\"", 1, 16, "above zero"),
         (
             "\n[rules]\ndeny-uncleen = true",

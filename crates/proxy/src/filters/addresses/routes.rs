@@ -26,6 +26,9 @@ struct Pair {
     /// address.
     name: Option<String>,
     listen: SocketAddr,
+    /// What clients are told for this listener instead (`[[route]] advertise`: a load
+    /// balancer's address for this broker).
+    advertise: Option<(String, u16)>,
 }
 
 /// What the rewrite needs: the routes, and where to open listeners for the others.
@@ -53,6 +56,7 @@ impl Routes {
                     upstream,
                     name: name.map(|n| n.to_ascii_lowercase()),
                     listen,
+                    advertise: None,
                 })
                 .collect(),
             others: Vec::new(),
@@ -60,6 +64,17 @@ impl Routes {
             dynamic: dynamic.map(|(range, open)| DynamicListeners::new(range, open)),
             warned: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// These routes with the address clients are told for each listener in `advertised`
+    /// (a load balancer's, per broker) in place of the listener's own.
+    pub fn advertising(mut self, advertised: &[(SocketAddr, String, u16)]) -> Routes {
+        for pair in &mut self.pairs {
+            if let Some((_, host, port)) = advertised.iter().find(|(l, _, _)| *l == pair.listen) {
+                pair.advertise = Some((host.clone(), *port));
+            }
+        }
+        self
     }
 
     /// These addresses with `listen` among the guard's own listening addresses, under the
@@ -115,7 +130,7 @@ impl Routes {
         conn: &ConnInfo,
     ) -> Option<(String, u16)> {
         let listen = self.listener_for(node, host, port, conn)?;
-        Some((self.advertised_host(listen, conn), listen.port()))
+        Some(self.advertised(listen, conn))
     }
 
     /// The listener in front of the broker `node` at `host:port`, if the guard has one or
@@ -217,7 +232,7 @@ impl Routes {
         conn: &ConnInfo,
     ) -> Option<(String, u16)> {
         let listen = self.route_for(host, port)?;
-        Some((self.advertised_host(listen, conn), listen.port()))
+        Some(self.advertised(listen, conn))
     }
 
     /// Whether the broker at `host:port` is warned about for the first time (at most
@@ -237,6 +252,16 @@ impl Routes {
              that connect to it go around the guard",
             conn.client, conn.upstream
         ));
+    }
+
+    /// The host and port clients are told for `listen`: its route's `advertise`, or the
+    /// advertised host and the listener's port.
+    fn advertised(&self, listen: SocketAddr, conn: &ConnInfo) -> (String, u16) {
+        let routed = self.pairs.iter().find(|p| p.listen == listen);
+        match routed.and_then(|p| p.advertise.clone()) {
+            Some(advertised) => advertised,
+            None => (self.advertised_host(listen, conn), listen.port()),
+        }
     }
 
     /// The host clients are told for `listen`.

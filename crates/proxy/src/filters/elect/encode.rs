@@ -11,7 +11,7 @@ use kafka_elect_leaders::{
     ReplicaElectionResult, TaggedFields, TopicPartitions,
 };
 
-use super::policy::{Decision, Policy, Refusal};
+use super::policy::{Decision, Policy, Refusal, PARTITION_MESSAGES};
 
 /// Refused partitions whose answer carries the refusal's message, at most. A message is
 /// ~100 bytes and a partition in the request 4: were every partition to carry one, a
@@ -59,6 +59,7 @@ pub fn encode_refusal(
         decision,
         request,
         broker,
+        texts: Texts::of(policy),
     };
     let len = refusals.encoded_len(version)?;
     refusals.encode_with_len(version, len, out)
@@ -84,6 +85,7 @@ pub fn refusal_len(
         decision,
         request,
         broker: None,
+        texts: Texts::of(policy),
     }
     .encoded_len(version)
 }
@@ -152,6 +154,33 @@ struct PartitionRefusals<'p, 'a> {
     decision: &'p Decision,
     request: &'p ElectLeadersRequest<'a>,
     broker: Option<&'p ElectLeadersResponse<'a>>,
+    texts: Texts,
+}
+
+/// The per-partition messages with the operator's refusal text, made once an answer (none
+/// without one: the messages are then the policy's own constants).
+struct Texts(Option<Vec<(&'static str, String)>>);
+
+impl Texts {
+    fn of(policy: &Policy) -> Texts {
+        Texts(policy.refusal_text.is_some().then(|| {
+            PARTITION_MESSAGES
+                .iter()
+                .map(|m| (*m, policy.refusal_message(m).into_owned()))
+                .collect()
+        }))
+    }
+
+    /// `message` (one of [`PARTITION_MESSAGES`]) as the answer carries it.
+    fn get(&self, message: &'static str) -> &str {
+        match &self.0 {
+            None => message,
+            Some(texts) => texts
+                .iter()
+                .find(|(m, _)| *m == message)
+                .map_or(message, |(_, text)| text),
+        }
+    }
 }
 
 /// One topic's results: the broker's, or a refused topic of the request with the number
@@ -160,7 +189,7 @@ enum TopicResult<'a> {
     Broker(ReplicaElectionResult<'a>),
     Refused {
         entry: TopicPartitions<'a>,
-        message: &'static str,
+        message: &'a str,
         before: usize,
     },
 }
@@ -170,7 +199,7 @@ enum PartitionEntry<'a> {
     Broker(PartitionResult<'a>),
     Refused {
         partition_id: i32,
-        message: Option<&'static [u8]>,
+        message: Option<&'a [u8]>,
     },
 }
 
@@ -202,7 +231,7 @@ impl EncodeResponse for PartitionRefusals<'_, '_> {
             .into_iter()
             .flat_map(|b| b.replica_election_results().iter())
             .map(TopicResult::Broker);
-        let (policy, decision) = (self.policy, self.decision);
+        let (policy, decision, texts) = (self.policy, self.decision, &self.texts);
         let refused = self
             .request
             .topic_partitions()
@@ -214,7 +243,7 @@ impl EncodeResponse for PartitionRefusals<'_, '_> {
                 *before = before.saturating_add(entry.partitions().len());
                 Some(TopicResult::Refused {
                     entry,
-                    message: decision.partition_message(policy, entry.topic()),
+                    message: texts.get(decision.partition_message(policy, entry.topic())),
                     before: at,
                 })
             });

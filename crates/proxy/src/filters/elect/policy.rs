@@ -76,6 +76,36 @@ pub struct Policy {
     /// (`crate::filters::doors::apis`) does not know closes the connection while any rule is set. A key
     /// the table knows cannot be named here.
     pub forwarded_unknown_apis: std::collections::BTreeSet<i16>,
+    /// What every refusal's message begins with, in place of [`DEFAULT_REFUSAL_TEXT`]
+    /// (`refusal-text`): the operator's words, such as a team and where to ask, which the
+    /// client's tool shows. At most [`MAX_REFUSAL_TEXT`] bytes of printable characters
+    /// ([`check_refusal_text`]). Only the top-level policy's is read.
+    pub refusal_text: Option<Box<str>>,
+}
+
+/// What a refusal's message begins with unless the operator chose other words
+/// ([`Policy::refusal_text`]).
+pub const DEFAULT_REFUSAL_TEXT: &str = "refused by the elect-leaders proxy";
+
+/// The longest [`Policy::refusal_text`]: it is repeated in up to 64 partitions' answers.
+pub const MAX_REFUSAL_TEXT: usize = 200;
+
+/// Whether `text` can be a refusal's text: not empty, at most [`MAX_REFUSAL_TEXT`] bytes, no
+/// control character (a client's tool prints it on one line).
+pub fn check_refusal_text(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("an empty refusal text".into());
+    }
+    if text.len() > MAX_REFUSAL_TEXT {
+        return Err(format!(
+            "a refusal text of {} bytes, more than {MAX_REFUSAL_TEXT}",
+            text.len()
+        ));
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!("a control character ({c:?}) in the refusal text"));
+    }
+    Ok(())
 }
 
 /// A rule of the policy.
@@ -202,6 +232,15 @@ const MESSAGE_PROTECTED: &str =
     "refused by the elect-leaders proxy: the leaders of this topic are protected";
 const MESSAGE_BOTH: &str = "refused by the elect-leaders proxy: only PREFERRED elections are \
                             allowed, here an UNCLEAN one; the leaders of this topic are protected";
+/// Every per-partition message, for the answers that put the operator's text in place of
+/// the default one (`encode`).
+pub(crate) const PARTITION_MESSAGES: [&str; 5] = [
+    MESSAGE_UNCLEAN,
+    MESSAGE_PROTECTED,
+    MESSAGE_BOTH,
+    MESSAGE_OTHER_TYPE,
+    MESSAGE_OTHER_TYPE_PROTECTED,
+];
 /// For an election type that is neither PREFERRED nor UNCLEAN (Kafka reads any i8): what the
 /// policy cannot prove allowed is refused.
 const MESSAGE_OTHER_TYPE: &str = "refused by the elect-leaders proxy: only PREFERRED elections \
@@ -245,7 +284,8 @@ impl Decision {
         }
     }
 
-    /// The error message of a partition refused one by one, naming the rules.
+    /// The error message of a partition refused one by one, naming the rules, with the
+    /// default refusal text (the answer puts [`Policy::refusal_text`] in its place).
     pub fn partition_message(&self, policy: &Policy, topic: &[u8]) -> &'static str {
         let policy = self.rules(policy);
         match (self.unclean, self.other_type, policy.is_protected(topic)) {
@@ -272,6 +312,23 @@ impl Decision {
 }
 
 impl Policy {
+    /// What refusals' messages begin with: [`Policy::refusal_text`] or the default.
+    pub fn refusal_text(&self) -> &str {
+        self.refusal_text.as_deref().unwrap_or(DEFAULT_REFUSAL_TEXT)
+    }
+
+    /// One of the guard's messages (which begin with [`DEFAULT_REFUSAL_TEXT`]) with the
+    /// operator's text in its place; as it is without one.
+    pub fn refusal_message<'m>(&self, message: &'m str) -> std::borrow::Cow<'m, str> {
+        match (
+            &self.refusal_text,
+            message.strip_prefix(DEFAULT_REFUSAL_TEXT),
+        ) {
+            (Some(text), Some(rest)) => std::borrow::Cow::Owned(format!("{text}{rest}")),
+            _ => std::borrow::Cow::Borrowed(message),
+        }
+    }
+
     /// Whether `topic`'s leaders are protected (`rules.protect-topic`).
     pub fn is_protected(&self, topic: &[u8]) -> bool {
         !self.protected_topics.is_empty() && self.protected_topics.contains(topic)
@@ -301,13 +358,14 @@ impl Policy {
     ) -> Decision {
         // The allowed principals are this policy's, whichever rules decide the rest.
         let allowed = &self.allowed_principals;
+        let text = self.refusal_text();
         match principal.and_then(|p| self.principal_rules.get_key_value(p)) {
             Some((name, own)) => {
-                let mut decision = own.decide_with(request, principal, allowed);
+                let mut decision = own.decide_with(request, principal, allowed, text);
                 decision.rules_of = Some(name.clone());
                 decision
             }
-            None => self.decide_with(request, principal, allowed),
+            None => self.decide_with(request, principal, allowed, text),
         }
     }
 
@@ -316,6 +374,7 @@ impl Policy {
         request: &ElectLeadersRequest<'_>,
         principal: Option<&str>,
         allowed_principals: &HashSet<Box<str>>,
+        text: &str,
     ) -> Decision {
         let topics = request.topic_partitions();
         let requested = requested_partitions(request);
@@ -411,7 +470,7 @@ impl Policy {
         }
         let refusal = if whole {
             refused = requested.unwrap_or(0);
-            let message = format!("refused by the elect-leaders proxy: {}", reasons.join("; "));
+            let message = format!("{text}: {}", reasons.join("; "));
             Refusal::Whole { message }
         } else if refused_topics == 0 {
             Refusal::Nothing
@@ -434,8 +493,8 @@ impl Policy {
             verdict: Verdict::Refused,
             refusal: Refusal::Whole {
                 message: format!(
-                    "refused by the elect-leaders proxy: {why}, and an election that cannot \
-                     be audited is not let through"
+                    "{}: {why}, and an election that cannot be audited is not let through",
+                    self.refusal_text()
                 ),
             },
             rules,

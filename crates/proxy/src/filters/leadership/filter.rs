@@ -12,7 +12,7 @@ use super::api::Api;
 use super::audit;
 use super::decision::ChangeDecision;
 use super::read::read_request;
-use super::refuse::encode_refusal;
+use super::refuse::encode_refusal_with;
 use crate::core::close::{Close, CloseReason};
 use crate::filter::{Filter, Forward, Gate, OnRequest, Request, Respond, Session, Wait};
 use crate::filters::elect::policy::Verdict;
@@ -116,7 +116,7 @@ fn held_until_acknowledged(
             ));
         }
         let mut reply = bytes::BytesMut::new();
-        encode_refusal(&request, &decision, &mut reply);
+        encode_refusal_with(&request, &decision, &session.policy(), &mut reply);
         Err(Respond::frame(reply.freeze()))
     })
 }
@@ -199,7 +199,7 @@ fn police_change(session: &Session, frame: &[u8], peek: RequestPeek) -> Result<P
         });
     }
     let mut reply = bytes::BytesMut::new();
-    encode_refusal(&request, &decision, &mut reply);
+    encode_refusal_with(&request, &decision, &policy, &mut reply);
     Ok(Policed::Answer(reply.freeze()))
 }
 

@@ -64,7 +64,7 @@ pub use read::{
     RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP,
     RESOURCE_TOPIC,
 };
-pub use refuse::{encode_refusal, MESSAGES, POLICY_VIOLATION};
+pub use refuse::{encode_refusal, encode_refusal_with, MESSAGES, POLICY_VIOLATION};
 pub use topic_configs::{BrokerSynonym, OnProtected, TopicConfig, BROKER_SYNONYMS, TOPIC_CONFIGS};
 
 #[cfg(test)]

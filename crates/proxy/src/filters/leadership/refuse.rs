@@ -29,20 +29,34 @@ use bytes::{BufMut, BytesMut};
 use super::api::Api;
 use super::decision::ChangeDecision;
 use super::read::{ChangeRequest, Entry};
+use crate::filters::elect::policy::Policy;
 
 /// POLICY_VIOLATION.
 pub const POLICY_VIOLATION: i16 = 44;
 /// Refused entries whose answer carries a message, at most.
 pub const MESSAGES: usize = 64;
 
-/// Appends the whole answer (size prefix included) to `out`.
+/// Appends the whole answer (size prefix included) to `out`, its messages beginning with
+/// the default refusal text.
 pub fn encode_refusal(request: &ChangeRequest<'_>, decision: &ChangeDecision, out: &mut BytesMut) {
+    encode_refusal_with(request, decision, &Policy::default(), out)
+}
+
+/// [`encode_refusal`], the messages beginning with `policy`'s refusal text
+/// ([`Policy::refusal_text`]).
+pub fn encode_refusal_with(
+    request: &ChangeRequest<'_>,
+    decision: &ChangeDecision,
+    policy: &Policy,
+    out: &mut BytesMut,
+) {
     let start = out.len();
     let flexible = request.version >= request.api.first_flexible();
     let mut w = Writer {
         out,
         flexible,
         messages: MESSAGES,
+        policy,
     };
     w.out.put_i32(0); // the size, written at the end
     w.out.put_i32(request.correlation_id);
@@ -174,6 +188,8 @@ struct Writer<'o> {
     flexible: bool,
     /// Messages still to be written; past them, entries carry none.
     messages: usize,
+    /// Whose refusal text the messages begin with.
+    policy: &'o Policy,
 }
 
 impl Writer<'_> {
@@ -216,7 +232,8 @@ impl Writer<'_> {
         if message.is_some() {
             self.messages -= 1;
         }
-        self.nullable_string(message.map(str::as_bytes));
+        let message = message.map(|m| self.policy.refusal_message(m));
+        self.nullable_string(message.as_deref().map(str::as_bytes));
     }
 
     fn struct_end(&mut self) {

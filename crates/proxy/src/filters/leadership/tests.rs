@@ -1242,3 +1242,43 @@ fn create_topics_of_a_protected_name() {
         Verdict::WouldRefuse
     );
 }
+
+/// Issue 43, item 2: the operator's refusal text begins the messages of a refused change.
+#[test]
+fn the_operators_refusal_text_begins_a_refused_changes_messages() {
+    const TEXT: &str = "refused by the Kafka team's guard (ask in #kafka)";
+    let body = incremental(&[
+        (
+            RESOURCE_TOPIC,
+            "payments",
+            &[("unclean.leader.election.enable", 0, Some("true"))],
+        ),
+        (RESOURCE_BROKER, "", &[("min.insync.replicas", 1, None)]),
+    ]);
+    let version = Api::IncrementalAlterConfigs.max_version();
+    let bytes = frame(Api::IncrementalAlterConfigs, version, &body);
+    let request = read_request(Api::IncrementalAlterConfigs, version, &bytes).unwrap();
+    let policy = Policy {
+        refusal_text: Some(TEXT.into()),
+        ..deny_unclean()
+    };
+    let decision = policy.decide_change(&request, None);
+    assert_eq!(decision.verdict, Verdict::Refused);
+    let mut reply = BytesMut::new();
+    encode_refusal_with(&request, &decision, &policy, &mut reply);
+    let custom: IncrementalAlterConfigsResponse = answer(&reply, version);
+    assert_eq!(custom.responses.len(), 2);
+    for r in &custom.responses {
+        let message = r.error_message.as_deref().unwrap();
+        assert!(message.starts_with(TEXT), "{message}");
+        assert!(!message.contains("elect-leaders proxy"), "{message}");
+    }
+    // The default text without one.
+    let reply = refusal(&request, &decision);
+    let default: IncrementalAlterConfigsResponse = answer(&reply, version);
+    let message = default.responses[0].error_message.as_deref().unwrap();
+    assert!(
+        message.starts_with("refused by the elect-leaders proxy: "),
+        "{message}"
+    );
+}

@@ -331,3 +331,76 @@ fn a_principal_with_rules_of_its_own() {
     // And no principal is decided by the policy's rules.
     assert_eq!(policy.decide_as(&view, None).rules_of(), None);
 }
+
+/// Issue 43, item 2: the operator's refusal text begins every message of an answer, a
+/// request refused whole and one refused partition by partition alike, and the answer's
+/// length is measured with it (the budget takes that length before it is written).
+#[test]
+fn the_operators_refusal_text_begins_every_message() {
+    const TEXT: &str = "refused by the Kafka team's guard (ask in #kafka)";
+    let topics = [
+        TopicPartitionsData::new(b"payments", &[0, 1]),
+        TopicPartitionsData::new(b"logs", &[0]),
+    ];
+    let policy = Policy {
+        deny_unclean: true,
+        protected_topics: set(&["payments"]),
+        allowed_client_ids: set(&["ops"]),
+        refusal_text: Some(TEXT.into()),
+        ..Default::default()
+    };
+    for (client_id, election_type) in [
+        (b"ops".as_slice(), ElectionType::PREFERRED),
+        (b"ops".as_slice(), ElectionType::UNCLEAN),
+        (b"dev".as_slice(), ElectionType::PREFERRED),
+    ] {
+        let request = frame(2, Some(client_id), election_type, Some(&topics));
+        let view = parse_request(&request).unwrap();
+        let decision = policy.decide(&view);
+        let mut answer = bytes::BytesMut::new();
+        let written = crate::filters::elect::encode::encode_refusal(
+            &policy,
+            &decision,
+            &view,
+            None,
+            &mut answer,
+        )
+        .unwrap();
+        let measured =
+            crate::filters::elect::encode::refusal_len(&policy, &decision, &view).unwrap();
+        assert_eq!(written, answer.len());
+        assert_eq!(measured, answer.len(), "{decision:?}");
+        let answer = kafka_elect_leaders::parse_response(&answer, 2).unwrap();
+        let mut messages = 0;
+        for topic in answer.replica_election_results() {
+            for partition in topic.partition_result() {
+                let message = partition.error_message().unwrap_or_default();
+                let message = std::str::from_utf8(message).unwrap();
+                assert!(message.starts_with(&format!("{TEXT}: ")), "{message}");
+                assert!(!message.contains(DEFAULT_REFUSAL_TEXT), "{message}");
+                messages += 1;
+            }
+        }
+        assert!(messages > 0, "{decision:?}");
+    }
+    // Without one, the default text.
+    let request = frame(2, Some(b"dev"), ElectionType::PREFERRED, Some(&topics));
+    let decision = Policy::default().decide(&parse_request(&request).unwrap());
+    assert_eq!(decision.refusal, Refusal::Nothing);
+    assert_eq!(
+        Policy::default().refusal_message(MESSAGE_PROTECTED),
+        MESSAGE_PROTECTED
+    );
+}
+
+#[test]
+fn a_refusal_text_is_short_printable_and_not_empty() {
+    assert!(check_refusal_text("refused by the Kafka team's guard").is_ok());
+    assert!(check_refusal_text("").unwrap_err().contains("empty"));
+    assert!(check_refusal_text("  ").unwrap_err().contains("empty"));
+    assert!(check_refusal_text("a\nb").unwrap_err().contains("control"));
+    let long = "x".repeat(MAX_REFUSAL_TEXT + 1);
+    assert!(check_refusal_text(&long)
+        .unwrap_err()
+        .contains("more than 200"));
+}
