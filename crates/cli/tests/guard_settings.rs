@@ -124,6 +124,8 @@ fn file_keys() -> BTreeSet<String> {
             "tls" => "[tls]",
             "upstream-tls" => "[upstream-tls]",
             "rules" => "[rules]",
+            "audit-kafka" => "[audit-kafka]",
+            "audit-syslog" => "[audit-syslog]",
             _ => {
                 keys.insert(key);
                 continue;

@@ -90,6 +90,10 @@ use crate::observability::metrics::Metrics;
 /// A future a filter asks the core to wait for before it reads a request.
 pub type Wait<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
+/// What a forwarded request waits for before it is sent ([`Forward::after`]): `Ok` to send
+/// it, or the answer the client gets instead (the chain ends there, nothing forwarded).
+pub type Gate = Pin<Box<dyn Future<Output = Result<(), Respond>> + Send>>;
+
 /// One concern of the guard: reads the requests and answers of the API keys it names,
 /// and decides what becomes of each request. Shared by every connection of a guard.
 pub trait Filter: Send + Sync + 'static {
@@ -418,6 +422,7 @@ pub struct Forward {
     pub(crate) frame: Bytes,
     pub(crate) merge: Option<Respond>,
     pub(crate) wait: Duration,
+    pub(crate) gate: Option<Gate>,
 }
 
 impl Forward {
@@ -429,7 +434,18 @@ impl Forward {
             frame,
             merge: None,
             wait: Duration::ZERO,
+            gate: None,
         }
+    }
+
+    /// Sent only once `gate` says so: the core waits for it before the next filter reads
+    /// the request (on the runtime, the client's close watched; the connection's later
+    /// requests wait behind it, so they stay in order), and answers the client with what
+    /// it gives instead when it refuses. The built-ins hold a leadership change so until
+    /// its audit record is acknowledged (`blocking`, `blocking-strict`).
+    pub fn after(mut self, gate: Gate) -> Forward {
+        self.gate = Some(gate);
+        self
     }
 
     /// The broker's answer goes to `merge`, which writes the client's answer from it.

@@ -13,8 +13,12 @@ use kafka_elect_leaders_proxy::{
 };
 
 use crate::commands::proxy_watch::ConfigWatch;
+use kafka_elect_leaders_proxy::audit::DeliveryTarget;
+
 use crate::fail::Failure;
 use crate::flags::ProxyArgs;
+
+mod audit_kafka;
 
 /// Runs `elect-leaders proxy` until SIGINT or SIGTERM.
 ///
@@ -51,7 +55,33 @@ pub fn run(args: &ProxyArgs) -> Result<(), Failure> {
     .enable_all()
     .build()
     .map_err(|e| Failure::Input(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(serve(config, watch, args, fd_limit))
+    runtime.block_on(async {
+        let config = with_audit_kafka(config, args, file.as_ref()).await?;
+        serve(config, watch, args, fd_limit).await
+    })
+}
+
+/// `[audit-kafka]`: the audit log produced to a Kafka topic, in place of `audit-log` (one
+/// sink: both given is a usage error).
+async fn with_audit_kafka(
+    mut config: Config,
+    args: &ProxyArgs,
+    file: Option<&ConfigFile>,
+) -> Result<Config, Failure> {
+    let Some(kafka) = file.and_then(|f| f.audit_kafka.as_ref()) else {
+        return Ok(config);
+    };
+    if args.audit_log.is_some() || file.is_some_and(|f| f.audit.is_some()) {
+        return Err(Failure::usage(
+            "proxy",
+            "audit-log and [audit-kafka] are two audit sinks: the guard writes to one",
+        ));
+    }
+    let target = audit_kafka::start(kafka)
+        .await
+        .map_err(|e| Failure::usage("proxy", e))?;
+    config.audit = AuditTarget::Delivered(target);
+    Ok(config)
 }
 
 /// A line of the tool's own at level `warn`, through the logger [`run`] installs.
@@ -76,6 +106,9 @@ fn check_config(args: &ProxyArgs, path: &std::path::Path) -> Result<(), Failure>
     if config.tls.is_some() || config.upstream_tls.is_some() {
         kafka_elect_leaders_proxy::tls::Tls::new(config.tls.clone(), config.upstream_tls.clone())
             .map_err(|e| invalid(e.to_string()))?;
+    }
+    if let Some(kafka) = &file.audit_kafka {
+        audit_kafka::settings(kafka).map_err(invalid)?;
     }
     if let AuditTarget::File(audit) = &config.audit {
         audit_log_openable(audit).map_err(|e| {
@@ -371,7 +404,15 @@ async fn next_change(watch: &mut Option<ConfigWatch>) {
 /// does alone (`cause` begins each line): with `--config`, the file read again with the
 /// command line over it as at the start, put in force whole or not at all; without, the
 /// certificates read again.
-async fn reload(cause: &str, reloader: &Reloader, args: &ProxyArgs, fd_limit: u64) {
+/// `started_audit`: the Kafka sink made at start, which stays (a reload reads `[audit-kafka]`
+/// but makes no other producer: a changed table is applied by a restart).
+async fn reload(
+    cause: &str,
+    reloader: &Reloader,
+    args: &ProxyArgs,
+    fd_limit: u64,
+    started_audit: Option<&DeliveryTarget>,
+) {
     let Some(path) = &args.config else {
         match reloader.reload() {
             Ok(true) => info(format_args!(
@@ -388,7 +429,13 @@ async fn reload(cause: &str, reloader: &Reloader, args: &ProxyArgs, fd_limit: u6
     // those in force without saying allow-weaker-rules = true changes nothing.
     let config = ConfigFile::read_again(path)
         .map_err(|e| e.to_string())
-        .and_then(|file| settings(args, Some(&file), max_connections_for(fd_limit)));
+        .and_then(|file| {
+            let mut config = settings(args, Some(&file), max_connections_for(fd_limit))?;
+            if let (Some(target), Some(_)) = (started_audit, &file.audit_kafka) {
+                config.audit = AuditTarget::Delivered(target.clone());
+            }
+            Ok(config)
+        });
     let applied = match config {
         Ok(config) => reloader.apply(&config).map_err(|e| e.to_string()),
         Err(e) => {
@@ -446,6 +493,7 @@ async fn serve(
     args: &ProxyArgs,
     fd_limit: u64,
 ) -> Result<(), Failure> {
+    let config_audit = config.audit.clone();
     let guard = Guard::bind(config).await.map_err(|e| match e {
         kafka_elect_leaders_proxy::StartError::AuditLog(..)
         | kafka_elect_leaders_proxy::StartError::AuditChainKey(..) => {
@@ -474,6 +522,12 @@ async fn serve(
         ));
     }
     let reload_args = args.clone();
+    // The audit sink made at start stays: a reload reads `[audit-kafka]` but does not
+    // make another producer (a changed table is applied by a restart).
+    let started_audit = match &config_audit {
+        AuditTarget::Delivered(target) => Some(target.clone()),
+        _ => None,
+    };
     tokio::spawn(async move {
         // SIGHUP and the watch in one task: one reload at a time.
         loop {
@@ -487,7 +541,14 @@ async fn serve(
                 }
                 () = next_change(&mut watch) => "config file changed",
             };
-            reload(cause, &reloader, &reload_args, fd_limit).await;
+            reload(
+                cause,
+                &reloader,
+                &reload_args,
+                fd_limit,
+                started_audit.as_ref(),
+            )
+            .await;
             if let Some(watch) = &mut watch {
                 watch.seen();
             }

@@ -31,6 +31,11 @@ pub enum AuditTarget {
     Stdout,
     /// A file, appended to (created if missing).
     File(std::path::PathBuf),
+    /// A sink that acknowledges each line (`elect-leaders proxy`'s `[audit-kafka]`), in
+    /// its delivery mode.
+    Delivered(crate::observability::audit::DeliveryTarget),
+    /// A syslog receiver (`[audit-syslog]`): RFC 5424 over TCP or TLS.
+    Syslog(crate::observability::audit::SyslogTarget),
 }
 
 /// Everything the guard needs to run: what `elect-leaders proxy`'s options build, and what a

@@ -198,6 +198,18 @@ impl Budget {
 }
 
 impl Budget {
+    /// `len` bytes of the general part held for good (an audit sink's own buffer), only
+    /// when that leaves at least as much of it to the frames: `None` otherwise, and nothing
+    /// taken (never the reserve, which a large frame needs whole).
+    pub(crate) fn try_set_aside(&self, len: usize) -> Option<Share> {
+        if self.general_total / 2 < len {
+            return None;
+        }
+        let n = u32::try_from(len).ok()?;
+        let permit = self.general.clone().try_acquire_many_owned(n).ok()?;
+        Some(self.share_of(&self.general, permit))
+    }
+
     /// [`Budget::hold`] without waiting: `None` when the part it takes from has no room now.
     pub fn try_hold(&self, len: usize) -> Option<Share> {
         let (part, n) = self.part_for(len);
@@ -612,6 +624,25 @@ impl<D: Decoder> Decoder for Reserving<D> {
 mod tests {
     use super::*;
     use tokio::io::AsyncWriteExt;
+
+    /// An audit sink's buffer is set aside from the general part only when it leaves as
+    /// much to the frames, and never from the reserve.
+    #[test]
+    fn a_sink_buffer_is_set_aside_only_from_a_large_enough_general_part() {
+        let budget = Budget::new(1 << 30, 100 << 20);
+        let before = budget.available();
+        let share = budget.try_set_aside(16 << 20).expect("room");
+        assert_eq!(budget.available(), before - (16 << 20));
+        drop(share);
+        assert_eq!(budget.available(), before);
+        // 128 MiB with 100 MiB frames: a general part of about 20 MiB, too small.
+        let small = Budget::new(128 << 20, 100 << 20);
+        let before = small.available();
+        assert!(small.try_set_aside(16 << 20).is_none());
+        assert_eq!(small.available(), before, "nothing taken");
+        // All reserve: never.
+        assert!(Budget::new(64 << 20, 100 << 20).try_set_aside(1).is_none());
+    }
 
     /// A frame of `size` body bytes, each `fill`.
     fn frame(size: usize, fill: u8) -> Vec<u8> {

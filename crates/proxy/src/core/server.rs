@@ -20,7 +20,7 @@ use crate::core::proxy_protocol;
 use crate::core::shared::Shared;
 use crate::core::tls::{Tls, TlsError};
 use crate::filters::addresses::{Opened, Routes};
-use crate::observability::audit::{default_replica, Audit, AuditSink, ChainKey, ConnInfo};
+use crate::observability::audit::{default_replica, Audit, AuditSink, ChainKey, ConnInfo, Syslog};
 use crate::observability::diag::log;
 use crate::observability::metrics::{Metrics, Refused};
 
@@ -129,6 +129,12 @@ impl Guard {
             AuditTarget::Stderr => AuditSink::Stderr,
             AuditTarget::Stdout => AuditSink::Stdout,
             AuditTarget::File(path) => AuditSink::open(path).map_err(failed)?,
+            AuditTarget::Delivered(target) => AuditSink::Delivered(target.clone()),
+            AuditTarget::Syslog(target) => {
+                AuditSink::Syslog(Syslog::connect(target.clone()).map_err(|e| {
+                    StartError::AuditLog(format!("syslog {}", target.address).into(), e)
+                })?)
+            }
         };
         let key = match &config.audit_chain_key_file {
             Some(path) => Some(

@@ -53,8 +53,15 @@ impl Health {
     }
 
     /// What `/readyz` says: every check, and whether all pass; `tls` is the guard's (the
-    /// brokers are probed through it), `audit_failing` the audit log's state.
-    pub(crate) async fn readiness(&self, tls: Option<&Tls>, audit_failing: bool) -> (bool, String) {
+    /// brokers are probed through it), `audit_failing` the audit log's state,
+    /// `audit_unacknowledged` whether the audit sink lately did not acknowledge the record
+    /// of a leadership change that waited for it (`blocking`, `blocking-strict`).
+    pub(crate) async fn readiness(
+        &self,
+        tls: Option<&Tls>,
+        audit_failing: bool,
+        audit_unacknowledged: bool,
+    ) -> (bool, String) {
         let broker = self.broker(tls).await;
         let mut ready = true;
         let mut lines = String::new();
@@ -76,6 +83,13 @@ impl Health {
             );
         } else {
             check(true, "audit log writing");
+        }
+        if audit_unacknowledged {
+            check(
+                false,
+                "audit sink not acknowledging: the last leadership change that waited for its \
+                 record was refused",
+            );
         }
         if self.draining.load(Ordering::Relaxed) {
             check(false, "draining: the guard is stopping");

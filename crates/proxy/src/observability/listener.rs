@@ -252,7 +252,11 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             Some("/livez") => ("200 OK", "text/plain", "live\n".to_owned()),
             Some("/readyz") => match shared
                 .health
-                .readiness(shared.tls.as_ref(), shared.audit.failing())
+                .readiness(
+                    shared.tls.as_ref(),
+                    shared.audit.failing(),
+                    shared.audit.delivery_failing(),
+                )
                 .await
             {
                 (true, checks) => ("200 OK", "text/plain", checks),

@@ -128,6 +128,8 @@ pub struct Metrics {
     connections_refused: Family<Reason, Counter>,
     connections_closed: Family<Reason, Counter>,
     audit_failures: Counter,
+    /// The audit delivery's (its sink's counters are read from it when served).
+    delivery: crate::observability::audit::DeliveryMetrics,
     round_trip: Histograms,
     rewrites: Counter,
     filter_events: Family<FilterEvent, Counter>,
@@ -265,6 +267,7 @@ impl Metrics {
             connections_refused: Family::default(),
             connections_closed: Family::default(),
             audit_failures: Counter::default(),
+            delivery: audit.delivery.clone(),
             round_trip: Family::new_with_constructor(round_trip_histogram),
             rewrites: Counter::default(),
             filter_events: Family::default(),
@@ -347,6 +350,40 @@ impl Metrics {
             "audit_forwarded_unaudited",
             "Decisions under log-only forwarded although they could not be audited",
             audit.forwarded_unaudited,
+        );
+        let delivery = &audit.delivery;
+        registry.register(
+            "audit_delivered",
+            "Audit records the audit sink acknowledged (audit-kafka: acks=all)",
+            delivery.delivered.clone(),
+        );
+        registry.register(
+            "audit_delivery_failed",
+            "Audit records the audit sink gave up on after its retries",
+            delivery.failed.clone(),
+        );
+        registry.register(
+            "audit_not_queued",
+            "Audit records the audit sink's buffer had no room for (batch: reported in the \
+             next record's undeliveredbefore)",
+            delivery.not_queued.clone(),
+        );
+        registry.register(
+            "audit_deadline_missed",
+            "Audit records of leadership changes not acknowledged within the \
+             blocking-strict deadline",
+            delivery.deadline_missed.clone(),
+        );
+        registry.register(
+            "audit_unacknowledged_refusals",
+            "Leadership changes refused because their audit record was not acknowledged \
+             (blocking, blocking-strict)",
+            delivery.refused.clone(),
+        );
+        registry.register(
+            "audit_sink_buffered_bytes",
+            "Bytes of audit records in the audit sink's buffer, waiting for the broker",
+            delivery.buffered_bytes.clone(),
         );
         registry.register(
             "audit_failures",
@@ -629,6 +666,7 @@ impl Metrics {
 
     /// The text format, as `/metrics` serves it.
     pub fn encode(&self) -> String {
+        self.delivery.refresh();
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -60,6 +60,7 @@ use crate::config::settings::{AuditTarget, Config, Route};
 use crate::core::tls::{ServerTls, UpstreamTls};
 use crate::filters::addresses::DynamicListen;
 use crate::filters::elect::policy::Policy;
+use crate::observability::audit::{SyslogTarget, SyslogTls};
 
 /// What a configuration file sets; `None` (or an empty list) where it says nothing.
 #[derive(Clone, Debug, Default)]
@@ -117,6 +118,46 @@ pub struct ConfigFile {
     pub allow_weaker_rules: bool,
     /// The file sets nothing: no key at all (empty, or only comments and blank lines).
     pub empty: bool,
+    /// `[audit-kafka]`: the audit log produced to a Kafka topic (`elect-leaders proxy`
+    /// makes the sink of it; this crate has no Kafka client).
+    pub audit_kafka: Option<AuditKafkaFile>,
+}
+
+/// `[audit-kafka]`: the audit log produced to a Kafka topic, as the file says it (paths
+/// resolved). Read by `elect-leaders proxy`, which makes the sink
+/// (`kafka-elect-leaders-audit-kafka`). Its `Debug` shows the password file's path, never
+/// a password (the file is read when the guard starts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditKafkaFile {
+    /// `bootstrap-servers`: `host:port,...` of the audit cluster.
+    pub bootstrap_servers: String,
+    /// `topic`: the audit topic (it must exist).
+    pub topic: String,
+    /// `replica`: this guard's name (each record's key); None: the host name.
+    pub replica: Option<String>,
+    /// `tls`: TLS towards the audit cluster (also on when a `tls-*` path is given).
+    pub tls: bool,
+    /// `tls-ca`: the CA bundle (PEM) the audit cluster's certificates are checked against.
+    pub tls_ca: Option<PathBuf>,
+    /// `tls-cert`: the guard's client certificate (PEM).
+    pub tls_cert: Option<PathBuf>,
+    /// `tls-key`: its key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// `sasl-mechanism`: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`.
+    pub sasl_mechanism: Option<String>,
+    /// `sasl-username`.
+    pub sasl_username: Option<String>,
+    /// `sasl-password-file`: the file holding the password (its first line).
+    pub sasl_password_file: Option<PathBuf>,
+    /// `mode`: `batch`, `blocking` or `blocking-strict` (None: `blocking-strict`), for the
+    /// records of leadership changes the guard forwards.
+    pub mode: Option<String>,
+    /// `deadline`: how long `blocking-strict` waits (None: 5 s).
+    pub deadline: Option<Duration>,
+    /// `delivery-timeout`: how long a record is retried (None: 30 s).
+    pub delivery_timeout: Option<Duration>,
+    /// `max-buffered-bytes`: the producer's buffer (None: 16 MiB).
+    pub max_buffered_bytes: Option<usize>,
 }
 
 /// A broker's address as written: resolved, with its host name when it is not an IP
@@ -252,6 +293,13 @@ impl ConfigFile {
             let (line, column) = e.span().map_or((1, 1), |span| position(text, span.start));
             (line, column, e.message().trim_end().to_owned())
         })?;
+        if raw.audit_log.is_some() && raw.audit_syslog.is_some() {
+            return Err((
+                1,
+                1,
+                "audit-log and [audit-syslog] are two audit sinks: the guard writes to one".into(),
+            ));
+        }
         let mut file = raw.into_file(base);
         // TOML has no multi-line comment: a line that is neither blank nor a comment holds
         // a key or a table.
@@ -327,6 +375,16 @@ pub fn summary(config: &Config) -> String {
         AuditTarget::Stderr => "standard error".to_owned(),
         AuditTarget::Stdout => "standard output".to_owned(),
         AuditTarget::File(path) => path.display().to_string(),
+        AuditTarget::Syslog(target) => format!(
+            "syslog {}{}",
+            target.address,
+            if target.tls.is_some() { " (TLS)" } else { "" }
+        ),
+        AuditTarget::Delivered(target) => format!(
+            "{} ({} for leadership changes)",
+            target.sink.describe(),
+            target.leadership.name()
+        ),
     };
     let mut line = format!(
         "{} route(s); rules: {}; audit-log {audit}",
@@ -438,6 +496,8 @@ struct Raw {
     rules: RawRules,
     #[serde(default)]
     allow_weaker_rules: bool,
+    audit_kafka: Option<RawAuditKafka>,
+    audit_syslog: Option<RawAuditSyslog>,
     #[serde(default, deserialize_with = "refusal_text")]
     refusal_text: Option<Box<str>>,
 }
@@ -447,6 +507,62 @@ fn refusal_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<str>>, D::
     let text = String::deserialize(d)?;
     crate::filters::elect::policy::check_refusal_text(&text).map_err(de::Error::custom)?;
     Ok(Some(text.into_boxed_str()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawAuditSyslog {
+    address: String,
+    #[serde(default)]
+    tls: bool,
+    tls_ca: Option<PathBuf>,
+    tls_server_name: Option<String>,
+    app_name: Option<String>,
+    #[serde(default, deserialize_with = "syslog_facility")]
+    facility: Option<u8>,
+}
+
+/// `facility`: a name of RFC 5424 (`local0`, `auth`, ...) or its number, 0 to 23.
+fn syslog_facility<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    let text = String::deserialize(d)?;
+    crate::observability::audit::facility(&text)
+        .map(Some)
+        .ok_or_else(|| de::Error::custom("expected a syslog facility: local0 to local7, auth, ..."))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawAuditKafka {
+    bootstrap_servers: String,
+    topic: String,
+    replica: Option<String>,
+    #[serde(default)]
+    tls: bool,
+    tls_ca: Option<PathBuf>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    sasl_mechanism: Option<String>,
+    sasl_username: Option<String>,
+    sasl_password_file: Option<PathBuf>,
+    #[serde(default, deserialize_with = "delivery_mode")]
+    mode: Option<String>,
+    #[serde(default, deserialize_with = "duration")]
+    deadline: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    delivery_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "audit_queue_bytes")]
+    max_buffered_bytes: Option<usize>,
+}
+
+/// `mode`: `batch`, `blocking` or `blocking-strict`.
+fn delivery_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let text = String::deserialize(d)?;
+    match text.as_str() {
+        "batch" | "blocking" | "blocking-strict" => Ok(Some(text)),
+        _ => Err(de::Error::custom(
+            "expected \"batch\", \"blocking\" or \"blocking-strict\"",
+        )),
+    }
 }
 
 #[derive(Deserialize)]
@@ -614,13 +730,27 @@ impl Raw {
                 names: Vec::new(),
                 client_cert: t.cert.map(path).zip(t.key.map(path)),
             }),
-            audit: self.audit_log.map(|p| {
-                if p.as_os_str() == "-" {
-                    AuditTarget::Stdout
-                } else {
-                    AuditTarget::File(path(p))
-                }
-            }),
+            audit: match self.audit_syslog {
+                Some(syslog) => Some(AuditTarget::Syslog(SyslogTarget {
+                    address: syslog.address,
+                    tls: (syslog.tls
+                        || syslog.tls_ca.is_some()
+                        || syslog.tls_server_name.is_some())
+                    .then(|| SyslogTls {
+                        ca: syslog.tls_ca.map(path),
+                        server_name: syslog.tls_server_name,
+                    }),
+                    app_name: syslog.app_name.unwrap_or_else(|| "elect-leaders".into()),
+                    facility: syslog.facility.unwrap_or(16),
+                })),
+                None => self.audit_log.map(|p| {
+                    if p.as_os_str() == "-" {
+                        AuditTarget::Stdout
+                    } else {
+                        AuditTarget::File(path(p))
+                    }
+                }),
+            },
             audit_queue_bytes: self.audit_queue_bytes,
             replica_id: self.replica_id,
             audit_chain_key_file: self.audit_chain_key_file.map(path),
@@ -645,6 +775,22 @@ impl Raw {
             },
             allow_weaker_rules: self.allow_weaker_rules,
             empty: false,
+            audit_kafka: self.audit_kafka.map(|k| AuditKafkaFile {
+                bootstrap_servers: k.bootstrap_servers,
+                topic: k.topic,
+                replica: k.replica,
+                tls: k.tls,
+                tls_ca: k.tls_ca.map(path),
+                tls_cert: k.tls_cert.map(path),
+                tls_key: k.tls_key.map(path),
+                sasl_mechanism: k.sasl_mechanism,
+                sasl_username: k.sasl_username,
+                sasl_password_file: k.sasl_password_file.map(path),
+                mode: k.mode,
+                deadline: k.deadline,
+                delivery_timeout: k.delivery_timeout,
+                max_buffered_bytes: k.max_buffered_bytes,
+            }),
         }
     }
 }

@@ -285,3 +285,41 @@ fn read_names_the_file() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `[audit-kafka]` and `[audit-syslog]`: read, paths resolved; two sinks refused.
+#[test]
+fn audit_sink_tables() {
+    let text = "[audit-kafka]\nbootstrap-servers = \"k:9092\"\ntopic = \"audit\"\n\
+                mode = \"blocking\"\ndeadline = \"2s\"\nsasl-password-file = \"pw\"\n";
+    let file = ConfigFile::parse(text, Path::new("/etc/guard")).unwrap();
+    let kafka = file.audit_kafka.unwrap();
+    assert_eq!(kafka.bootstrap_servers, "k:9092");
+    assert_eq!(kafka.mode.as_deref(), Some("blocking"));
+    assert_eq!(kafka.deadline, Some(Duration::from_secs(2)));
+    assert_eq!(kafka.sasl_password_file, Some("/etc/guard/pw".into()));
+    let bad =
+        "[audit-kafka]\nbootstrap-servers = \"k:9092\"\ntopic = \"a\"\nmode = \"eventually\"\n";
+    assert!(ConfigFile::parse(bad, Path::new("."))
+        .unwrap_err()
+        .2
+        .contains("blocking-strict"));
+
+    let text =
+        "[audit-syslog]\naddress = \"siem:6514\"\ntls-ca = \"ca.pem\"\nfacility = \"auth\"\n";
+    let file = ConfigFile::parse(text, Path::new("/etc/guard")).unwrap();
+    match file.audit {
+        Some(AuditTarget::Syslog(target)) => {
+            assert_eq!(target.address, "siem:6514");
+            assert_eq!(target.facility, 4);
+            assert_eq!(target.app_name, "elect-leaders");
+            let tls = target.tls.unwrap();
+            assert_eq!(tls.ca, Some("/etc/guard/ca.pem".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    let both = "audit-log = \"a.jsonl\"\n[audit-syslog]\naddress = \"siem:514\"\n";
+    assert!(ConfigFile::parse(both, Path::new("."))
+        .unwrap_err()
+        .2
+        .contains("two audit sinks"));
+}

@@ -160,6 +160,14 @@ pub(super) async fn requests<CR: ClientRead, UW: AsyncWrite + Unpin>(
                 match outcome {
                     OnRequest::Pass => {}
                     OnRequest::Forward(forwarded) => {
+                        // Held until the filter's gate opens (its audit record
+                        // acknowledged), or answered with what the gate says instead.
+                        if let Some(gate) = forwarded.gate {
+                            if let Err(answer) = or_gone!(gate) {
+                                end = End::Answer(answer);
+                                break;
+                            }
+                        }
                         wait = wait.max(forwarded.wait);
                         merges.extend(forwarded.merge);
                         request = Request::forwarded(forwarded.frame, peek);

@@ -15,8 +15,8 @@ use super::encode;
 use super::policy::{Decision, Policy, Verdict};
 use crate::core::close::{Close, CloseReason};
 use crate::core::response_due::millis;
-use crate::filter::{Filter, Forward, OnRequest, Request, Respond, Session, Wait};
-use crate::observability::audit::log_only;
+use crate::filter::{Filter, Forward, Gate, OnRequest, Request, Respond, Session, Wait};
+use crate::observability::audit::{log_only, DecisionRecord, Pending};
 use crate::observability::diag::log;
 use crate::observability::metrics::RecentDecision;
 
@@ -69,16 +69,27 @@ fn decide(session: &Session, request: &mut Request) -> Result<OnRequest, Close> 
     let policy = session.policy();
     let log_only = log_only(&policy, principal.as_deref());
     let mut decision = policy.decide_as(&view, principal.as_deref());
-    if let Err(e) = session
-        .parts()
-        .audit
-        .record(conn, principal.as_deref(), &policy, &view, &decision)
-        .or_else(|e| {
-            let id = view.correlation_id();
-            let what = format_args!("ElectLeaders (correlation id {id})");
-            session.parts().audit_log.unaudited(log_only, conn, what, e)
-        })
-    {
+    // A leadership change forwarded waits for its record's acknowledgement when the audit
+    // sink's mode says so (never under log-only, which holds nothing back).
+    let changes = !log_only && matches!(decision.verdict, Verdict::Forwarded | Verdict::Trimmed);
+    let mut pending = None;
+    if let Err(e) = if changes {
+        let record = DecisionRecord::new(conn, principal.as_deref(), &policy, &view, &decision);
+        session
+            .parts()
+            .audit
+            .record_change(record)
+            .map(|waits| pending = waits)
+    } else {
+        session
+            .parts()
+            .audit
+            .record(conn, principal.as_deref(), &policy, &view, &decision)
+    }
+    .or_else(|e| {
+        let what = format_args!("ElectLeaders (correlation id {})", view.correlation_id());
+        session.parts().audit_log.unaudited(log_only, conn, what, e)
+    }) {
         // Fail closed: an election that cannot be audited is refused. The refusal is not
         // audited either (the log is what failed); the diagnostics say it.
         log(format_args!(
@@ -107,23 +118,71 @@ fn decide(session: &Session, request: &mut Request) -> Result<OnRequest, Close> 
         });
     let wait = millis(view.timeout_ms());
     let holds = request.frame().len();
+    let gate = pending.map(|pending| held_until_acknowledged(session, &request, &policy, pending));
+    let gated = |forward: Forward| match gate {
+        Some(gate) => forward.after(gate),
+        None => forward,
+    };
     Ok(match decision.verdict {
         Verdict::Forwarded | Verdict::WouldRefuse => {
-            OnRequest::Forward(Forward::new(request.into_bytes()).waiting(wait))
+            OnRequest::Forward(gated(Forward::new(request.into_bytes()).waiting(wait)))
         }
         Verdict::Trimmed => {
             let mut trimmed = BytesMut::new();
             encode::encode_trimmed(&policy, &decision, &view, &mut trimmed)
                 .map_err(|e| Close::new(format!("cannot encode the trimmed request: {e}")))?;
             let merge = answer_later(holds, request, policy, decision)?;
-            OnRequest::Forward(
+            OnRequest::Forward(gated(
                 Forward::new(trimmed.freeze())
                     .waiting(wait)
                     .merged_by(merge),
-            )
+            ))
         }
         Verdict::Refused if holds > WHOLE_ANSWER_UP_TO => OnRequest::Answer(short(holds, request)),
         Verdict::Refused => OnRequest::Answer(answer_later(holds, request, policy, decision)?),
+    })
+}
+
+/// The gate of an election forwarded whose record's acknowledgement it waits for
+/// ([`crate::observability::audit::Pending`]): open once acknowledged; otherwise the
+/// election is refused as one that could not be audited (POLICY_VIOLATION, the reason in
+/// its message), said in the guard's log, counted, and the refusal audited as a record of
+/// its own (its first record may still reach the sink later).
+fn held_until_acknowledged(
+    session: &Session,
+    request: &OwnedRequest<bytes::Bytes>,
+    policy: &Arc<Policy>,
+    pending: Pending,
+) -> Gate {
+    let (session, request, policy) = (session.clone(), request.clone(), policy.clone());
+    Box::pin(async move {
+        let why = match pending.wait().await {
+            Ok(()) => return Ok(()),
+            Err(why) => why,
+        };
+        let conn = session.conn();
+        let view = request.view();
+        let principal = session.principal();
+        log(format_args!(
+            "{} -> {}: ElectLeaders request (correlation id {}) refused: {why}",
+            conn.client,
+            conn.upstream,
+            view.correlation_id(),
+        ));
+        let decision = policy.refuse_unaudited(&view, &why);
+        let record = DecisionRecord::new(conn, principal.as_deref(), &policy, &view, &decision);
+        if let Err(e) = session.parts().audit.record_line(record) {
+            log(format_args!(
+                "{} -> {}: the refusal of ElectLeaders (correlation id {}) is not audited: {}",
+                conn.client,
+                conn.upstream,
+                view.correlation_id(),
+                e.reason()
+            ));
+        }
+        let holds = request.frame().len();
+        Err(answer_later(holds, request, policy, decision)
+            .unwrap_or_else(|close| Respond::later(0, move |_, _| Err(close))))
     })
 }
 

@@ -10,12 +10,13 @@ use kafka_elect_leaders::RequestPeek;
 
 use super::api::Api;
 use super::audit;
+use super::decision::ChangeDecision;
 use super::read::read_request;
 use super::refuse::encode_refusal_with;
 use crate::core::close::{Close, CloseReason};
-use crate::filter::{Filter, OnRequest, Request, Respond, Session, Wait};
+use crate::filter::{Filter, Forward, Gate, OnRequest, Request, Respond, Session, Wait};
 use crate::filters::elect::policy::Verdict;
-use crate::observability::audit::log_only;
+use crate::observability::audit::{log_only, Pending};
 use crate::observability::diag::log;
 
 /// The leadership-change policy on every API other than ElectLeaders that can change a
@@ -46,30 +47,92 @@ impl Filter for Leadership {
     }
 
     fn request(&self, session: &Session, request: &mut Request) -> OnRequest {
-        match police_change(session, request.frame(), *request.peek()) {
-            Ok(None) => OnRequest::Pass,
-            Ok(Some(reply)) => OnRequest::Answer(Respond::frame(reply)),
+        let peek = *request.peek();
+        match police_change(session, request.frame(), peek) {
+            Ok(Policed::Pass) => OnRequest::Pass,
+            Ok(Policed::Answer(reply)) => OnRequest::Answer(Respond::frame(reply)),
+            Ok(Policed::Held(pending, decision)) => {
+                let frame = request.keep();
+                let gate = held_until_acknowledged(session, frame.clone(), peek, pending, decision);
+                OnRequest::Forward(Forward::new(frame).after(gate))
+            }
             Err(close) => OnRequest::Close(close),
         }
     }
+}
+
+/// What becomes of a leadership-change request.
+enum Policed {
+    /// Forwarded as it came (not read, or allowed).
+    Pass,
+    /// Allowed, and forwarded once its record is acknowledged ([`Pending`]).
+    Held(Pending, ChangeDecision),
+    /// Refused: this answer instead.
+    Answer(bytes::Bytes),
+}
+
+/// The gate of a change allowed whose record's acknowledgement it waits for: open once
+/// acknowledged; otherwise the change is refused as one that could not be audited (the
+/// API's own refusal, the reason in its message), said in the guard's log, and the
+/// refusal audited as a record of its own.
+fn held_until_acknowledged(
+    session: &Session,
+    frame: bytes::Bytes,
+    peek: RequestPeek,
+    pending: Pending,
+    decision: ChangeDecision,
+) -> Gate {
+    let session = session.clone();
+    Box::pin(async move {
+        let why = match pending.wait().await {
+            Ok(()) => return Ok(()),
+            Err(why) => why,
+        };
+        let conn = session.conn();
+        let Some(api) = Api::of(peek.api_key) else {
+            return Ok(());
+        };
+        log(format_args!(
+            "{} -> {}: {} request (correlation id {}) refused: {why}",
+            conn.client,
+            conn.upstream,
+            api.name(),
+            peek.correlation_id,
+        ));
+        // Read again: it was read when decided, so it reads.
+        let request = read_request(api, peek.api_version, &frame)
+            .map_err(|e| Respond::later(0, move |_, _| Err(Close::new(e.to_string()))))?;
+        let decision = decision.unaudited(&why);
+        let principal = session.principal();
+        let line = audit::line(conn, principal.as_deref(), &request, &decision);
+        if let Err(e) = session.parts().audit.record_line(line) {
+            log(format_args!(
+                "{} -> {}: the refusal of {} (correlation id {}) is not audited: {}",
+                conn.client,
+                conn.upstream,
+                api.name(),
+                peek.correlation_id,
+                e.reason()
+            ));
+        }
+        let mut reply = bytes::BytesMut::new();
+        encode_refusal_with(&request, &decision, &session.policy(), &mut reply);
+        Err(Respond::frame(reply.freeze()))
+    })
 }
 
 /// None to forward the request (not an API the policy reads, no rule that concerns
 /// leadership, or allowed), the answer to send instead when it is refused; an error closes
 /// the connection (a request the guard cannot read, of a version it does not know, or one
 /// no client sends).
-fn police_change(
-    session: &Session,
-    frame: &[u8],
-    peek: RequestPeek,
-) -> Result<Option<bytes::Bytes>, Close> {
+fn police_change(session: &Session, frame: &[u8], peek: RequestPeek) -> Result<Policed, Close> {
     let conn = session.conn();
     let Some(api) = Api::of(peek.api_key) else {
-        return Ok(None);
+        return Ok(Policed::Pass);
     };
     let policy = session.policy();
     if !policy.reads_change(api) {
-        return Ok(None);
+        return Ok(Policed::Pass);
     }
     let refused = |what: String| {
         Close::of(
@@ -99,10 +162,20 @@ fn police_change(
     })?;
     let principal = session.principal();
     let mut decision = policy.decide_change(&request, principal.as_deref());
+    let log_only = log_only(&policy, principal.as_deref());
+    // A change let through waits for its record's acknowledgement when the audit sink's
+    // mode says so (never under log-only, which holds nothing back).
+    let changes = !log_only && decision.verdict == Verdict::Forwarded;
     let line = audit::line(conn, principal.as_deref(), &request, &decision);
-    if let Err(e) = session.parts().audit.record_line(line).or_else(|e| {
+    let mut pending = None;
+    let recorded = if changes {
+        let audit = &session.parts().audit;
+        audit.record_change(line).map(|waits| pending = waits)
+    } else {
+        session.parts().audit.record_line(line)
+    };
+    if let Err(e) = recorded.or_else(|e| {
         let what = format_args!("{} (correlation id {})", api.name(), peek.correlation_id);
-        let log_only = log_only(&policy, principal.as_deref());
         session.parts().audit_log.unaudited(log_only, conn, what, e)
     }) {
         log(format_args!(
@@ -120,11 +193,14 @@ fn police_change(
         .metrics
         .change_decided(api.name(), decision.verdict);
     if decision.verdict != Verdict::Refused {
-        return Ok(None);
+        return Ok(match pending {
+            Some(pending) => Policed::Held(pending, decision),
+            None => Policed::Pass,
+        });
     }
     let mut reply = bytes::BytesMut::new();
     encode_refusal_with(&request, &decision, &policy, &mut reply);
-    Ok(Some(reply.freeze()))
+    Ok(Policed::Answer(reply.freeze()))
 }
 
 #[cfg(test)]

@@ -54,20 +54,26 @@ use crate::filters::elect::policy::{Decision, Policy};
 use crate::observability::diag::log;
 
 mod chain;
+mod delivery;
 mod queue;
 mod record;
 mod sink;
+mod syslog;
 #[cfg(test)]
 mod tests;
 
 use chain::Chain;
 pub use chain::{check_replica, default_replica, line_hash, ChainKey};
+pub(crate) use delivery::DeliveryMetrics;
+use delivery::DeliveryState;
+pub use delivery::{Acked, Deliver, DeliveryMode, DeliveryStats, DeliveryTarget, Pending};
 pub(crate) use queue::AuditMetrics;
 use queue::{drain, release, Message, Queue, Queued};
 pub(crate) use record::{json_len, line_within, Name, RuleList, Shown};
 pub use record::{rfc3339, rfc3339_now, ConnInfo, DecisionRecord};
 use sink::write_lines;
 pub use sink::{AuditFile, AuditSink};
+pub use syslog::{facility, Syslog, SyslogTarget, SyslogTls, FACILITIES};
 
 /// Bytes of audit lines waiting for the writer, at most, by default: 64 MiB, what the guard
 /// holds of them at most however its clients flood and however the log lags (lines are
@@ -89,6 +95,10 @@ pub struct Audit {
     queue: Arc<Queue>,
     /// The bytes each client address has queued, shared by its connections.
     by_address: crate::core::clients::PerClient,
+    /// The delivery's mode and state, when lines go to a sink that acknowledges them.
+    delivery: Option<Arc<DeliveryState>>,
+    /// The part of the guard's buffer budget that sink's buffer holds, for the guard's life.
+    _delivery_share: OnceLock<crate::core::budget::Share>,
 }
 
 /// An audit line to queue: one written already, or a record written when queued, as its
@@ -220,13 +230,25 @@ impl Audit {
         let start = chain.start_line();
         let audit = Audit::start_with(sink, bound, Some(chain))?;
         audit
-            .queue_line(start, None)
+            .queue_line(start, None, None)
             .map_err(|e| io::Error::other(format!("the audit chain's start: {e}")))?;
         Ok(audit)
     }
 
     fn start_with(sink: AuditSink, bound: usize, chain: Option<Chain>) -> io::Result<Audit> {
         let bound = bound.max(1);
+        let metrics = AuditMetrics::default();
+        let delivery = match &sink {
+            AuditSink::Delivered(target) => {
+                metrics.delivery.read_from(target.sink.clone());
+                Some(Arc::new(DeliveryState {
+                    target: target.clone(),
+                    failing: AtomicBool::new(false),
+                    metrics: metrics.delivery.clone(),
+                }))
+            }
+            _ => None,
+        };
         let (lines, rx) = channel();
         let queue = Arc::new(Queue {
             bound,
@@ -234,7 +256,7 @@ impl Audit {
             bytes: AtomicUsize::new(0),
             failing: AtomicBool::new(false),
             changed: tokio::sync::Notify::new(),
-            metrics: AuditMetrics::default(),
+            metrics,
             budget: OnceLock::new(),
             chain: std::sync::Mutex::new(chain),
         });
@@ -246,6 +268,8 @@ impl Audit {
             lines,
             queue,
             by_address: crate::core::clients::PerClient::default(),
+            delivery,
+            _delivery_share: OnceLock::new(),
         })
     }
 
@@ -254,7 +278,40 @@ impl Audit {
     /// budget has no room for is refused ([`AuditError::NoMemory`]). Once: a second budget
     /// is ignored.
     pub(crate) fn count_in(&self, budget: &crate::core::budget::Budget) {
-        let _ = self.queue.budget.set(budget.clone());
+        if self.queue.budget.set(budget.clone()).is_err() {
+            return;
+        }
+        // A sink that acknowledges buffers lines of its own: its bound is taken from the
+        // budget once, for the guard's life.
+        if let Some(delivery) = &self.delivery {
+            let bytes = delivery.target.sink.max_buffered_bytes();
+            match budget.try_set_aside(bytes) {
+                Some(share) => {
+                    let _ = self._delivery_share.set(share);
+                }
+                None => log(format_args!(
+                    "the audit sink's buffer ({bytes} bytes) is more than half of what \
+                     max-buffered-bytes leaves to frames: it is not taken from it, and the \
+                     guard may hold that much more"
+                )),
+            }
+        }
+    }
+
+    /// The mode of the records of leadership changes the guard forwards: `Batch` for
+    /// every sink but one that acknowledges ([`AuditSink::Delivered`]).
+    pub fn leadership_mode(&self) -> DeliveryMode {
+        self.delivery
+            .as_ref()
+            .map_or(DeliveryMode::Batch, |d| d.target.leadership)
+    }
+
+    /// Whether the records of leadership changes wait for a sink that, lately, did not
+    /// acknowledge them (strict or blocking): `/readyz` says not ready meanwhile.
+    pub fn delivery_failing(&self) -> bool {
+        self.delivery
+            .as_ref()
+            .is_some_and(|d| d.target.leadership.waits() && d.failing.load(Ordering::Relaxed))
     }
 
     /// The audit log's metrics (its queue's depth, kept by the writer).
@@ -292,10 +349,23 @@ impl Audit {
     /// Waits until every line queued so far is written, at most `timeout`: false if they
     /// were not (the log is stalled or failing). Blocks: call it off the runtime's workers.
     pub fn drain(&self, timeout: Duration) -> bool {
-        drain(
-            |message| self.send(message),
-            std::time::Instant::now() + timeout,
-        )
+        let deadline = std::time::Instant::now() + timeout;
+        let written = drain(|message| self.send(message), deadline);
+        // Then a sink that acknowledges: what it holds delivered, in the time left.
+        let Some(delivery) = &self.delivery else {
+            return written;
+        };
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match delivery.target.sink.flush(left) {
+            Ok(()) => written,
+            Err(why) => {
+                log(format_args!(
+                    "audit sink {}: not every record delivered at stop: {why}",
+                    delivery.target.sink.describe()
+                ));
+                false
+            }
+        }
     }
 
     /// Opens the audit file again at its path once the lines queued before are written,
@@ -344,7 +414,30 @@ impl Audit {
     /// Hands one line (JSON, newline included) to the writer, as [`Audit::record`] does:
     /// shortened to fit a share of the queue if it is a line that can be ([`AuditLine`]).
     pub fn record_line(&self, line: impl AuditLine) -> Result<(), AuditError> {
-        self.queue_line(self.fitted(line)?, None)
+        self.queue_line(self.fitted(line)?, None, None)
+    }
+
+    /// A waiter for the acknowledgement of the line about to be queued, when leadership
+    /// changes wait for theirs ([`Audit::leadership_mode`]): its sender goes with the line.
+    fn waiter(
+        &self,
+    ) -> (
+        Option<Pending>,
+        Option<tokio::sync::oneshot::Sender<Result<Acked, String>>>,
+    ) {
+        match &self.delivery {
+            Some(delivery) if delivery.target.leadership.waits() => {
+                let (handed, waits) = tokio::sync::oneshot::channel();
+                let pending = Pending {
+                    handed: waits,
+                    mode: delivery.target.leadership,
+                    since: tokio::time::Instant::now(),
+                    state: delivery.clone(),
+                };
+                (Some(pending), Some(handed))
+            }
+            _ => (None, None),
+        }
     }
 
     /// `line`, written to fit a share of the queue: [`AuditError::TooLarge`] when even
@@ -363,6 +456,7 @@ impl Audit {
         &self,
         mut line: String,
         conn: Option<&Arc<AtomicUsize>>,
+        handed: Option<tokio::sync::oneshot::Sender<Result<Acked, String>>>,
     ) -> Result<(), AuditError> {
         let queue = &*self.queue;
         if queue.failing.load(Ordering::Relaxed) {
@@ -411,8 +505,9 @@ impl Audit {
             bytes,
             conn: conn.cloned(),
             _share: share,
+            handed,
         };
-        if self.send(Message::Line(queued)).is_err() {
+        if self.send(Message::Line(Box::new(queued))).is_err() {
             release(queue, bytes, conn.map(|c| &**c));
             return Err(AuditError::Failing);
         }
@@ -517,6 +612,16 @@ impl AuditConnection {
     /// [`Audit::record_line`], counted against this connection's share.
     pub fn record_line(&self, line: impl AuditLine) -> Result<(), AuditError> {
         let line = self.audit.fitted(line)?;
-        self.audit.queue_line(line, Some(&self.queued))
+        self.audit.queue_line(line, Some(&self.queued), None)
+    }
+
+    /// [`AuditConnection::record_line`] for the record of a leadership change the guard
+    /// is about to forward: with the wait for its acknowledgement when the sink's mode
+    /// has one ([`Audit::leadership_mode`]; None: it goes on at once, as a queued line).
+    pub fn record_change(&self, line: impl AuditLine) -> Result<Option<Pending>, AuditError> {
+        let line = self.audit.fitted(line)?;
+        let (pending, handed) = self.audit.waiter();
+        self.audit.queue_line(line, Some(&self.queued), handed)?;
+        Ok(pending)
     }
 }

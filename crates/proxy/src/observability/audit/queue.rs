@@ -70,6 +70,8 @@ pub(crate) struct AuditMetrics {
     /// Decisions under log-only rules ([`Policy::log_only`](crate::Policy::log_only))
     /// forwarded although they could not be audited.
     pub forwarded_unaudited: Counter,
+    /// The delivery's, when lines go to a sink that acknowledges them.
+    pub delivery: super::delivery::DeliveryMetrics,
 }
 
 /// A line queued: its text, the bytes it is counted for, and the counter of the
@@ -80,12 +82,15 @@ pub(super) struct Queued {
     pub(super) conn: Option<Arc<AtomicUsize>>,
     /// The line's share of the guard's buffer budget, given back once it is written.
     pub(super) _share: Option<crate::core::budget::Share>,
+    /// Who waits for its acknowledgement, when it goes to a sink that acknowledges
+    /// ([`super::delivery::Pending`]): handed the sink's answer.
+    pub(super) handed: Option<tokio::sync::oneshot::Sender<Result<super::delivery::Acked, String>>>,
 }
 
 /// What a writer thread is handed: a line, or a request to say when every line before it
 /// is written.
 pub(super) enum Message {
-    Line(Queued),
+    Line(Box<Queued>),
     Drained(std::sync::mpsc::Sender<()>),
     /// Open the audit file again; the answer: whether there is a file.
     Reopen(std::sync::mpsc::Sender<io::Result<bool>>),

@@ -1,6 +1,8 @@
 //! Where audit lines go ([`AuditSink`]: standard output or error, a file opened again when
-//! rotated, any writer) and the writer thread that writes them, one `write` each, retrying
-//! a failed write and a file that could not be opened again every second.
+//! rotated, any writer, a sink that acknowledges each line) and the writer thread that
+//! writes them, one `write` each, retrying a failed write and a file that could not be
+//! opened again every second; a sink that acknowledges is handed each line, and its
+//! acknowledgement to come goes to whoever waits for it (`super::delivery`).
 //!
 //! A line is whole or absent, whatever a write did before it failed (a full disk takes
 //! part of a line, then refuses the rest): a regular file is cut back to its length before
@@ -30,6 +32,11 @@ pub enum AuditSink {
     File(AuditFile),
     /// Any writer, e.g. `io::sink()` or a pipe of the embedding program's.
     Writer(Box<dyn Write + Send>),
+    /// A sink that acknowledges each line (the tool's Kafka topic), in a delivery mode.
+    Delivered(super::delivery::DeliveryTarget),
+    /// A syslog receiver (RFC 5424 over TCP or TLS): a failed send is retried as a failed
+    /// write is, on a new connection.
+    Syslog(super::syslog::Syslog),
 }
 
 impl AuditSink {
@@ -298,6 +305,13 @@ fn write_line(sink: &mut AuditSink, line: &[u8], done: &mut usize) -> io::Result
             write_rest(w, line, done)?;
             w.flush()
         }
+        // Handed over by the writer thread itself, never here.
+        AuditSink::Delivered(_) => Ok(()),
+        // Whole on one connection, or whole again on the next.
+        AuditSink::Syslog(syslog) => {
+            *done = 0;
+            syslog.send(line)
+        }
     }
 }
 
@@ -358,7 +372,17 @@ pub(super) fn write_lines(mut sink: AuditSink, lines: &Receiver<Message>, queue:
                 continue;
             }
         };
-        let line = queue.sealed(line);
+        let line = Box::new(queue.sealed(*line));
+        if let AuditSink::Delivered(target) = &sink {
+            // Handed over without blocking; never failing the queue: a line the sink does
+            // not take is its to count (batch), and refuses the change waiting for it.
+            let answer = target.sink.send(line.text.as_bytes());
+            if let Some(handed) = line.handed {
+                let _ = handed.send(answer);
+            }
+            release(queue, line.bytes, line.conn.as_deref());
+            continue;
+        }
         let mut done = 0;
         loop {
             match write_line(&mut sink, line.text.as_bytes(), &mut done) {
