@@ -36,8 +36,8 @@ fn read_frame(r: &mut impl BufRead) -> Option<String> {
     Some(String::from_utf8(message).unwrap())
 }
 
-/// A fake syslog receiver: each frame read goes to the channel, with the number of the
-/// connection it came on. With `close_after_first`, the first connection is closed after
+/// A fake syslog receiver: each frame read goes to the channel (the audit chain's start
+/// line left out), with the number of the connection it came on. With `close_after_first`, the first connection is closed after
 /// its first frame. `tls`: a rustls server configuration.
 fn fake_syslog_receiver(
     tls: Option<Arc<rustls::ServerConfig>>,
@@ -61,6 +61,10 @@ fn fake_syslog_receiver(
                 };
                 let mut reader = BufReader::new(reader);
                 while let Some(frame) = read_frame(&mut reader) {
+                    // The audit chain's start line, before any decision: not one of them.
+                    if frame.contains("\"event\":\"chain-start\"") {
+                        continue;
+                    }
                     let _ = tx.send((n, frame));
                     if close_after_first && n == 0 {
                         return;
