@@ -6,7 +6,7 @@
 //! - [`broker`]: the broker client `target` and `compare` share (connection, ApiVersions,
 //!   pacing, signals).
 //!
-//! [`run`] picks the campaign the flags name.
+//! [`run()`] picks the campaign the flags name.
 
 mod broker;
 mod compare;

@@ -63,7 +63,7 @@ mod syslog;
 mod tests;
 
 use chain::Chain;
-pub use chain::{check_replica, default_replica, line_hash, ChainKey};
+pub use chain::{check_replica, default_replica, line_hash, ChainKey, MIN_KEY_BYTES};
 pub(crate) use delivery::DeliveryMetrics;
 use delivery::DeliveryState;
 pub use delivery::{Acked, Deliver, DeliveryMode, DeliveryStats, DeliveryTarget, Pending};
