@@ -87,7 +87,8 @@ fn decide(session: &Session, request: &mut Request) -> Result<OnRequest, Close> 
             .record(conn, principal.as_deref(), &policy, &view, &decision)
     }
     .or_else(|e| {
-        let what = format_args!("ElectLeaders (correlation id {})", view.correlation_id());
+        let id = view.correlation_id();
+        let what = format_args!("ElectLeaders (correlation id {id})");
         session.parts().audit_log.unaudited(log_only, conn, what, e)
     }) {
         // Fail closed: an election that cannot be audited is refused. The refusal is not
