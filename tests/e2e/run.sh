@@ -322,7 +322,7 @@ export REWRITE_STRACE="${TRACE[*]:+$RUN/rewrite-guard.strace}" OWN_SYN_PCAP="$RU
 # 4e. The fleet (test_fleet.py, issue 45): three guards behind a real HAProxy, in front of
 # the brokers' OWN listeners. HAProxy listens on 127.0.0.2, one frontend port per broker,
 # and connects to the guards from 127.0.0.5 with the PROXY protocol (v2), checking each
-# guard's /readyz; the guards listen on 127.0.1.1-3 with the same ports and tell their
+# guard's /livez; the guards listen on 127.0.1.1-3 with the same ports and tell their
 # clients HAProxy's address (--advertise-host 127.0.0.2). Linux answers on all of 127/8.
 if ! command -v haproxy >/dev/null 2>&1; then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
@@ -379,7 +379,10 @@ EOF
         for port in "$FLEET_P2" "$FLEET_P3"; do
             printf 'frontend kafka-%s\n    bind 127.0.0.2:%s\n    default_backend guards-%s\n' "$port" "$port" "$port"
             printf 'backend guards-%s\n    balance roundrobin\n    source 127.0.0.5\n' "$port"
-            printf '    option httpchk GET /readyz\n    http-check expect status 200\n'
+            # /livez, not /readyz: /readyz probes a broker (ApiVersions to the OWN
+            # listeners), and test_rewrite.py counts every connection that reaches those
+            # before the fleet's tests run. test_fleet.py checks /readyz itself.
+            printf '    option httpchk GET /livez\n    http-check expect status 200\n'
             printf '    default-server send-proxy-v2 check port %s inter 500 fall 2 rise 1\n' "$FLEET_M"
             for i in 1 2 3; do printf '    server g%s 127.0.1.%s:%s\n' "$i" "$i" "$port"; done
         done

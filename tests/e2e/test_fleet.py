@@ -1,6 +1,7 @@
 """The guard as a fleet (issue 45), on the real cluster: three guard processes behind a real
 HAProxy (a Debian package), which speaks the PROXY protocol to them (send-proxy-v2, from
-its own source address 127.0.0.5) and checks each one's /readyz; the three real clients
+its own source address 127.0.0.5) and checks each one's /livez (run.sh says why not
+/readyz, which these tests check themselves); the three real clients
 elect through HAProxy's address only (127.0.0.2, one frontend port per broker).
 
 run.sh starts them in front of the brokers' OWN listeners (which advertise the brokers' own
